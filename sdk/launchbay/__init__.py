@@ -1,0 +1,79 @@
+"""launchbay: run distributed training jobs through a SageMaker-v2-compatible Estimator.
+
+The public surface is small and imported lazily, so ``import launchbay`` stays
+fast and never imports boto3::
+
+    from launchbay import Estimator, Session
+    from launchbay.pytorch import PyTorch
+"""
+
+from __future__ import annotations
+
+import importlib
+from typing import TYPE_CHECKING, Any
+
+from launchbay.errors import (
+    ConfigurationError,
+    DistributionError,
+    ImageNotFoundError,
+    InputError,
+    JobError,
+    JobFailedError,
+    LaunchbayError,
+    MissingDependencyError,
+    TransferError,
+    UnknownArgumentError,
+)
+
+__version__ = "0.1.0"
+
+# name -> module that defines it; resolved on first attribute access.
+_LAZY = {
+    "Estimator": "launchbay.estimator",
+    "Framework": "launchbay.estimator",
+    "Session": "launchbay.session",
+    "TrainingInput": "launchbay.inputs",
+    "FileSystemInput": "launchbay.inputs",
+    "DebuggerHookConfig": "launchbay.debugger",
+    "CollectionConfig": "launchbay.debugger",
+    "PyTorch": "launchbay.pytorch",
+    "TensorFlow": "launchbay.tensorflow",
+}
+
+__all__ = sorted(
+    [
+        *_LAZY,
+        "ConfigurationError",
+        "DistributionError",
+        "ImageNotFoundError",
+        "InputError",
+        "JobError",
+        "JobFailedError",
+        "LaunchbayError",
+        "MissingDependencyError",
+        "TransferError",
+        "UnknownArgumentError",
+        "__version__",
+    ]
+)
+
+if TYPE_CHECKING:  # pragma: no cover
+    from launchbay.debugger import CollectionConfig, DebuggerHookConfig
+    from launchbay.estimator import Estimator, Framework
+    from launchbay.inputs import FileSystemInput, TrainingInput
+    from launchbay.pytorch import PyTorch
+    from launchbay.session import Session
+    from launchbay.tensorflow import TensorFlow
+
+
+def __getattr__(name: str) -> Any:
+    module = _LAZY.get(name)
+    if module is None:
+        raise AttributeError(f"module 'launchbay' has no attribute {name!r}")
+    value = getattr(importlib.import_module(module), name)
+    globals()[name] = value
+    return value
+
+
+def __dir__() -> list[str]:
+    return sorted(set(globals()) | set(_LAZY))

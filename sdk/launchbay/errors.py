@@ -1,0 +1,117 @@
+"""The launchbay exception tree.
+
+Every error a user can cause is one of these; third-party errors (botocore,
+OSError from a transfer) are translated at the boundary with ``raise ... from``.
+
+::
+
+    LaunchbayError
+    ├── ConfigurationError (ValueError)      bad arguments: names the argument,
+    │   │                                    the value given and what is accepted
+    │   ├── UnknownArgumentError (TypeError) an unknown keyword, with a suggestion
+    │   ├── DistributionError                a bad ``distribution`` dict
+    │   ├── InputError                       a bad channel / S3 or file URI
+    │   └── ImageNotFoundError               no image for framework/version/py
+    ├── MissingDependencyError (ImportError) an optional extra is not installed
+    ├── TransferError (RuntimeError)         an S3 upload/download failed
+    └── JobError (RuntimeError)              a submitted job could not be started
+        └── JobFailedError                   the job ended Failed or Stopped
+"""
+
+from __future__ import annotations
+
+import difflib
+from collections.abc import Iterable
+
+__all__ = [
+    "LaunchbayError",
+    "ConfigurationError",
+    "UnknownArgumentError",
+    "DistributionError",
+    "InputError",
+    "ImageNotFoundError",
+    "MissingDependencyError",
+    "TransferError",
+    "JobError",
+    "JobFailedError",
+]
+
+
+class LaunchbayError(Exception):
+    """Root of every launchbay exception."""
+
+
+class ConfigurationError(LaunchbayError, ValueError):
+    """An argument has a value launchbay cannot accept."""
+
+    def __init__(self, message: str, *, argument: str | None = None, value: object = None):
+        super().__init__(message)
+        self.argument = argument
+        self.value = value
+
+    @classmethod
+    def invalid(
+        cls, argument: str, value: object, accepted: str, *, reason: str = ""
+    ) -> ConfigurationError:
+        """Build the standard message: argument, value given, what is accepted."""
+        why = f" {reason.rstrip('.')}." if reason else ""
+        return cls(
+            f"Invalid {argument}={value!r}.{why} Accepted: {accepted}.",
+            argument=argument,
+            value=value,
+        )
+
+
+class UnknownArgumentError(ConfigurationError, TypeError):
+    """An unknown keyword argument (a typo must never be ignored)."""
+
+    @classmethod
+    def for_name(cls, owner: str, name: str, valid: Iterable[str]) -> UnknownArgumentError:
+        valid = sorted(valid)
+        close = difflib.get_close_matches(name, valid, n=1, cutoff=0.6)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
+        return cls(
+            f"{owner} got an unexpected keyword argument {name!r}.{hint}",
+            argument=name,
+        )
+
+
+class DistributionError(ConfigurationError):
+    """The ``distribution`` argument is invalid."""
+
+
+class InputError(ConfigurationError):
+    """A channel input, S3 URI or file URI is invalid."""
+
+
+class ImageNotFoundError(ConfigurationError):
+    """No training image is known for the requested framework, version and Python."""
+
+
+class MissingDependencyError(LaunchbayError, ImportError):
+    """An optional dependency is missing; the message names the extra to install."""
+
+    @classmethod
+    def for_module(cls, module: str, extra: str, feature: str) -> MissingDependencyError:
+        return cls(
+            f"{feature} needs the {module!r} package, which is not installed. "
+            f"Install it with: pip install 'launchbay[{extra}]'"
+        )
+
+
+class TransferError(LaunchbayError, RuntimeError):
+    """Uploading to or downloading from S3 failed."""
+
+
+class JobError(LaunchbayError, RuntimeError):
+    """A training job could not be created or followed."""
+
+
+class JobFailedError(JobError):
+    """A training job ended in the Failed or Stopped state."""
+
+    def __init__(self, message: str, *, job_name: str = "", status: str = "", reason: str = ""):
+        super().__init__(message)
+        self.job_name = job_name
+        self.status = status
+        self.reason = reason
