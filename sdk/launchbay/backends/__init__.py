@@ -1,0 +1,40 @@
+"""Backends run a finished CreateTrainingJob request; they never see the estimator.
+
+Each implements the same small interface (:class:`Backend`) and returns a
+:class:`launchbay.job.TrainingJob` whose statuses are SageMaker's.
+"""
+
+from __future__ import annotations
+
+from typing import Any, Protocol
+
+from launchbay.distribution import LOCAL_INSTANCE_TYPES
+from launchbay.errors import ConfigurationError
+
+__all__ = ["Backend", "backend_for"]
+
+
+class Backend(Protocol):
+    """Run a request, describe a job, wait for it, stop it."""
+
+    def run(self, request: dict[str, Any]) -> Any: ...
+
+    def describe(self, name: str) -> dict[str, Any]: ...
+
+    def wait(self, name: str, logs: str | bool = "All") -> dict[str, Any]: ...
+
+    def stop(self, name: str) -> None: ...
+
+
+def backend_for(instance_type: str | None, session: Any) -> Backend:
+    """The backend that runs jobs of ``instance_type``."""
+    if instance_type in LOCAL_INSTANCE_TYPES:
+        raise ConfigurationError(
+            f"instance_type={instance_type!r}: local runs are not available in this version "
+            "of launchbay yet. Accepted here: an ml.* instance type (a SageMaker job).",
+            argument="instance_type",
+            value=instance_type,
+        )
+    from launchbay.backends.sagemaker import SageMakerBackend
+
+    return SageMakerBackend(session)

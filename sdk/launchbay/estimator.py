@@ -1,0 +1,967 @@
+"""Estimators: SageMaker-SDK-v2-compatible arguments turned into one CreateTrainingJob request.
+
+The estimator owns defaults, validation and naming. It resolves everything that
+needs the outside world (region, default bucket, code location, image URI) and
+hands plain values to :func:`launchbay._request.build_request`, the one pure
+function that makes the request for every backend. ``fit()`` stages the code
+and gives the finished request to a backend; it never changes what the dry run
+(:meth:`EstimatorBase.create_training_job_request`) showed.
+"""
+
+from __future__ import annotations
+
+import copy
+import inspect
+import json
+import logging
+import math
+import re
+import time
+import warnings
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+from launchbay import _request
+from launchbay.debugger import DebuggerHookConfig
+from launchbay.distribution import LOCAL_INSTANCE_TYPES, Distribution, parse_distribution
+from launchbay.errors import ConfigurationError, UnknownArgumentError
+from launchbay.inputs import InstanceGroup, check_uri
+
+__all__ = ["EstimatorBase", "Estimator", "Framework"]
+
+logger = logging.getLogger("launchbay.estimator")
+
+JOB_NAME_RE = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
+INSTANCE_TYPE_RE = re.compile(r"^ml\.[a-z0-9\-]+\.[a-z0-9]+$")
+INPUT_MODES = ("File", "Pipe", "FastFile")
+NETWORK_ISOLATION_CODE_PATH = "/opt/ml/input/data/code/sourcedir.tar.gz"
+
+# SDK v1 names that v2 renamed; each still works with a DeprecationWarning.
+LEGACY_NAMES = {
+    "train_instance_count": "instance_count",
+    "train_instance_type": "instance_type",
+    "train_max_run": "max_run",
+    "train_use_spot_instances": "use_spot_instances",
+    "train_max_wait": "max_wait",
+    "train_volume_size": "volume_size",
+    "train_volume_kms_key": "volume_kms_key",
+    "image_name": "image_uri",
+    "distributions": "distribution",
+}
+# SDK v2 arguments launchbay deliberately leaves out: an error says so, rather than
+# "unknown argument", so a notebook author knows what to remove.
+UNSUPPORTED_V2_ARGUMENTS = {
+    "rules": "Debugger/Profiler rules run as SageMaker processing jobs",
+    "profiler_config": "use disable_profiler to turn the profiler off",
+    "tensorboard_output_config": "TensorBoard output configuration",
+    "git_config": "clone the repository yourself and pass source_dir",
+    "compiler_config": "SageMaker Training Compiler",
+    "training_recipe": "training recipes",
+    "recipe_overrides": "training recipes",
+    "training_repository_access_mode": "private Docker registry images",
+    "training_repository_credentials_provider_arn": "private Docker registry images",
+    "enable_infra_check": "infrastructure check jobs",
+    "enable_remote_debug": "remote debugging",
+    "enable_session_tag_chaining": "session tag chaining",
+    "training_plan": "training plans",
+    "instance_placement_config": "UltraServer placement",
+}
+DEBUGGER_UNSUPPORTED_REGIONS = (
+    "us-iso-east-1",
+    "us-isob-east-1",
+    "ap-southeast-3",
+    "ap-southeast-4",
+    "eu-south-2",
+    "me-central-1",
+    "ap-south-2",
+    "eu-central-2",
+    "us-gov-east-1",
+)
+PROFILER_UNSUPPORTED_REGIONS = DEBUGGER_UNSUPPORTED_REGIONS
+
+
+def _valid_argument_names(cls: type) -> set[str]:
+    names: set[str] = set()
+    for klass in cls.__mro__:
+        init = klass.__dict__.get("__init__")
+        if init is None:
+            continue
+        for param in inspect.signature(init).parameters.values():
+            if param.kind in (param.POSITIONAL_OR_KEYWORD, param.KEYWORD_ONLY):
+                names.add(param.name)
+    names.discard("self")
+    return names
+
+
+def _is_int(value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _positive_int(argument: str, value: Any, *, minimum: int = 1, maximum: int | None = None) -> int:
+    if not _is_int(value) or value < minimum or (maximum is not None and value > maximum):
+        bound = f"from {minimum} to {maximum}" if maximum is not None else f"{minimum} or more"
+        raise ConfigurationError.invalid(argument, value, f"an integer {bound}")
+    return value
+
+
+def _str_list(argument: str, value: Any) -> list[str] | None:
+    if value is None:
+        return None
+    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+        raise ConfigurationError.invalid(argument, value, "a list of strings")
+    for item in value:
+        if not isinstance(item, str) or not item:
+            raise ConfigurationError.invalid(argument, value, "a list of non-empty strings")
+    return list(value)
+
+
+def _timestamp() -> str:
+    now = time.time()
+    millis = int((now - math.floor(now)) * 1000)
+    return time.strftime("%Y-%m-%d-%H-%M-%S", time.gmtime(now)) + f"-{millis:03d}"
+
+
+def name_from_base(base: str, max_length: int = 63) -> str:
+    """``base`` trimmed, with a millisecond UTC timestamp appended (as SDK v2 names jobs)."""
+    stamp = _timestamp()
+    return f"{base[: max_length - len(stamp) - 1]}-{stamp}"
+
+
+def base_name_from_image(image: str) -> str:
+    """The repository name of an image URI: ``.../pytorch-training:2.3`` -> ``pytorch-training``."""
+    match = re.match(r"^(.+/)?([^:/]+)(:[^:]+)?$", image)
+    return match.group(2) if match else image
+
+
+def validate_job_name(name: Any, argument: str = "job_name") -> str:
+    if not isinstance(name, str) or not JOB_NAME_RE.match(name):
+        raise ConfigurationError.invalid(
+            argument,
+            name,
+            "1-63 characters: letters, digits and hyphens, starting with a letter or digit "
+            "(pattern ^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62})",
+        )
+    return name
+
+
+def _format_tags(tags: Any) -> list[dict[str, str]] | None:
+    if tags is None:
+        return None
+    if isinstance(tags, Mapping):
+        return [{"Key": str(k), "Value": str(v)} for k, v in tags.items()]
+    if isinstance(tags, Sequence) and not isinstance(tags, (str, bytes)):
+        out = []
+        for tag in tags:
+            if not isinstance(tag, Mapping) or set(tag) != {"Key", "Value"}:
+                raise ConfigurationError.invalid(
+                    "tags", tags, "a dict, or a list of {'Key': ..., 'Value': ...} dicts"
+                )
+            out.append(dict(tag))
+        return out
+    raise ConfigurationError.invalid(
+        "tags", tags, "a dict, or a list of {'Key': ..., 'Value': ...} dicts"
+    )
+
+
+def _check_json(hyperparameters: Mapping[str, Any], argument: str = "hyperparameters") -> None:
+    for key, value in hyperparameters.items():
+        if not isinstance(key, str) or not key:
+            raise ConfigurationError.invalid(
+                f"{argument} key", key, "non-empty string keys"
+            )
+        try:
+            json.dumps(value, allow_nan=False)
+        except (TypeError, ValueError) as exc:
+            raise ConfigurationError(
+                f"Invalid {argument}[{key!r}]={value!r}: it cannot be sent as JSON ({exc}). "
+                "Accepted: str, int, float (finite), bool, None, and lists/dicts of those.",
+                argument=f"{argument}[{key!r}]",
+                value=value,
+            ) from exc
+
+
+class EstimatorBase:
+    """What every estimator shares: SDK v2's arguments, validation and the request.
+
+    Subclasses set ``_framework_name`` and how user hyperparameters are encoded.
+    """
+
+    _framework_name: str | None = None
+
+    def __init__(
+        self,
+        role: str | None = None,
+        instance_count: int | None = None,
+        instance_type: str | None = None,
+        keep_alive_period_in_seconds: int | None = None,
+        volume_size: int = 30,
+        volume_kms_key: str | None = None,
+        max_run: int = 24 * 60 * 60,
+        input_mode: str = "File",
+        output_path: str | None = None,
+        output_kms_key: str | None = None,
+        base_job_name: str | None = None,
+        sagemaker_session: Any = None,
+        tags: Any = None,
+        subnets: list[str] | None = None,
+        security_group_ids: list[str] | None = None,
+        model_uri: str | None = None,
+        model_channel_name: str = "model",
+        metric_definitions: list[dict[str, str]] | None = None,
+        encrypt_inter_container_traffic: bool | None = None,
+        use_spot_instances: bool = False,
+        max_wait: int | None = None,
+        checkpoint_s3_uri: str | None = None,
+        checkpoint_local_path: str | None = None,
+        debugger_hook_config: DebuggerHookConfig | bool | None = None,
+        enable_sagemaker_metrics: bool | None = None,
+        enable_network_isolation: bool | None = None,
+        disable_profiler: bool | None = None,
+        environment: Mapping[str, str] | None = None,
+        max_retry_attempts: int | None = None,
+        source_dir: str | None = None,
+        hyperparameters: Mapping[str, Any] | None = None,
+        container_log_level: int = logging.INFO,
+        code_location: str | None = None,
+        entry_point: str | None = None,
+        dependencies: list[str] | None = None,
+        instance_groups: list[InstanceGroup] | None = None,
+        container_entry_point: list[str] | None = None,
+        container_arguments: list[str] | None = None,
+        disable_output_compression: bool = False,
+        image_uri: str | None = None,
+        distribution: Mapping[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        legacy = self._pop_legacy(
+            kwargs,
+            {
+                "instance_count": instance_count,
+                "instance_type": instance_type,
+                "max_run": max_run,
+                "use_spot_instances": use_spot_instances,
+                "max_wait": max_wait,
+                "volume_size": volume_size,
+                "volume_kms_key": volume_kms_key,
+                "image_uri": image_uri,
+                "distribution": distribution,
+            },
+        )
+        instance_count = legacy["instance_count"]
+        instance_type = legacy["instance_type"]
+        max_run = legacy["max_run"]
+        use_spot_instances = legacy["use_spot_instances"]
+        max_wait = legacy["max_wait"]
+        volume_size = legacy["volume_size"]
+        volume_kms_key = legacy["volume_kms_key"]
+        image_uri = legacy["image_uri"]
+        distribution = legacy["distribution"]
+        self._reject_unknown(kwargs)
+
+        # Resources
+        if instance_groups is not None:
+            if instance_count is not None or instance_type is not None:
+                raise ConfigurationError(
+                    "instance_groups cannot be combined with instance_count/instance_type: give "
+                    f"either instance_groups (got {instance_groups!r}) or the pair.",
+                    argument="instance_groups",
+                    value=instance_groups,
+                )
+            if not instance_groups or not all(isinstance(g, InstanceGroup) for g in instance_groups):
+                raise ConfigurationError.invalid(
+                    "instance_groups", instance_groups, "a non-empty list of InstanceGroup objects"
+                )
+            for group in instance_groups:
+                self._check_instance_type(group.instance_type, "InstanceGroup.instance_type")
+                _positive_int("InstanceGroup.instance_count", group.instance_count)
+        else:
+            if instance_type is None:
+                raise ConfigurationError(
+                    "instance_type is required: accepted an ml.* type such as 'ml.m5.xlarge', "
+                    "or 'local_process', 'local', 'local_gpu'.",
+                    argument="instance_type",
+                )
+            self._check_instance_type(instance_type, "instance_type")
+            if instance_count is None:
+                raise ConfigurationError(
+                    "instance_count is required: accepted an integer 1 or more.",
+                    argument="instance_count",
+                )
+            _positive_int("instance_count", instance_count)
+        self.instance_count = instance_count
+        self.instance_type = instance_type
+        self.instance_groups = list(instance_groups) if instance_groups else None
+        self.volume_size = _positive_int("volume_size", volume_size)
+        self.volume_kms_key = volume_kms_key
+        self.keep_alive_period_in_seconds = (
+            None
+            if keep_alive_period_in_seconds is None
+            else _positive_int(
+                "keep_alive_period_in_seconds", keep_alive_period_in_seconds, minimum=0, maximum=3600
+            )
+        )
+        self.max_run = _positive_int("max_run", max_run)
+        if not isinstance(use_spot_instances, bool):
+            raise ConfigurationError.invalid("use_spot_instances", use_spot_instances, "True or False")
+        self.use_spot_instances = use_spot_instances
+        if max_wait is not None:
+            _positive_int("max_wait", max_wait)
+        if use_spot_instances and (max_wait is None or max_wait < self.max_run):
+            raise ConfigurationError(
+                f"Invalid max_wait={max_wait!r} with use_spot_instances=True: spot training needs "
+                f"max_wait >= max_run ({self.max_run} seconds), the time to wait for spot capacity "
+                "plus the run. Accepted: an integer of at least max_run.",
+                argument="max_wait",
+                value=max_wait,
+            )
+        if max_wait is not None and not use_spot_instances:
+            raise ConfigurationError(
+                f"Invalid max_wait={max_wait!r}: max_wait applies only to spot training. "
+                "Accepted: set use_spot_instances=True, or leave max_wait unset.",
+                argument="max_wait",
+                value=max_wait,
+            )
+        self.max_wait = max_wait
+        if input_mode not in INPUT_MODES:
+            raise ConfigurationError.invalid("input_mode", input_mode, ", ".join(INPUT_MODES))
+        self.input_mode = input_mode
+
+        # Identity, naming, locations
+        if role is None and not self.is_local:
+            raise ConfigurationError(
+                "role is required for SageMaker jobs: accepted an IAM role ARN such as "
+                "'arn:aws:iam::123456789012:role/SageMakerRole' or a role name.",
+                argument="role",
+            )
+        if role is not None and (not isinstance(role, str) or not role):
+            raise ConfigurationError.invalid("role", role, "an IAM role ARN or role name")
+        self.role = role
+        if base_job_name is not None:
+            validate_job_name(base_job_name, "base_job_name")
+        self.base_job_name = base_job_name
+        if output_path is not None:
+            check_uri(output_path, "output_path", allow_file=self.is_local)
+        self.output_path = output_path
+        self.output_kms_key = output_kms_key
+        if code_location is not None:
+            check_uri(code_location, "code_location", allow_file=self.is_local)
+        self.code_location = code_location
+        self.disable_output_compression = bool(disable_output_compression)
+        if checkpoint_s3_uri is not None:
+            check_uri(checkpoint_s3_uri, "checkpoint_s3_uri", allow_file=self.is_local)
+        if checkpoint_local_path is not None and (
+            not isinstance(checkpoint_local_path, str) or not checkpoint_local_path.startswith("/")
+        ):
+            raise ConfigurationError.invalid(
+                "checkpoint_local_path", checkpoint_local_path, "an absolute path such as /opt/ml/checkpoints"
+            )
+        self.checkpoint_s3_uri = checkpoint_s3_uri
+        self.checkpoint_local_path = checkpoint_local_path
+        if model_uri is not None:
+            check_uri(model_uri, "model_uri", allow_file=self.is_local)
+        self.model_uri = model_uri
+        self.model_channel_name = model_channel_name
+
+        # Network
+        subnets = _str_list("subnets", subnets)
+        security_group_ids = _str_list("security_group_ids", security_group_ids)
+        if (subnets is None) != (security_group_ids is None):
+            given, missing = (
+                ("subnets", "security_group_ids") if subnets is not None else ("security_group_ids", "subnets")
+            )
+            raise ConfigurationError(
+                f"{given} is set but {missing} is not: a VPC configuration needs both subnets "
+                "and security_group_ids.",
+                argument=missing,
+            )
+        self.subnets = subnets
+        self.security_group_ids = security_group_ids
+        self._enable_network_isolation = bool(enable_network_isolation)
+        self.encrypt_inter_container_traffic = bool(encrypt_inter_container_traffic)
+
+        # Container
+        if environment is not None:
+            if not isinstance(environment, Mapping) or not all(
+                isinstance(k, str) and isinstance(v, str) for k, v in environment.items()
+            ):
+                raise ConfigurationError.invalid("environment", environment, "a dict of str to str")
+            environment = dict(environment)
+        self.environment = environment
+        self.tags = _format_tags(tags)
+        if metric_definitions is not None:
+            if not isinstance(metric_definitions, Sequence) or not all(
+                isinstance(m, Mapping) and set(m) == {"Name", "Regex"} for m in metric_definitions
+            ):
+                raise ConfigurationError.invalid(
+                    "metric_definitions",
+                    metric_definitions,
+                    "a list of {'Name': ..., 'Regex': ...} dicts",
+                )
+            metric_definitions = [dict(m) for m in metric_definitions]
+        self.metric_definitions = metric_definitions
+        self.enable_sagemaker_metrics = enable_sagemaker_metrics
+        if max_retry_attempts is not None:
+            _positive_int("max_retry_attempts", max_retry_attempts, maximum=30)
+        self.max_retry_attempts = max_retry_attempts
+        if not _is_int(container_log_level):
+            raise ConfigurationError.invalid(
+                "container_log_level", container_log_level, "a logging level such as logging.INFO (20)"
+            )
+        self.container_log_level = container_log_level
+        self.container_entry_point = _str_list("container_entry_point", container_entry_point)
+        self.container_arguments = _str_list("container_arguments", container_arguments)
+        if image_uri is not None and (not isinstance(image_uri, str) or not image_uri):
+            raise ConfigurationError.invalid("image_uri", image_uri, "a Docker image URI")
+        self.image_uri = image_uri
+
+        # Debugger and profiler
+        if debugger_hook_config is True:
+            debugger_hook_config = None
+        if debugger_hook_config not in (None, False) and not isinstance(
+            debugger_hook_config, DebuggerHookConfig
+        ):
+            raise ConfigurationError.invalid(
+                "debugger_hook_config", debugger_hook_config, "a DebuggerHookConfig, True or False"
+            )
+        self.debugger_hook_config = debugger_hook_config
+        self.disable_profiler = bool(disable_profiler)
+
+        # Code
+        if entry_point is not None and (not isinstance(entry_point, str) or entry_point.startswith("s3://")):
+            raise ConfigurationError.invalid(
+                "entry_point", entry_point, "the path of a local script (an s3:// URI is not accepted)"
+            )
+        self.entry_point = entry_point
+        self.source_dir = source_dir
+        self.dependencies = _str_list("dependencies", dependencies) or []
+        if entry_point is None and (source_dir is not None or self.dependencies):
+            raise ConfigurationError(
+                "source_dir/dependencies are given without entry_point: accepted an entry_point "
+                "script (relative to source_dir) to run.",
+                argument="entry_point",
+            )
+        if entry_point is not None:
+            self._validate_code()
+
+        # Hyperparameters: a private deep copy; the caller's dict is never touched.
+        if hyperparameters is not None and not isinstance(hyperparameters, Mapping):
+            raise ConfigurationError.invalid("hyperparameters", hyperparameters, "a dict")
+        self._hyperparameters: dict[str, Any] = {}
+        if hyperparameters:
+            self.set_hyperparameters(**dict(hyperparameters))
+
+        self.sagemaker_session = sagemaker_session
+        self._distribution_arg = copy.deepcopy(dict(distribution)) if distribution is not None else None
+        self.latest_training_job: Any = None
+        self._current_job_name: str | None = None
+        self._framework_init()
+        self.distribution_config: Distribution = self._parse_distribution()
+
+    # -- construction helpers -------------------------------------------------
+
+    @property
+    def is_local(self) -> bool:
+        """True for the instance types that run on this machine."""
+        return getattr(self, "instance_type", None) in LOCAL_INSTANCE_TYPES
+
+    def _framework_init(self) -> None:
+        """Hook for framework estimators to check versions before the distribution is parsed."""
+
+    def _pop_legacy(self, kwargs: dict[str, Any], current: dict[str, Any]) -> dict[str, Any]:
+        defaults = {
+            name: param.default
+            for name, param in inspect.signature(EstimatorBase.__init__).parameters.items()
+        }
+        values = dict(current)
+        if "script_mode" in kwargs:
+            kwargs.pop("script_mode")
+            warnings.warn(
+                "'script_mode' is deprecated and ignored: every launchbay job runs in script mode.",
+                DeprecationWarning,
+                stacklevel=4,
+            )
+        for old, new in LEGACY_NAMES.items():
+            if old not in kwargs:
+                continue
+            value = kwargs.pop(old)
+            if values[new] != defaults[new] and values[new] != value:
+                raise ConfigurationError(
+                    f"Both {old!r} (deprecated) and {new!r} are given, with different values "
+                    f"({value!r} and {values[new]!r}). Accepted: only {new!r}.",
+                    argument=old,
+                    value=value,
+                )
+            warnings.warn(
+                f"'{old}' is deprecated; use '{new}' instead.", DeprecationWarning, stacklevel=4
+            )
+            values[new] = value
+        return values
+
+    def _reject_unknown(self, kwargs: dict[str, Any]) -> None:
+        owner = type(self).__name__
+        for name in kwargs:
+            if name in UNSUPPORTED_V2_ARGUMENTS:
+                raise ConfigurationError(
+                    f"{owner} does not support SageMaker SDK v2's {name!r} "
+                    f"({UNSUPPORTED_V2_ARGUMENTS[name]}). Remove it to run with launchbay.",
+                    argument=name,
+                    value=kwargs[name],
+                )
+        if kwargs:
+            name = next(iter(kwargs))
+            valid = _valid_argument_names(type(self)) | set(LEGACY_NAMES) | {"script_mode"}
+            raise UnknownArgumentError.for_name(owner, name, valid)
+
+    def _check_instance_type(self, value: Any, argument: str) -> None:
+        if value in LOCAL_INSTANCE_TYPES or (isinstance(value, str) and INSTANCE_TYPE_RE.match(value)):
+            return
+        raise ConfigurationError.invalid(
+            argument,
+            value,
+            "an ml.* instance type such as 'ml.m5.xlarge' or 'ml.p4d.24xlarge', or one of the "
+            "local types 'local_process', 'local', 'local_gpu'",
+        )
+
+    def _validate_code(self) -> None:
+        from launchbay import code
+
+        if isinstance(self.source_dir, str) and self.source_dir.startswith("s3://"):
+            check_uri(self.source_dir, "source_dir", allow_file=False)
+            return
+        code.validate_code(self.entry_point, self.source_dir, self.dependencies)
+
+    def _parse_distribution(self) -> Distribution:
+        if self._distribution_arg is None:
+            return Distribution(instance_type=self.instance_type, framework=self._framework_name)
+        return parse_distribution(
+            self._distribution_arg,
+            framework=self._framework_name,
+            framework_version=getattr(self, "framework_version", None),
+            py_version=getattr(self, "py_version", None),
+            image_uri=self.image_uri,
+            instance_type=self.instance_type,
+            entry_point=self.entry_point,
+            instance_groups=self.instance_groups,
+        )
+
+    @property
+    def distribution(self) -> dict[str, Any]:
+        """The ``distribution`` dict as given (a copy)."""
+        return copy.deepcopy(self._distribution_arg) if self._distribution_arg else {}
+
+    # -- hyperparameters -------------------------------------------------------
+
+    def set_hyperparameters(self, **kwargs: Any) -> None:
+        """Add or replace hyperparameters (values must be JSON-serialisable)."""
+        _check_json(kwargs)
+        self._hyperparameters.update(copy.deepcopy(kwargs))
+
+    def _encode_user_hyperparameter(self, value: Any) -> str:
+        return json.dumps(value)
+
+    def hyperparameters(self) -> dict[str, str]:
+        """The user's hyperparameters as they are sent (strings), without sagemaker_* keys."""
+        return {k: self._encode_user_hyperparameter(v) for k, v in self._hyperparameters.items()}
+
+    def _extra_hyperparameters(self, job_name: str, output_path: str) -> dict[str, Any]:
+        """Framework keys added after the distribution's (TensorFlow's model_dir)."""
+        return {}
+
+    # -- the request -----------------------------------------------------------
+
+    @property
+    def session(self) -> Any:
+        if self.sagemaker_session is None:
+            from launchbay.session import Session
+
+            self.sagemaker_session = Session()
+        return self.sagemaker_session
+
+    def enable_network_isolation(self) -> bool:
+        return self._enable_network_isolation
+
+    def training_image_uri(self) -> str:
+        if not self.image_uri:
+            raise ConfigurationError(
+                "image_uri is required for the generic Estimator: accepted a Docker image URI "
+                "such as '123456789012.dkr.ecr.us-west-2.amazonaws.com/my-image:latest'.",
+                argument="image_uri",
+            )
+        return self.image_uri
+
+    def _job_name(self, job_name: str | None) -> str:
+        if job_name is not None:
+            return validate_job_name(job_name)
+        base = self.base_job_name or base_name_from_image(self.training_image_uri())
+        return name_from_base(base)
+
+    def _default_output_path(self) -> tuple[str, bool]:
+        """(output_path, whether it came from the session's default bucket and prefix)."""
+        if self.output_path is not None:
+            return self.output_path, False
+        session = self.session
+        prefix = session.default_bucket_prefix
+        path = f"s3://{session.default_bucket_name()}/"
+        if prefix:
+            path += prefix.strip("/") + "/"
+        return path, True
+
+    def _code_location(self, output_path: str, from_default: bool) -> tuple[str, str]:
+        """(bucket-or-file-root, key prefix) under which the code tarball is stored."""
+        from launchbay.s3uri import parse_s3_uri
+
+        if self.code_location is not None:
+            location = self.code_location
+        elif output_path.startswith("s3://") and from_default:
+            location = output_path
+        elif output_path.startswith("s3://"):
+            bucket, _ = parse_s3_uri(output_path, argument="output_path")
+            return bucket, ""
+        else:
+            location = output_path
+        if location.startswith("s3://"):
+            bucket, key = parse_s3_uri(location, argument="code_location")
+            return bucket, key.strip("/")
+        return location.rstrip("/"), ""
+
+    def _package(self) -> Any:
+        from launchbay import code
+
+        return code.package_code(self.entry_point, self.source_dir, self.dependencies)
+
+    def _code_uri(self, bundle: Any, root: str, prefix: str) -> str:
+        from launchbay import code
+
+        if root.startswith("file://"):
+            return f"{root}/source/{bundle.sha256}/sourcedir.tar.gz"
+        return code.code_s3_uri(root, prefix, bundle)
+
+    def _plan(self, inputs: Any, job_name: str | None) -> tuple[dict[str, Any], Any, str | None]:
+        """Resolve everything and build the request: (request, code bundle, code URI)."""
+        from launchbay.inputs import channels_from_inputs
+
+        name = self._job_name(job_name)
+        region = self._region()
+        output_path, from_default = self._default_output_path()
+        image = self.training_image_uri()
+
+        bundle = code_uri = None
+        script_hps: dict[str, Any] = {}
+        if self.entry_point is not None:
+            if isinstance(self.source_dir, str) and self.source_dir.startswith("s3://"):
+                code_uri = self.source_dir
+                script = self.entry_point
+            else:
+                bundle = self._package()
+                root, prefix = self._code_location(output_path, from_default)
+                code_uri = self._code_uri(bundle, root, prefix)
+                script = bundle.script_name
+            script_hps = {
+                "sagemaker_submit_directory": (
+                    NETWORK_ISOLATION_CODE_PATH if self.enable_network_isolation() else code_uri
+                ),
+                "sagemaker_program": script,
+                "sagemaker_container_log_level": self.container_log_level,
+                "sagemaker_job_name": name,
+                "sagemaker_region": region,
+            }
+
+        hyperparameters = self.hyperparameters()
+        hyperparameters.update({k: json.dumps(v) for k, v in script_hps.items()})
+        hyperparameters.update(
+            {k: json.dumps(v) for k, v in self.distribution_config.to_hyperparameters().items()}
+        )
+        hyperparameters.update(
+            {k: json.dumps(v) for k, v in self._extra_hyperparameters(name, output_path).items()}
+        )
+
+        channels = channels_from_inputs(inputs, allow_file=self.is_local)
+        extra_channels = []
+        if self.model_uri:
+            extra_channels.append(
+                (self.model_channel_name, self.model_uri, "application/x-sagemaker-model", "File")
+            )
+        if self.enable_network_isolation() and code_uri is not None:
+            extra_channels.append(("code", code_uri, None, None))
+        for channel_name, uri, content_type, mode in extra_channels:
+            channels = _request.add_channel(channels, channel_name, uri, content_type, mode)
+
+        input_mode = self.input_mode
+        if inputs is not None and hasattr(inputs, "config") and "InputMode" in inputs.config:
+            input_mode = inputs.config["InputMode"]
+
+        request = _request.build_request(
+            _request.RequestSpec(
+                job_name=name,
+                role=self._role_arn(),
+                image_uri=image,
+                input_mode=input_mode,
+                hyperparameters=hyperparameters,
+                channels=channels,
+                output_path=output_path,
+                output_kms_key=self.output_kms_key,
+                disable_output_compression=self.disable_output_compression,
+                instance_count=self.instance_count,
+                instance_type=self.instance_type,
+                instance_groups=[g.to_request_dict() for g in self.instance_groups or []] or None,
+                volume_size=self.volume_size,
+                volume_kms_key=self.volume_kms_key,
+                keep_alive_period_in_seconds=self.keep_alive_period_in_seconds,
+                max_run=self.max_run,
+                max_wait=self.max_wait,
+                subnets=self.subnets,
+                security_group_ids=self.security_group_ids,
+                environment=self.environment,
+                tags=self.tags,
+                metric_definitions=self.metric_definitions,
+                enable_sagemaker_metrics=self._sagemaker_metrics(),
+                enable_network_isolation=self.enable_network_isolation(),
+                encrypt_inter_container_traffic=self.encrypt_inter_container_traffic,
+                use_spot_instances=self.use_spot_instances,
+                checkpoint_s3_uri=self.checkpoint_s3_uri,
+                checkpoint_local_path=self.checkpoint_local_path,
+                debug_hook_config=self._debug_hook_request(region, output_path),
+                profiler_config=self._profiler_request(region, output_path),
+                max_retry_attempts=self.max_retry_attempts,
+                container_entry_point=self.container_entry_point,
+                container_arguments=self.container_arguments,
+            )
+        )
+        return request, bundle, code_uri
+
+    def _region(self) -> str:
+        return self.session.boto_region_name
+
+    def _role_arn(self) -> str:
+        if self.role is None:
+            return "arn:aws:iam::000000000000:role/launchbay-local"
+        if "/" in self.role or self.is_local:
+            return self.role
+        return self.session.expand_role(self.role)
+
+    def _sagemaker_metrics(self) -> bool | None:
+        return self.enable_sagemaker_metrics
+
+    def _debugger_allowed(self) -> bool:
+        """Framework rules that turn the default debugger hook off."""
+        return True
+
+    def _debug_hook_request(self, region: str, output_path: str) -> dict[str, Any] | None:
+        config = self.debugger_hook_config
+        if region.lower() in DEBUGGER_UNSUPPORTED_REGIONS:
+            if config:
+                raise ConfigurationError(
+                    f"debugger_hook_config is set, but SageMaker Debugger is not available in "
+                    f"region {region!r}. Accepted: debugger_hook_config=False in that region, or "
+                    "a region outside " + ", ".join(DEBUGGER_UNSUPPORTED_REGIONS) + ".",
+                    argument="debugger_hook_config",
+                    value=config,
+                )
+            return None
+        if config is False or not self._debugger_allowed():
+            return None
+        return (config or DebuggerHookConfig()).to_request_dict(output_path)
+
+    def _profiler_request(self, region: str, output_path: str) -> dict[str, Any]:
+        disabled = (
+            self.disable_profiler
+            or region.lower() in PROFILER_UNSUPPORTED_REGIONS
+            or any(t.startswith("ml.trn") for t in self._instance_types())
+        )
+        if disabled:
+            return {"DisableProfiler": True}
+        return {"S3OutputPath": output_path, "DisableProfiler": False}
+
+    def _instance_types(self) -> list[str]:
+        if self.instance_groups:
+            return [g.instance_type for g in self.instance_groups]
+        return [self.instance_type]
+
+    def create_training_job_request(
+        self, inputs: Any = None, job_name: str | None = None
+    ) -> dict[str, Any]:
+        """The exact CreateTrainingJob request ``fit()`` would send; uploads nothing.
+
+        The code tarball is packaged in memory to compute its content hash, which
+        names its S3 key; nothing is written to S3 and no bucket is created.
+        """
+        request, _, _ = self._plan(inputs, job_name)
+        return request
+
+    # -- running -----------------------------------------------------------------
+
+    def fit(
+        self,
+        inputs: Any = None,
+        wait: bool = True,
+        logs: str | bool = "All",
+        job_name: str | None = None,
+    ) -> Any:
+        """Stage code and start the training job; with ``wait`` follow it to the end.
+
+        Returns the :class:`launchbay.job.TrainingJob` handle (also kept as
+        ``latest_training_job``).
+        """
+        from launchbay.backends import backend_for
+
+        request, bundle, code_uri = self._plan(inputs, job_name)
+        backend = backend_for(self.instance_type, self.session)
+        self._stage(request, bundle, code_uri)
+        job = backend.run(request)
+        self.latest_training_job = job
+        self._current_job_name = job.name
+        if wait:
+            job.wait(logs=logs)
+        return job
+
+    def _stage(self, request: dict[str, Any], bundle: Any, code_uri: str | None) -> None:
+        """Create the default bucket if the job uses it, and upload the code once."""
+        from launchbay import code
+        from launchbay.s3uri import parse_s3_uri
+
+        session = self.session
+        output = request["OutputDataConfig"]["S3OutputPath"]
+        buckets = {parse_s3_uri(output, argument="output_path")[0]} if output.startswith("s3://") else set()
+        if bundle is not None and code_uri and code_uri.startswith("s3://"):
+            buckets.add(parse_s3_uri(code_uri, argument="code_location")[0])
+        default = session.default_bucket_name() if self.output_path is None or self.code_location is None else None
+        if default in buckets:
+            session.default_bucket()
+        if bundle is not None and code_uri and code_uri.startswith("s3://"):
+            code_bucket = parse_s3_uri(code_uri, argument="code_location")[0]
+            same_bucket = output.startswith(f"s3://{code_bucket}/") or output == f"s3://{code_bucket}"
+            kms_key = self.output_kms_key if same_bucket else None
+            code.stage_code(session, bundle, code_uri, kms_key=kms_key)
+
+    @property
+    def model_data(self) -> str | None:
+        """The model artifact URI of the latest job (``.../output/model.tar.gz``)."""
+        if self.latest_training_job is None:
+            return None
+        return self.latest_training_job.model_data
+
+
+class Estimator(EstimatorBase):
+    """The generic estimator: any training image (``image_uri`` required).
+
+    As in SDK v2, hyperparameters are JSON-encoded when ``source_dir`` is given and
+    sent with ``str()`` otherwise. ``distribution`` is accepted too (SDK v2 silently
+    drops it here): an image running the launchbay runtime or the SageMaker training
+    toolkit honours it.
+    """
+
+    def __init__(
+        self,
+        image_uri: str | None = None,
+        role: str | None = None,
+        instance_count: int | None = None,
+        instance_type: str | None = None,
+        **kwargs: Any,
+    ) -> None:
+        super().__init__(
+            role=role,
+            instance_count=instance_count,
+            instance_type=instance_type,
+            image_uri=image_uri,
+            **kwargs,
+        )
+        if self.image_uri is None:
+            raise ConfigurationError(
+                "image_uri is required for the generic Estimator: accepted a Docker image URI "
+                "such as '123456789012.dkr.ecr.us-west-2.amazonaws.com/my-image:latest' (or use "
+                "launchbay.pytorch.PyTorch / launchbay.tensorflow.TensorFlow).",
+                argument="image_uri",
+            )
+
+    def _encode_user_hyperparameter(self, value: Any) -> str:
+        return json.dumps(value) if self.source_dir else str(value)
+
+
+class Framework(EstimatorBase):
+    """Base of the framework estimators: script mode, official images, version rules."""
+
+    _metrics_min_version: tuple[int, ...] = ()
+
+    def __init__(
+        self,
+        entry_point: str | None = None,
+        framework_version: str | None = None,
+        py_version: str | None = None,
+        source_dir: str | None = None,
+        hyperparameters: Mapping[str, Any] | None = None,
+        image_uri: str | None = None,
+        distribution: Mapping[str, Any] | None = None,
+        **kwargs: Any,
+    ) -> None:
+        self.framework_version = framework_version
+        self.py_version = py_version
+        super().__init__(
+            entry_point=entry_point,
+            source_dir=source_dir,
+            hyperparameters=hyperparameters,
+            image_uri=image_uri,
+            distribution=distribution,
+            **kwargs,
+        )
+
+    def _framework_init(self) -> None:
+        if self.entry_point is None:
+            raise ConfigurationError(
+                f"entry_point is required for {type(self).__name__}: accepted the path of the "
+                "training script, e.g. entry_point='train.py' with source_dir='src'.",
+                argument="entry_point",
+            )
+        if self.image_uri is None and (self.framework_version is None or self.py_version is None):
+            missing = "framework_version" if self.framework_version is None else "py_version"
+            from launchbay import image_uris
+
+            accepted = (
+                f"one of {image_uris.supported_versions(self._framework_name)}"
+                if missing == "framework_version"
+                else "a Python version tag such as 'py311'"
+            )
+            raise ConfigurationError(
+                f"{missing} is required when image_uri is not given: {accepted} (or pass "
+                "image_uri).",
+                argument=missing,
+            )
+        for name in ("framework_version", "py_version"):
+            value = getattr(self, name)
+            if value is not None and not isinstance(value, str):
+                raise ConfigurationError.invalid(name, value, "a string such as '2.3' or 'py311'")
+
+    def _sagemaker_metrics(self) -> bool | None:
+        if self.enable_sagemaker_metrics is not None:
+            return self.enable_sagemaker_metrics
+        if self.framework_version and _version(self.framework_version) >= self._metrics_min_version:
+            return True
+        return None
+
+    def _debugger_allowed(self) -> bool:
+        # SDK v2: smdebug does not support distributed jobs with checkpointing; its
+        # framework estimators always count as "distributed" here.
+        return not (self.checkpoint_s3_uri and self.checkpoint_local_path)
+
+    def training_image_uri(self) -> str:
+        if self.image_uri:
+            return self.image_uri
+        from launchbay import image_uris
+
+        return image_uris.training_image_uri(
+            self._framework_name,
+            self.framework_version,
+            self.py_version,
+            self._instance_types()[0],
+            self._region(),
+            distribution=self.distribution,
+        )
+
+
+def _version(text: str) -> tuple[int, ...]:
+    parts = []
+    for piece in text.split("."):
+        match = re.match(r"\d+", piece)
+        if not match:
+            break
+        parts.append(int(match.group()))
+    return tuple(parts)
