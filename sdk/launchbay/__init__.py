@@ -40,22 +40,28 @@ _LAZY = {
     "TensorFlow": "launchbay.tensorflow",
 }
 
-__all__ = sorted(
-    [
-        *_LAZY,
-        "ConfigurationError",
-        "DistributionError",
-        "ImageNotFoundError",
-        "InputError",
-        "JobError",
-        "JobFailedError",
-        "LaunchbayError",
-        "MissingDependencyError",
-        "TransferError",
-        "UnknownArgumentError",
-        "__version__",
-    ]
-)
+__all__ = [
+    "CollectionConfig",
+    "ConfigurationError",
+    "DebuggerHookConfig",
+    "DistributionError",
+    "Estimator",
+    "FileSystemInput",
+    "Framework",
+    "ImageNotFoundError",
+    "InputError",
+    "JobError",
+    "JobFailedError",
+    "LaunchbayError",
+    "MissingDependencyError",
+    "PyTorch",
+    "Session",
+    "TensorFlow",
+    "TrainingInput",
+    "TransferError",
+    "UnknownArgumentError",
+    "__version__",
+]
 
 if TYPE_CHECKING:  # pragma: no cover
     from launchbay.debugger import CollectionConfig, DebuggerHookConfig

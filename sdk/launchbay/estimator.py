@@ -448,10 +448,11 @@ class EstimatorBase:
             raise ConfigurationError.invalid("hyperparameters", hyperparameters, "a dict")
         self._hyperparameters: dict[str, Any] = {}
         if hyperparameters:
-            self.set_hyperparameters(**dict(hyperparameters))
+            _check_json(hyperparameters)
+            self._hyperparameters.update(copy.deepcopy(dict(hyperparameters)))
 
         self.sagemaker_session = sagemaker_session
-        self._distribution_arg = copy.deepcopy(dict(distribution)) if distribution is not None else None
+        self._distribution_arg = copy.deepcopy(distribution)
         self.latest_training_job: Any = None
         self._current_job_name: str | None = None
         self._framework_init()

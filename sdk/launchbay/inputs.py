@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from launchbay.errors import InputError
+from launchbay.s3uri import is_s3_uri, parse_s3_uri
 
 __all__ = ["TrainingInput", "FileSystemInput", "InstanceGroup", "channels_from_inputs"]
 
@@ -43,16 +44,9 @@ def check_uri(uri: Any, argument: str, *, allow_file: bool = True) -> str:
         raise InputError(
             f"Invalid {argument}={uri!r}: expected {accepted}.", argument=argument, value=uri
         )
-    if uri.startswith("s3://"):
-        bucket = uri[5:].split("/", 1)[0]
-        if re.fullmatch(r"[a-z0-9][a-z0-9.\-]{1,61}[a-z0-9]", bucket):
-            return uri
-        raise InputError(
-            f"Invalid {argument}={uri!r}: {bucket!r} is not a valid S3 bucket name. "
-            f"Accepted: {accepted}.",
-            argument=argument,
-            value=uri,
-        )
+    if is_s3_uri(uri):
+        parse_s3_uri(uri, argument=argument)
+        return uri
     if allow_file and uri.startswith("file://") and len(uri) > len("file://"):
         return uri
     raise InputError(

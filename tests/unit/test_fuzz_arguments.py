@@ -1,0 +1,88 @@
+"""Property: random distribution dicts and hyperparameters give a valid estimator or our error.
+
+Nothing else may come out: no KeyError, AttributeError or TypeError from deep inside.
+"""
+
+from __future__ import annotations
+
+import json
+
+import pytest
+from hypothesis import HealthCheck, given, settings
+from hypothesis import strategies as st
+
+from launchbay import LaunchbayError
+from launchbay.pytorch import PyTorch
+from launchbay.tensorflow import TensorFlow
+
+KEYS = [
+    "mpi", "smdistributed", "torch_distributed", "pytorchddp", "parameter_server",
+    "multi_worker_mirrored_strategy", "instance_groups", "pytorchxla", "enabled",
+    "processes_per_host", "custom_mpi_options", "dataparallel", "modelparallel", "parameters",
+    "partitions", "microbatches", "pipeline", "ddp", "horovod", "mpii",
+]  # fmt: skip
+
+scalars = st.one_of(
+    st.none(),
+    st.booleans(),
+    st.integers(-3, 10),
+    st.floats(allow_nan=True, allow_infinity=True),
+    st.sampled_from(["", "yes", "8", "-x A", "simple", "/no/such.json"]),
+)
+values = st.recursive(
+    scalars,
+    lambda children: st.one_of(
+        st.lists(children, max_size=3),
+        st.dictionaries(st.sampled_from(KEYS), children, max_size=4),
+    ),
+    max_leaves=12,
+)
+distributions = st.one_of(values, st.dictionaries(st.sampled_from(KEYS), values, max_size=4))
+hyperparameters = st.one_of(
+    st.dictionaries(st.one_of(st.text(max_size=8), st.integers()), values, max_size=4),
+    values,
+)
+instance_types = st.sampled_from(
+    ["ml.p4d.24xlarge", "ml.p5.48xlarge", "ml.m5.xlarge", "ml.trn1.32xlarge", "local_process", "ml.g5.xlarge"]
+)
+
+
+@pytest.fixture(scope="module")
+def src(tmp_path_factory):
+    root = tmp_path_factory.mktemp("fuzz") / "src"
+    root.mkdir()
+    (root / "train.py").write_text("")
+    return root
+
+
+@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@given(
+    distribution=distributions,
+    hps=hyperparameters,
+    instance_type=instance_types,
+    framework=st.sampled_from(["pytorch", "tensorflow"]),
+    version=st.sampled_from(["2.3", "2.3.0", "2.2.0", "2.14", "2.8", "1.5", "x"]),
+)
+def test_only_launchbay_errors_come_out(src, distribution, hps, instance_type, framework, version):
+    cls = PyTorch if framework == "pytorch" else TensorFlow
+    try:
+        est = cls(
+            entry_point="train.py",
+            source_dir=str(src),
+            role="arn:aws:iam::123456789012:role/R",
+            instance_count=2,
+            instance_type=instance_type,
+            framework_version=version,
+            py_version="py311",
+            distribution=distribution,
+            hyperparameters=hps,
+        )
+    except LaunchbayError as exc:
+        assert isinstance(exc, ValueError)
+        assert str(exc)
+        return
+    # Whatever was accepted can be encoded and sent.
+    for value in est.hyperparameters().values():
+        assert isinstance(value, str)
+    for value in est.distribution_config.to_hyperparameters().values():
+        json.dumps(value, allow_nan=False)

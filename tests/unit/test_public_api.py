@@ -1,0 +1,58 @@
+"""The public surface is small, pinned, lazy, and free of boto3 at import."""
+
+from __future__ import annotations
+
+import subprocess
+import sys
+
+import launchbay
+from launchbay import errors
+
+PUBLIC = [
+    "CollectionConfig", "ConfigurationError", "DebuggerHookConfig", "DistributionError",
+    "Estimator", "FileSystemInput", "Framework", "ImageNotFoundError", "InputError", "JobError",
+    "JobFailedError", "LaunchbayError", "MissingDependencyError", "PyTorch", "Session",
+    "TensorFlow", "TrainingInput", "TransferError", "UnknownArgumentError", "__version__",
+]  # fmt: skip
+
+
+def test_public_names_are_pinned():
+    assert launchbay.__all__ == PUBLIC
+    for name in PUBLIC:
+        assert getattr(launchbay, name) is not None
+
+
+def test_error_tree():
+    assert issubclass(errors.ConfigurationError, (errors.LaunchbayError, ValueError))
+    for cls in (errors.DistributionError, errors.InputError, errors.ImageNotFoundError):
+        assert issubclass(cls, errors.ConfigurationError)
+    assert issubclass(errors.UnknownArgumentError, TypeError)
+    assert issubclass(errors.JobFailedError, (errors.JobError, RuntimeError))
+    assert issubclass(errors.TransferError, RuntimeError)
+    assert issubclass(errors.MissingDependencyError, ImportError)
+
+
+def test_import_is_lazy_and_boto3_free():
+    code = (
+        "import sys, launchbay; from launchbay.pytorch import PyTorch; "
+        "from launchbay.tensorflow import TensorFlow; "
+        "print(sorted(m for m in ('boto3', 'botocore', 'yaml', 'docker', 'torch') if m in sys.modules))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
+def test_unknown_attribute():
+    try:
+        launchbay.Nope  # noqa: B018
+    except AttributeError as exc:
+        assert "Nope" in str(exc)
+    else:  # pragma: no cover
+        raise AssertionError("expected AttributeError")
+
+
+def test_cli_stub_prints_help():
+    out = subprocess.run(
+        [sys.executable, "-m", "launchbay.cli"], capture_output=True, text=True, check=True
+    )
+    assert "usage: launchbay" in out.stdout
