@@ -96,7 +96,14 @@ _MP_CHOICES = {
     "optimize": ("speed", "memory"),
 }
 _MP_POSITIVE = ("microbatches", "partitions", "active_microbatches")
-_MP_BOOL = ("auto_partition", "contiguous", "load_partition", "horovod", "ddp", "deterministic_server")
+_MP_BOOL = (
+    "auto_partition",
+    "contiguous",
+    "load_partition",
+    "horovod",
+    "ddp",
+    "deterministic_server",
+)
 
 
 def _instance_family(instance_type: str | None) -> str:
@@ -131,8 +138,10 @@ def _version_in(version: str | None, supported: Sequence[str]) -> bool:
     if version in supported:
         return True
     want = _version_tuple(version)
-    return bool(want) and len(want) < 3 and any(
-        _version_tuple(v)[: len(want)] == want for v in supported
+    return (
+        bool(want)
+        and len(want) < 3
+        and any(_version_tuple(v)[: len(want)] == want for v in supported)
     )
 
 
@@ -440,7 +449,9 @@ def _parse_mp_parameters(value: Any) -> dict[str, Any]:
     return params
 
 
-def _parse_smdistributed(value: Any) -> tuple[SMDataParallelConfig | None, SMModelParallelConfig | None]:
+def _parse_smdistributed(
+    value: Any,
+) -> tuple[SMDataParallelConfig | None, SMModelParallelConfig | None]:
     section = _check_keys(value, ("dataparallel", "modelparallel"), "smdistributed")
     if len(section) > 1:
         raise DistributionError(
@@ -564,16 +575,22 @@ def parse_distribution(
     fields: dict[str, Any] = {"instance_type": instance_type, "framework": framework}
 
     if "mpi" in dist:
-        section = _check_keys(dist["mpi"], ("enabled", "processes_per_host", "custom_mpi_options"), "mpi")
+        section = _check_keys(
+            dist["mpi"], ("enabled", "processes_per_host", "custom_mpi_options"), "mpi"
+        )
         fields["mpi"] = MPIConfig(
             enabled=_get_bool(section, "enabled", "mpi"),
             processes_per_host=_get_count(section, "processes_per_host", "mpi"),
             custom_mpi_options=_get_str(section, "custom_mpi_options", "mpi"),
         )
     if "smdistributed" in dist:
-        fields["dataparallel"], fields["modelparallel"] = _parse_smdistributed(dist["smdistributed"])
+        fields["dataparallel"], fields["modelparallel"] = _parse_smdistributed(
+            dist["smdistributed"]
+        )
     if "torch_distributed" in dist:
-        section = _check_keys(dist["torch_distributed"], ("enabled", "processes_per_host"), "torch_distributed")
+        section = _check_keys(
+            dist["torch_distributed"], ("enabled", "processes_per_host"), "torch_distributed"
+        )
         fields["torch_distributed"] = TorchDistributedConfig(
             enabled=_get_bool(section, "enabled", "torch_distributed"),
             processes_per_host=_get_count(section, "processes_per_host", "torch_distributed"),

@@ -97,7 +97,9 @@ def _is_int(value: Any) -> bool:
     return isinstance(value, int) and not isinstance(value, bool)
 
 
-def _positive_int(argument: str, value: Any, *, minimum: int = 1, maximum: int | None = None) -> int:
+def _positive_int(
+    argument: str, value: Any, *, minimum: int = 1, maximum: int | None = None
+) -> int:
     if not _is_int(value) or value < minimum or (maximum is not None and value > maximum):
         bound = f"from {minimum} to {maximum}" if maximum is not None else f"{minimum} or more"
         raise ConfigurationError.invalid(argument, value, f"an integer {bound}")
@@ -166,9 +168,7 @@ def _format_tags(tags: Any) -> list[dict[str, str]] | None:
 def _check_json(hyperparameters: Mapping[str, Any], argument: str = "hyperparameters") -> None:
     for key, value in hyperparameters.items():
         if not isinstance(key, str) or not key:
-            raise ConfigurationError.invalid(
-                f"{argument} key", key, "non-empty string keys"
-            )
+            raise ConfigurationError.invalid(f"{argument} key", key, "non-empty string keys")
         try:
             json.dumps(value, allow_nan=False)
         except (TypeError, ValueError) as exc:
@@ -267,7 +267,9 @@ class EstimatorBase:
                     argument="instance_groups",
                     value=instance_groups,
                 )
-            if not instance_groups or not all(isinstance(g, InstanceGroup) for g in instance_groups):
+            if not instance_groups or not all(
+                isinstance(g, InstanceGroup) for g in instance_groups
+            ):
                 raise ConfigurationError.invalid(
                     "instance_groups", instance_groups, "a non-empty list of InstanceGroup objects"
                 )
@@ -297,12 +299,17 @@ class EstimatorBase:
             None
             if keep_alive_period_in_seconds is None
             else _positive_int(
-                "keep_alive_period_in_seconds", keep_alive_period_in_seconds, minimum=0, maximum=3600
+                "keep_alive_period_in_seconds",
+                keep_alive_period_in_seconds,
+                minimum=0,
+                maximum=3600,
             )
         )
         self.max_run = _positive_int("max_run", max_run)
         if not isinstance(use_spot_instances, bool):
-            raise ConfigurationError.invalid("use_spot_instances", use_spot_instances, "True or False")
+            raise ConfigurationError.invalid(
+                "use_spot_instances", use_spot_instances, "True or False"
+            )
         self.use_spot_instances = use_spot_instances
         if max_wait is not None:
             _positive_int("max_wait", max_wait)
@@ -353,7 +360,9 @@ class EstimatorBase:
             not isinstance(checkpoint_local_path, str) or not checkpoint_local_path.startswith("/")
         ):
             raise ConfigurationError.invalid(
-                "checkpoint_local_path", checkpoint_local_path, "an absolute path such as /opt/ml/checkpoints"
+                "checkpoint_local_path",
+                checkpoint_local_path,
+                "an absolute path such as /opt/ml/checkpoints",
             )
         self.checkpoint_s3_uri = checkpoint_s3_uri
         self.checkpoint_local_path = checkpoint_local_path
@@ -367,7 +376,9 @@ class EstimatorBase:
         security_group_ids = _str_list("security_group_ids", security_group_ids)
         if (subnets is None) != (security_group_ids is None):
             given, missing = (
-                ("subnets", "security_group_ids") if subnets is not None else ("security_group_ids", "subnets")
+                ("subnets", "security_group_ids")
+                if subnets is not None
+                else ("security_group_ids", "subnets")
             )
             raise ConfigurationError(
                 f"{given} is set but {missing} is not: a VPC configuration needs both subnets "
@@ -405,7 +416,9 @@ class EstimatorBase:
         self.max_retry_attempts = max_retry_attempts
         if not _is_int(container_log_level):
             raise ConfigurationError.invalid(
-                "container_log_level", container_log_level, "a logging level such as logging.INFO (20)"
+                "container_log_level",
+                container_log_level,
+                "a logging level such as logging.INFO (20)",
             )
         self.container_log_level = container_log_level
         self.container_entry_point = _str_list("container_entry_point", container_entry_point)
@@ -427,9 +440,13 @@ class EstimatorBase:
         self.disable_profiler = bool(disable_profiler)
 
         # Code
-        if entry_point is not None and (not isinstance(entry_point, str) or entry_point.startswith("s3://")):
+        if entry_point is not None and (
+            not isinstance(entry_point, str) or entry_point.startswith("s3://")
+        ):
             raise ConfigurationError.invalid(
-                "entry_point", entry_point, "the path of a local script (an s3:// URI is not accepted)"
+                "entry_point",
+                entry_point,
+                "the path of a local script (an s3:// URI is not accepted)",
             )
         self.entry_point = entry_point
         self.source_dir = source_dir
@@ -514,7 +531,9 @@ class EstimatorBase:
             raise UnknownArgumentError.for_name(owner, name, valid)
 
     def _check_instance_type(self, value: Any, argument: str) -> None:
-        if value in LOCAL_INSTANCE_TYPES or (isinstance(value, str) and INSTANCE_TYPE_RE.match(value)):
+        if value in LOCAL_INSTANCE_TYPES or (
+            isinstance(value, str) and INSTANCE_TYPE_RE.match(value)
+        ):
             return
         raise ConfigurationError.invalid(
             argument,
@@ -822,15 +841,25 @@ class EstimatorBase:
 
         session = self.session
         output = request["OutputDataConfig"]["S3OutputPath"]
-        buckets = {parse_s3_uri(output, argument="output_path")[0]} if output.startswith("s3://") else set()
+        buckets = (
+            {parse_s3_uri(output, argument="output_path")[0]}
+            if output.startswith("s3://")
+            else set()
+        )
         if bundle is not None and code_uri and code_uri.startswith("s3://"):
             buckets.add(parse_s3_uri(code_uri, argument="code_location")[0])
-        default = session.default_bucket_name() if self.output_path is None or self.code_location is None else None
+        default = (
+            session.default_bucket_name()
+            if self.output_path is None or self.code_location is None
+            else None
+        )
         if default in buckets:
             session.default_bucket()
         if bundle is not None and code_uri and code_uri.startswith("s3://"):
             code_bucket = parse_s3_uri(code_uri, argument="code_location")[0]
-            same_bucket = output.startswith(f"s3://{code_bucket}/") or output == f"s3://{code_bucket}"
+            same_bucket = (
+                output.startswith(f"s3://{code_bucket}/") or output == f"s3://{code_bucket}"
+            )
             kms_key = self.output_kms_key if same_bucket else None
             code.stage_code(session, bundle, code_uri, kms_key=kms_key)
 

@@ -122,7 +122,9 @@ def test_input_forms(session, src):
     request = est.create_training_job_request(
         {
             "train": "s3://data/train",
-            "test": TrainingInput("s3://data/test", distribution="ShardedByS3Key", content_type="text/csv"),
+            "test": TrainingInput(
+                "s3://data/test", distribution="ShardedByS3Key", content_type="text/csv"
+            ),
             "fsx": FileSystemInput("fs-0123", "FSxLustre", "/fsx/data"),
         },
         job_name="job-1",
@@ -135,7 +137,9 @@ def test_input_forms(session, src):
     }
     assert channels["test"]["ContentType"] == "text/csv"
     assert channels["fsx"]["DataSource"]["FileSystemDataSource"]["FileSystemType"] == "FSxLustre"
-    single = est.create_training_job_request(TrainingInput("s3://data/x", input_mode="Pipe"), job_name="j")
+    single = est.create_training_job_request(
+        TrainingInput("s3://data/x", input_mode="Pipe"), job_name="j"
+    )
     assert single["InputDataConfig"][0]["ChannelName"] == "training"
     assert single["AlgorithmSpecification"]["TrainingInputMode"] == "Pipe"
 
@@ -227,6 +231,8 @@ def test_failed_job_raises_with_reason(session, src):
     }
     with Stubber(session.sagemaker_client) as stub:
         stub.add_response("describe_training_job", description, {"TrainingJobName": "job-fail"})
-        with pytest.raises(JobFailedError, match="job-fail ended with status Failed: AlgorithmError: boom") as info:
+        with pytest.raises(
+            JobFailedError, match="job-fail ended with status Failed: AlgorithmError: boom"
+        ) as info:
             job.wait()
     assert info.value.reason == "AlgorithmError: boom" and info.value.status == "Failed"

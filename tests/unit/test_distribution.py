@@ -16,7 +16,9 @@ TF = {"framework": "tensorflow", "framework_version": "2.14", "py_version": "py3
 
 def hps(distribution, instance_type="ml.p4d.24xlarge", **kw):
     args = {**PT, **kw}
-    return parse_distribution(distribution, instance_type=instance_type, **args).to_hyperparameters()
+    return parse_distribution(
+        distribution, instance_type=instance_type, **args
+    ).to_hyperparameters()
 
 
 def test_empty_distribution_sends_nothing():
@@ -44,7 +46,10 @@ def test_torch_distributed_keys_and_processes_per_host_extension():
         "sagemaker_torch_distributed_enabled": True,
         "sagemaker_instance_type": "ml.p4d.24xlarge",
     }
-    got = hps({"torch_distributed": {"enabled": True, "processes_per_host": 2}}, instance_type="local_process")
+    got = hps(
+        {"torch_distributed": {"enabled": True, "processes_per_host": 2}},
+        instance_type="local_process",
+    )
     assert got == {
         "sagemaker_torch_distributed_enabled": True,
         "sagemaker_instance_type": "local_process",
@@ -104,7 +109,10 @@ def test_launcher_names():
 
 
 def test_instance_groups_name_the_training_group():
-    groups = [InstanceGroup("train", "ml.p4d.24xlarge", 2), InstanceGroup("data", "ml.c5.xlarge", 1)]
+    groups = [
+        InstanceGroup("train", "ml.p4d.24xlarge", 2),
+        InstanceGroup("data", "ml.c5.xlarge", 1),
+    ]
     got = parse_distribution(
         {"mpi": {"enabled": True}, "instance_groups": [groups[0]]},
         framework="pytorch",
@@ -120,33 +128,125 @@ def test_instance_groups_name_the_training_group():
     [
         ("mpi", {}, ["distribution='mpi'", "expected a dict"]),
         ({"mpii": {"enabled": True}}, {}, ["'mpii'", "Did you mean 'mpi'"]),
-        ({"mpi": {"enabled": "yes"}}, {}, ["distribution['mpi']['enabled']='yes'", "True or False"]),
-        ({"mpi": {"enabled": True, "processes_per_host": "8"}}, {}, ["['processes_per_host']='8'", "positive integer"]),
+        (
+            {"mpi": {"enabled": "yes"}},
+            {},
+            ["distribution['mpi']['enabled']='yes'", "True or False"],
+        ),
+        (
+            {"mpi": {"enabled": True, "processes_per_host": "8"}},
+            {},
+            ["['processes_per_host']='8'", "positive integer"],
+        ),
         ({"mpi": {"enabled": True, "processes_per_host": -1}}, {}, ["=-1", "positive integer"]),
         ({"mpi": {"enabled": True, "processes_per_host": 0}}, {}, ["=0", "positive integer"]),
-        ({"mpi": {"enabled": True, "custom_mpi_options": 3}}, {}, ["custom_mpi_options']=3", "string"]),
+        (
+            {"mpi": {"enabled": True, "custom_mpi_options": 3}},
+            {},
+            ["custom_mpi_options']=3", "string"],
+        ),
         ({"mpi": {"enabled": True, "processes": 2}}, {}, ["'processes'", "Accepted keys"]),
-        ({"mpi": {"enabled": True}, "torch_distributed": {"enabled": True}}, {}, ["both 'mpi' and 'torch_distributed'"]),
-        ({"smdistributed": {"dataparallel": {"enabled": True}, "modelparallel": {"enabled": True}}}, {}, ["one smdistributed strategy"]),
+        (
+            {"mpi": {"enabled": True}, "torch_distributed": {"enabled": True}},
+            {},
+            ["both 'mpi' and 'torch_distributed'"],
+        ),
+        (
+            {
+                "smdistributed": {
+                    "dataparallel": {"enabled": True},
+                    "modelparallel": {"enabled": True},
+                }
+            },
+            {},
+            ["one smdistributed strategy"],
+        ),
         ({"smdistributed": {"pipeline": {}}}, {}, ["'pipeline'", "Accepted keys"]),
-        ({"pytorchddp": {"enabled": True}, "smdistributed": {"dataparallel": {"enabled": True}}}, {}, ["both 'pytorchddp' and 'smdistributed'"]),
-        ({"smdistributed": {"dataparallel": {"enabled": True}}}, {"framework_version": "2.8.0"}, ["framework_version='2.8.0'", "2.2.0"]),
-        ({"smdistributed": {"dataparallel": {"enabled": True}}}, {"framework_version": "2.2.0", "py_version": "py2"}, ["py_version='py2'"]),
-        ({"torch_distributed": {"enabled": True}}, {"instance_type": "ml.m5.xlarge"}, ["instance_type='ml.m5.xlarge'", "GPU"]),
-        ({"torch_distributed": {"enabled": True}}, {"framework_version": "1.5.0"}, ["framework_version='1.5.0'", "2.8.0"]),
-        ({"torch_distributed": {"enabled": True}}, {"entry_point": "run.sh"}, ["entry_point='run.sh'", ".py"]),
+        (
+            {"pytorchddp": {"enabled": True}, "smdistributed": {"dataparallel": {"enabled": True}}},
+            {},
+            ["both 'pytorchddp' and 'smdistributed'"],
+        ),
+        (
+            {"smdistributed": {"dataparallel": {"enabled": True}}},
+            {"framework_version": "2.8.0"},
+            ["framework_version='2.8.0'", "2.2.0"],
+        ),
+        (
+            {"smdistributed": {"dataparallel": {"enabled": True}}},
+            {"framework_version": "2.2.0", "py_version": "py2"},
+            ["py_version='py2'"],
+        ),
+        (
+            {"torch_distributed": {"enabled": True}},
+            {"instance_type": "ml.m5.xlarge"},
+            ["instance_type='ml.m5.xlarge'", "GPU"],
+        ),
+        (
+            {"torch_distributed": {"enabled": True}},
+            {"framework_version": "1.5.0"},
+            ["framework_version='1.5.0'", "2.8.0"],
+        ),
+        (
+            {"torch_distributed": {"enabled": True}},
+            {"entry_point": "run.sh"},
+            ["entry_point='run.sh'", ".py"],
+        ),
         ({"torch_distributed": {"enabled": True}}, TF, ["PyTorch-only"]),
-        ({"mpi": {"enabled": True}}, {"instance_type": "ml.trn1.32xlarge"}, ["Trainium", "['torch_distributed']"]),
+        (
+            {"mpi": {"enabled": True}},
+            {"instance_type": "ml.trn1.32xlarge"},
+            ["Trainium", "['torch_distributed']"],
+        ),
         ({"multi_worker_mirrored_strategy": {"enabled": True}}, {}, ["TensorFlow-only"]),
-        ({"multi_worker_mirrored_strategy": {"enabled": True}}, {**TF, "framework_version": "2.8"}, ["framework_version='2.8'", "2.9"]),
-        ({"multi_worker_mirrored_strategy": {"enabled": True}, "parameter_server": {"enabled": True}}, TF, ["cannot be combined", "parameter_server"]),
-        ({"smdistributed": {"dataparallel": {"enabled": True}}}, {"instance_type": "ml.p5.48xlarge", "framework_version": "2.2.0"}, ["p5", "torch_distributed"]),
-        ({"smdistributed": {"modelparallel": {"enabled": True, "parameters": {"partitions": 0}}}}, {}, ["['partitions']=0", "positive integer"]),
-        ({"smdistributed": {"modelparallel": {"enabled": True, "parameters": {"pipeline": "fast"}}}}, {}, ["'fast'", "interleaved"]),
-        ({"smdistributed": {"modelparallel": {"enabled": True, "parameters": "/no/such.json"}}}, {}, ["'/no/such.json'", "existing JSON file"]),
+        (
+            {"multi_worker_mirrored_strategy": {"enabled": True}},
+            {**TF, "framework_version": "2.8"},
+            ["framework_version='2.8'", "2.9"],
+        ),
+        (
+            {
+                "multi_worker_mirrored_strategy": {"enabled": True},
+                "parameter_server": {"enabled": True},
+            },
+            TF,
+            ["cannot be combined", "parameter_server"],
+        ),
+        (
+            {"smdistributed": {"dataparallel": {"enabled": True}}},
+            {"instance_type": "ml.p5.48xlarge", "framework_version": "2.2.0"},
+            ["p5", "torch_distributed"],
+        ),
+        (
+            {
+                "smdistributed": {
+                    "modelparallel": {"enabled": True, "parameters": {"partitions": 0}}
+                }
+            },
+            {},
+            ["['partitions']=0", "positive integer"],
+        ),
+        (
+            {
+                "smdistributed": {
+                    "modelparallel": {"enabled": True, "parameters": {"pipeline": "fast"}}
+                }
+            },
+            {},
+            ["'fast'", "interleaved"],
+        ),
+        (
+            {"smdistributed": {"modelparallel": {"enabled": True, "parameters": "/no/such.json"}}},
+            {},
+            ["'/no/such.json'", "existing JSON file"],
+        ),
         ({"pytorchxla": {"enabled": True}}, {}, ["pytorchxla", "Training Compiler"]),
         ({"pytorchddp": {"enabled": True}}, TF, ["PyTorch strategy"]),
-        ({"instance_groups": ["x"], "mpi": {"enabled": True}}, {}, ["instance_groups", "no instance_groups"]),
+        (
+            {"instance_groups": ["x"], "mpi": {"enabled": True}},
+            {},
+            ["instance_groups", "no instance_groups"],
+        ),
     ],
 )
 def test_errors_name_key_value_and_accepted(distribution, kwargs, fragments):

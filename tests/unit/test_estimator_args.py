@@ -119,7 +119,10 @@ def test_unsupported_v2_argument_says_so(src):
 @pytest.mark.parametrize(
     ("overrides", "fragments"),
     [
-        ({"instance_type": "p3.2xlarge"}, ["instance_type='p3.2xlarge'", "ml.m5.xlarge", "local_process"]),
+        (
+            {"instance_type": "p3.2xlarge"},
+            ["instance_type='p3.2xlarge'", "ml.m5.xlarge", "local_process"],
+        ),
         ({"instance_type": None}, ["instance_type is required"]),
         ({"instance_count": 0}, ["instance_count=0", "1 or more"]),
         ({"instance_count": "2"}, ["instance_count='2'", "integer"]),
@@ -128,16 +131,28 @@ def test_unsupported_v2_argument_says_so(src):
         ({"max_run": 0}, ["max_run=0"]),
         ({"subnets": ["subnet-1"]}, ["subnets is set but security_group_ids is not"]),
         ({"security_group_ids": ["sg-1"]}, ["security_group_ids is set but subnets is not"]),
-        ({"subnets": "subnet-1", "security_group_ids": ["sg-1"]}, ["subnets='subnet-1'", "list of strings"]),
+        (
+            {"subnets": "subnet-1", "security_group_ids": ["sg-1"]},
+            ["subnets='subnet-1'", "list of strings"],
+        ),
         ({"use_spot_instances": True}, ["max_wait=None", "max_wait >= max_run"]),
-        ({"use_spot_instances": True, "max_wait": 100, "max_run": 200}, ["max_wait=100", "max_run (200 seconds)"]),
+        (
+            {"use_spot_instances": True, "max_wait": 100, "max_run": 200},
+            ["max_wait=100", "max_run (200 seconds)"],
+        ),
         ({"max_wait": 100}, ["max_wait=100", "spot"]),
-        ({"base_job_name": "bad_name"}, ["base_job_name='bad_name'", "letters, digits and hyphens"]),
+        (
+            {"base_job_name": "bad_name"},
+            ["base_job_name='bad_name'", "letters, digits and hyphens"],
+        ),
         ({"base_job_name": "x" * 64}, ["base_job_name=", "1-63 characters"]),
         ({"output_path": "bucket/prefix"}, ["output_path='bucket/prefix'", "s3://"]),
         ({"output_path": "file:///tmp/out"}, ["output_path='file:///tmp/out'"]),
         ({"checkpoint_s3_uri": "s3:/x"}, ["checkpoint_s3_uri='s3:/x'"]),
-        ({"code_location": "s3://Bad_Bucket/x"}, ["code_location='s3://Bad_Bucket/x'", "bucket name"]),
+        (
+            {"code_location": "s3://Bad_Bucket/x"},
+            ["code_location='s3://Bad_Bucket/x'", "bucket name"],
+        ),
         ({"input_mode": "Stream"}, ["input_mode='Stream'", "FastFile"]),
         ({"hyperparameters": {"f": object()}}, ["hyperparameters['f']", "JSON"]),
         ({"hyperparameters": {"nan": float("nan")}}, ["hyperparameters['nan']", "finite"]),
@@ -196,7 +211,9 @@ def test_local_types_need_no_role(src):
     est = pytorch(role=None, instance_type="local_process", instance_count=2,
                   distribution={"torch_distributed": {"enabled": True, "processes_per_host": 2}})  # fmt: skip
     assert est.is_local
-    assert est.distribution_config.to_hyperparameters()["sagemaker_mpi_num_of_processes_per_host"] == 2
+    assert (
+        est.distribution_config.to_hyperparameters()["sagemaker_mpi_num_of_processes_per_host"] == 2
+    )
 
 
 def test_caller_hyperparameters_are_copied(src):

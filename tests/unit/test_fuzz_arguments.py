@@ -43,7 +43,14 @@ hyperparameters = st.one_of(
     values,
 )
 instance_types = st.sampled_from(
-    ["ml.p4d.24xlarge", "ml.p5.48xlarge", "ml.m5.xlarge", "ml.trn1.32xlarge", "local_process", "ml.g5.xlarge"]
+    [
+        "ml.p4d.24xlarge",
+        "ml.p5.48xlarge",
+        "ml.m5.xlarge",
+        "ml.trn1.32xlarge",
+        "local_process",
+        "ml.g5.xlarge",
+    ]
 )
 
 
@@ -55,7 +62,9 @@ def src(tmp_path_factory):
     return root
 
 
-@settings(max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture])
+@settings(
+    max_examples=400, deadline=None, suppress_health_check=[HealthCheck.function_scoped_fixture]
+)
 @given(
     distribution=distributions,
     hps=hyperparameters,
