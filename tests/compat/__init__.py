@@ -1,0 +1,1 @@
+"""Request compatibility: launchbay against sagemaker==2.257.7."""

@@ -1,0 +1,981 @@
+"""The compatibility matrix: every case here is accepted by sagemaker==2.257.7.
+
+Each case is neutral data (see :mod:`.harness`). ``expect`` pins what SDK v2 puts in
+the request for the feature the case is about, so a case that v2 silently ignores
+shows up in ``test_v2_side`` instead of passing vacuously. v2's version rules are
+exact-string: e.g. smdistributed dataparallel accepts PyTorch "2.2.0" but not "2.2"
+or "2.3.0", torch_distributed on p4d accepts "2.3.0" but not "2.3".
+"""
+
+from __future__ import annotations
+
+import logging
+from typing import Any
+
+from .harness import ABSENT, ACCOUNT, Case
+
+IMAGE = f"{ACCOUNT}.dkr.ecr.us-west-2.amazonaws.com/my-training:latest"
+NEURONX_IMAGE = (
+    "763104351884.dkr.ecr.us-west-2.amazonaws.com/"
+    "pytorch-training-neuronx:2.1.2-neuronx-py310-sdk2.20.0-ubuntu20.04"
+)
+DLC = "763104351884.dkr.ecr.us-west-2.amazonaws.com"
+TF_SMDDP_IMAGE = f"{DLC}/tensorflow-training:2.14.1-gpu-py310-cu118-ubuntu20.04-sagemaker"
+BUCKET = f"sagemaker-us-west-2-{ACCOUNT}"
+
+SOURCE = {"entry_point": "train.py", "source_dir": "<src>"}
+PT = {
+    **SOURCE,
+    "framework_version": "2.3.0",
+    "py_version": "py311",
+    "instance_type": "ml.g5.xlarge",
+    "instance_count": 1,
+}
+PT_P4D = {**PT, "instance_type": "ml.p4d.24xlarge", "instance_count": 2}
+PT_SMDDP = {**PT_P4D, "framework_version": "2.2.0", "py_version": "py310"}
+TF = {
+    **SOURCE,
+    "framework_version": "2.14.1",
+    "py_version": "py310",
+    "instance_type": "ml.p3.16xlarge",
+    "instance_count": 2,
+}
+TF_CPU = {**TF, "instance_type": "ml.c5.2xlarge", "instance_count": 1}
+VPC = {"subnets": ["subnet-0a1b2c3d", "subnet-4e5f6a7b"], "security_group_ids": ["sg-0123abcd"]}
+
+MPI = {"mpi": {"enabled": True}}
+SMDDP = {"smdistributed": {"dataparallel": {"enabled": True}}}
+TORCH_DISTRIBUTED = {"torch_distributed": {"enabled": True}}
+
+GPU_GROUP = (
+    "InstanceGroup",
+    {"instance_group_name": "gpu", "instance_type": "ml.p4d.24xlarge", "instance_count": 2},
+)
+CPU_GROUP = (
+    "InstanceGroup",
+    {"instance_group_name": "cpu", "instance_type": "ml.c5.18xlarge", "instance_count": 2},
+)
+NO_INSTANCE = {k: v for k, v in PT.items() if k not in ("instance_type", "instance_count")}
+
+EVERY_JSON_TYPE: dict[str, Any] = {
+    "lr": 0.001,
+    "epochs": 10,
+    "model_name": "resnet50",
+    "use_amp": True,
+    "resume": False,
+    "layers": [64, 128, 256],
+    "optimizer": {"type": "adamw", "betas": [0.9, 0.999], "fused": True},
+    "seed": None,
+    "quoted": 'say "hi"',
+    "unicode": "héllo wörld",
+}
+
+DEBUGGER_FULL = (
+    "DebuggerHookConfig",
+    {
+        "s3_output_path": "s3://debug-bucket/tensors",
+        "container_local_output_path": "/opt/ml/output/tensors",
+        "hook_parameters": {"include_workers": "all", "save_interval": "100"},
+        "collection_configs": [
+            ("CollectionConfig", {"name": "weights", "parameters": {"save_interval": "50"}}),
+            ("CollectionConfig", {"name": "gradients"}),
+            ("CollectionConfig", {"name": "losses", "parameters": {"save_interval": "10"}}),
+            # an exact duplicate: SDK v2 de-duplicates collection configs
+            ("CollectionConfig", {"name": "gradients"}),
+        ],
+    },
+)
+
+SHARDED_MANIFEST = (
+    "TrainingInput",
+    {
+        "s3_data": "s3://data-bucket/train/train.manifest",
+        "distribution": "ShardedByS3Key",
+        "content_type": "application/x-recordio",
+        "s3_data_type": "ManifestFile",
+        "input_mode": "Pipe",
+        "compression": "Gzip",
+        "record_wrapping": "RecordIO",
+    },
+)
+AUGMENTED_MANIFEST = (
+    "TrainingInput",
+    {
+        "s3_data": "s3://data-bucket/train/augmented.manifest",
+        "s3_data_type": "AugmentedManifestFile",
+        "attribute_names": ["source-ref", "class"],
+        "target_attribute_name": "class",
+        "input_mode": "Pipe",
+        "content_type": "application/x-image",
+    },
+)
+EFS = (
+    "FileSystemInput",
+    {
+        "file_system_id": "fs-0123456789abcdef0",
+        "file_system_type": "EFS",
+        "directory_path": "/data/train",
+        "file_system_access_mode": "ro",
+    },
+)
+FSX = (
+    "FileSystemInput",
+    {
+        "file_system_id": "fs-0fedcba9876543210",
+        "file_system_type": "FSxLustre",
+        "directory_path": "/abcdefgh/train",
+        "file_system_access_mode": "rw",
+        "content_type": "text/csv",
+    },
+)
+
+
+def hp(name: str) -> str:
+    return f"HyperParameters.{name}"
+
+
+CASES: list[Case] = [
+    # ---------------------------------------------------------------- PyTorch distribution
+    Case(
+        "pytorch-minimal",
+        "PyTorch",
+        PT,
+        expect={
+            "AlgorithmSpecification.TrainingImage": f"{DLC}/pytorch-training:2.3.0-gpu-py311",
+            "AlgorithmSpecification.EnableSageMakerMetricsTimeSeries": True,
+            hp("sagemaker_program"): '"train.py"',
+            hp("sagemaker_region"): '"us-west-2"',
+            "InputDataConfig": ABSENT,
+            "DebugHookConfig.S3OutputPath": f"s3://{BUCKET}/",
+            "ProfilerConfig": {"S3OutputPath": f"s3://{BUCKET}/", "DisableProfiler": False},
+        },
+    ),
+    Case(
+        "pytorch-mpi",
+        "PyTorch",
+        {**PT, "instance_type": "ml.g5.12xlarge", "instance_count": 2, "distribution": MPI},
+        expect={
+            hp("sagemaker_mpi_enabled"): "true",
+            hp("sagemaker_mpi_custom_mpi_options"): '""',
+            hp("sagemaker_mpi_num_of_processes_per_host"): ABSENT,
+        },
+    ),
+    Case(
+        "pytorch-mpi-processes-per-host-custom-options",
+        "PyTorch",
+        {
+            **PT_P4D,
+            "distribution": {
+                "mpi": {
+                    "enabled": True,
+                    "processes_per_host": 8,
+                    "custom_mpi_options": "-verbose -x NCCL_DEBUG=INFO",
+                }
+            },
+        },
+        expect={
+            hp("sagemaker_mpi_num_of_processes_per_host"): "8",
+            hp("sagemaker_mpi_custom_mpi_options"): '"-verbose -x NCCL_DEBUG=INFO"',
+        },
+    ),
+    Case(
+        "pytorch-mpi-disabled",
+        "PyTorch",
+        {**PT, "distribution": {"mpi": {"enabled": False}}},
+        expect={hp("sagemaker_mpi_enabled"): "false", hp("sagemaker_mpi_custom_mpi_options"): '""'},
+    ),
+    Case(
+        "pytorch-smddp-p4d-2.2.0-custom-mpi-options",
+        "PyTorch",
+        {
+            **PT_SMDDP,
+            "distribution": {
+                "smdistributed": {
+                    "dataparallel": {"enabled": True, "custom_mpi_options": "-verbose"}
+                }
+            },
+        },
+        expect={
+            hp("sagemaker_distributed_dataparallel_enabled"): "true",
+            hp("sagemaker_distributed_dataparallel_custom_mpi_options"): '"-verbose"',
+            hp("sagemaker_instance_type"): '"ml.p4d.24xlarge"',
+            # SDK v2 keeps Debugger and profiler on under smdistributed
+            "DebugHookConfig.S3OutputPath": f"s3://{BUCKET}/",
+            "ProfilerConfig.DisableProfiler": False,
+        },
+    ),
+    Case(
+        "pytorch-smddp-p3.16xlarge-2.1.0",
+        "PyTorch",
+        {
+            **PT,
+            "instance_type": "ml.p3.16xlarge",
+            "instance_count": 2,
+            "framework_version": "2.1.0",
+            "py_version": "py310",
+            "distribution": SMDDP,
+        },
+        expect={
+            hp("sagemaker_distributed_dataparallel_enabled"): "true",
+            hp("sagemaker_distributed_dataparallel_custom_mpi_options"): '""',
+            hp("sagemaker_instance_type"): '"ml.p3.16xlarge"',
+            "AlgorithmSpecification.TrainingImage": f"{DLC}/pytorch-training:2.1.0-gpu-py310",
+        },
+    ),
+    Case(
+        "pytorch-smmp-parameters-with-mpi",
+        "PyTorch",
+        {
+            **PT_P4D,
+            "distribution": {
+                "smdistributed": {
+                    "modelparallel": {
+                        "enabled": True,
+                        "parameters": {"partitions": 2, "microbatches": 4, "ddp": True},
+                    }
+                },
+                "mpi": {"enabled": True, "processes_per_host": 8},
+            },
+        },
+        expect={
+            hp("mp_parameters"): '{"partitions": 2, "microbatches": 4, "ddp": true}',
+            hp("sagemaker_distributed_dataparallel_enabled"): "false",
+            hp("sagemaker_instance_type"): '"ml.p4d.24xlarge"',
+            hp("sagemaker_mpi_enabled"): "true",
+            hp("sagemaker_mpi_num_of_processes_per_host"): "8",
+        },
+    ),
+    Case(
+        "pytorch-torch-distributed-p4d-2.3.0",
+        "PyTorch",
+        {**PT_P4D, "distribution": TORCH_DISTRIBUTED},
+        expect={
+            hp("sagemaker_torch_distributed_enabled"): "true",
+            hp("sagemaker_instance_type"): '"ml.p4d.24xlarge"',
+        },
+    ),
+    Case(
+        "pytorch-torch-distributed-g5-multi-node",
+        "PyTorch",
+        {
+            **PT,
+            "instance_type": "ml.g5.12xlarge",
+            "instance_count": 4,
+            "distribution": TORCH_DISTRIBUTED,
+        },
+        expect={
+            hp("sagemaker_torch_distributed_enabled"): "true",
+            hp("sagemaker_instance_type"): '"ml.g5.12xlarge"',
+            "ResourceConfig.InstanceCount": 4,
+        },
+    ),
+    Case(
+        "pytorch-torch-distributed-trn1-1.11.0",
+        "PyTorch",
+        {
+            **PT,
+            "instance_type": "ml.trn1.32xlarge",
+            "instance_count": 2,
+            "framework_version": "1.11.0",
+            "py_version": "py38",
+            "distribution": TORCH_DISTRIBUTED,
+        },
+        expect={
+            "AlgorithmSpecification.TrainingImage": (
+                f"{DLC}/pytorch-training-neuron:1.11.0-neuron-py38-sdk2.4.0-ubuntu20.04"
+            ),
+            hp("sagemaker_torch_distributed_enabled"): "true",
+            hp("sagemaker_instance_type"): '"ml.trn1.32xlarge"',
+            # SDK v2 turns the profiler off on Trainium
+            "ProfilerConfig": {"DisableProfiler": True},
+        },
+    ),
+    Case(
+        "pytorch-torch-distributed-trn1-neuronx-image-uri",
+        "PyTorch",
+        {
+            **PT,
+            "instance_type": "ml.trn1.32xlarge",
+            "instance_count": 2,
+            "framework_version": "2.0.0",
+            "py_version": "py310",
+            "image_uri": NEURONX_IMAGE,
+            "distribution": TORCH_DISTRIBUTED,
+        },
+        expect={
+            "AlgorithmSpecification.TrainingImage": NEURONX_IMAGE,
+            hp("sagemaker_torch_distributed_enabled"): "true",
+            "ProfilerConfig": {"DisableProfiler": True},
+        },
+    ),
+    Case(
+        "pytorch-pytorchddp-p4d-2.1.0",
+        "PyTorch",
+        {
+            **PT_P4D,
+            "framework_version": "2.1.0",
+            "py_version": "py310",
+            "distribution": {"pytorchddp": {"enabled": True}},
+        },
+        expect={
+            hp("sagemaker_distributed_dataparallel_enabled"): "true",
+            hp("sagemaker_distributed_dataparallel_custom_mpi_options"): '""',
+            hp("sagemaker_instance_type"): '"ml.p4d.24xlarge"',
+        },
+    ),
+    Case(
+        "pytorch-p5-smddp-with-torch-distributed",
+        "PyTorch",
+        {
+            **PT_SMDDP,
+            "instance_type": "ml.p5.48xlarge",
+            "distribution": {**SMDDP, **TORCH_DISTRIBUTED},
+        },
+        expect={
+            hp("sagemaker_distributed_dataparallel_enabled"): "true",
+            hp("sagemaker_torch_distributed_enabled"): "true",
+            hp("sagemaker_instance_type"): '"ml.p5.48xlarge"',
+        },
+    ),
+    Case(
+        "pytorch-instance-groups-mpi",
+        "PyTorch",
+        {
+            **NO_INSTANCE,
+            "instance_groups": [GPU_GROUP, CPU_GROUP],
+            "distribution": {**MPI, "instance_groups": [GPU_GROUP]},
+        },
+        inputs={
+            "train": (
+                "TrainingInput",
+                {"s3_data": "s3://data-bucket/t", "instance_groups": ["gpu"]},
+            )
+        },
+        expect={
+            "ResourceConfig.InstanceGroups.0.InstanceGroupName": "gpu",
+            "ResourceConfig.InstanceGroups.1.InstanceType": "ml.c5.18xlarge",
+            "ResourceConfig.InstanceType": ABSENT,
+            hp("sagemaker_distribution_instance_groups"): '["gpu"]',
+            hp("sagemaker_mpi_enabled"): "true",
+            "InputDataConfig.0.DataSource.S3DataSource.InstanceGroupNames": ["gpu"],
+            "AlgorithmSpecification.TrainingImage": f"{DLC}/pytorch-training:2.3.0-gpu-py311",
+        },
+    ),
+    Case(
+        "pytorch-instance-groups-smddp",
+        "PyTorch",
+        {
+            **NO_INSTANCE,
+            "framework_version": "2.2.0",
+            "py_version": "py310",
+            "instance_groups": [GPU_GROUP, CPU_GROUP],
+            "distribution": {**SMDDP, "instance_groups": [GPU_GROUP]},
+        },
+        expect={
+            hp("sagemaker_distribution_instance_groups"): '["gpu"]',
+            hp("sagemaker_distributed_dataparallel_enabled"): "true",
+            # SDK v2 sends the estimator's instance_type, which is None with instance groups
+            hp("sagemaker_instance_type"): "null",
+        },
+    ),
+    # ------------------------------------------------------------- TensorFlow distribution
+    Case(
+        "tensorflow-minimal-cpu",
+        "TensorFlow",
+        TF_CPU,
+        expect={
+            "AlgorithmSpecification.TrainingImage": f"{DLC}/tensorflow-training:2.14.1-cpu-py310",
+            hp("model_dir"): f'"s3://{BUCKET}/compat-tensorflow-minimal-cpu/model"',
+        },
+    ),
+    Case(
+        "tensorflow-mpi",
+        "TensorFlow",
+        {**TF, "distribution": {"mpi": {"enabled": True, "processes_per_host": 8}}},
+        expect={
+            hp("sagemaker_mpi_enabled"): "true",
+            hp("sagemaker_mpi_num_of_processes_per_host"): "8",
+            hp("model_dir"): '"/opt/ml/model"',
+        },
+    ),
+    Case(
+        "tensorflow-parameter-server",
+        "TensorFlow",
+        {**TF, "distribution": {"parameter_server": {"enabled": True}}},
+        expect={
+            hp("sagemaker_parameter_server_enabled"): "true",
+            # smdebug does not support parameter server: SDK v2 drops the hook config
+            "DebugHookConfig": ABSENT,
+            "ProfilerConfig.DisableProfiler": False,
+        },
+    ),
+    Case(
+        "tensorflow-multi-worker-mirrored-strategy-2.14.1",
+        "TensorFlow",
+        {**TF, "distribution": {"multi_worker_mirrored_strategy": {"enabled": True}}},
+        expect={hp("sagemaker_multi_worker_mirrored_strategy_enabled"): "true"},
+    ),
+    Case(
+        # Without image_uri SDK v2 accepts smdistributed dataparallel on TensorFlow only up
+        # to 2.11.0; with an explicit image it skips that version check.
+        "tensorflow-smddp-p4d-image-uri-2.14.1",
+        "TensorFlow",
+        {
+            **TF,
+            "instance_type": "ml.p4d.24xlarge",
+            "image_uri": TF_SMDDP_IMAGE,
+            "distribution": SMDDP,
+        },
+        expect={
+            "AlgorithmSpecification.TrainingImage": TF_SMDDP_IMAGE,
+            hp("sagemaker_distributed_dataparallel_enabled"): "true",
+            hp("sagemaker_distributed_dataparallel_custom_mpi_options"): '""',
+            hp("sagemaker_instance_type"): '"ml.p4d.24xlarge"',
+            hp("model_dir"): f'"s3://{BUCKET}/compat-tensorflow-smddp-p4d-image-uri-2-14-1/model"',
+        },
+    ),
+    Case(
+        "tensorflow-smmp-parameters-with-mpi",
+        "TensorFlow",
+        {
+            **TF,
+            "distribution": {
+                "smdistributed": {
+                    "modelparallel": {"enabled": True, "parameters": {"partitions": 2}}
+                },
+                "mpi": {"enabled": True, "processes_per_host": 8},
+            },
+        },
+        expect={
+            hp("mp_parameters"): '{"partitions": 2}',
+            hp("sagemaker_distributed_dataparallel_enabled"): "false",
+            hp("model_dir"): '"/opt/ml/model"',
+        },
+    ),
+    Case(
+        "tensorflow-instance-groups-mpi",
+        "TensorFlow",
+        {
+            **{k: v for k, v in TF.items() if k not in ("instance_type", "instance_count")},
+            "instance_groups": [GPU_GROUP, CPU_GROUP],
+            "distribution": {**MPI, "instance_groups": [GPU_GROUP]},
+        },
+        expect={
+            hp("sagemaker_distribution_instance_groups"): '["gpu"]',
+            "ResourceConfig.InstanceGroups.1.InstanceGroupName": "cpu",
+        },
+    ),
+    # --------------------------------------------------------------------- generic Estimator
+    Case(
+        "estimator-image-uri-no-source",
+        "Estimator",
+        {
+            "image_uri": IMAGE,
+            "instance_type": "ml.m5.xlarge",
+            "instance_count": 1,
+            "hyperparameters": EVERY_JSON_TYPE,
+        },
+        inputs="s3://data-bucket/train",
+        expect={
+            # without source_dir SDK v2 sends str(value), not JSON
+            hp("model_name"): "resnet50",
+            hp("use_amp"): "True",
+            hp("seed"): "None",
+            hp("layers"): "[64, 128, 256]",
+            hp("sagemaker_program"): ABSENT,
+            "AlgorithmSpecification.EnableSageMakerMetricsTimeSeries": ABSENT,
+        },
+    ),
+    Case(
+        "estimator-image-uri-source-dir-dependencies",
+        "Estimator",
+        {
+            **SOURCE,
+            "image_uri": IMAGE,
+            "instance_type": "ml.m5.xlarge",
+            "instance_count": 1,
+            "dependencies": ["<lib>/mylib"],
+            "hyperparameters": {"epochs": 3, "model_name": "resnet50"},
+        },
+        expect={hp("model_name"): '"resnet50"', hp("sagemaker_program"): '"train.py"'},
+    ),
+    Case(
+        "estimator-image-uri-entry-point-without-source-dir",
+        "Estimator",
+        {
+            "entry_point": "<src>/train.py",
+            "image_uri": IMAGE,
+            "instance_type": "ml.m5.xlarge",
+            "instance_count": 1,
+            "hyperparameters": {"epochs": 3, "model_name": "resnet50"},
+        },
+        expect={
+            # no source_dir: user values str()'d while the sagemaker_* keys are JSON
+            hp("model_name"): "resnet50",
+            hp("sagemaker_program"): '"train.py"',
+        },
+    ),
+    # ------------------------------------------------------------------------ legacy names
+    Case(
+        "legacy-estimator-train-names",
+        "Estimator",
+        {
+            "image_uri": IMAGE,
+            "train_instance_type": "ml.m5.xlarge",
+            "train_instance_count": 2,
+            "train_max_run": 3600,
+            "train_volume_size": 50,
+            "train_volume_kms_key": f"arn:aws:kms:us-west-2:{ACCOUNT}:key/vol",
+            "train_use_spot_instances": True,
+            "train_max_wait": 7200,
+        },
+        expect={
+            "ResourceConfig": {
+                "VolumeSizeInGB": 50,
+                "VolumeKmsKeyId": f"arn:aws:kms:us-west-2:{ACCOUNT}:key/vol",
+                "InstanceCount": 2,
+                "InstanceType": "ml.m5.xlarge",
+            },
+            "StoppingCondition": {"MaxRuntimeInSeconds": 3600, "MaxWaitTimeInSeconds": 7200},
+            "EnableManagedSpotTraining": True,
+        },
+    ),
+    Case(
+        "legacy-pytorch-train-names-image-name",
+        "PyTorch",
+        {
+            **SOURCE,
+            "framework_version": "2.3.0",
+            "py_version": "py311",
+            "train_instance_type": "ml.g5.2xlarge",
+            "train_instance_count": 2,
+            "train_max_run": 7200,
+            "train_volume_size": 100,
+            "image_name": f"{ACCOUNT}.dkr.ecr.us-west-2.amazonaws.com/custom-pytorch:1",
+        },
+        expect={
+            "AlgorithmSpecification.TrainingImage": (
+                f"{ACCOUNT}.dkr.ecr.us-west-2.amazonaws.com/custom-pytorch:1"
+            ),
+            "ResourceConfig.InstanceType": "ml.g5.2xlarge",
+            "ResourceConfig.VolumeSizeInGB": 100,
+            "StoppingCondition.MaxRuntimeInSeconds": 7200,
+        },
+    ),
+    Case(
+        "legacy-tensorflow-distributions-train-instance-type",
+        "TensorFlow",
+        {
+            **SOURCE,
+            "framework_version": "2.14.1",
+            "py_version": "py310",
+            "train_instance_type": "ml.p3.16xlarge",
+            "train_instance_count": 2,
+            "distributions": {"parameter_server": {"enabled": True}},
+        },
+        expect={
+            hp("sagemaker_parameter_server_enabled"): "true",
+            "ResourceConfig.InstanceType": "ml.p3.16xlarge",
+            "AlgorithmSpecification.TrainingImage": f"{DLC}/tensorflow-training:2.14.1-gpu-py310",
+        },
+    ),
+    Case(
+        "legacy-tensorflow-script-mode",
+        "TensorFlow",
+        {**TF_CPU, "script_mode": True},
+        expect={hp("sagemaker_program"): '"train.py"'},
+    ),
+    Case(
+        "legacy-pytorch-distributions",
+        "PyTorch",
+        {**PT, "instance_count": 2, "distributions": MPI},
+        improvements=("distributions-honoured-on-pytorch",),
+        # v2 is run with distribution= (see the improvement); with distributions= it
+        # would send no sagemaker_mpi_* keys at all.
+        expect={hp("sagemaker_mpi_enabled"): "true"},
+    ),
+    # ---------------------------------------------------------------- job-level settings
+    Case(
+        "vpc-encrypt-inter-container-traffic",
+        "PyTorch",
+        {**PT_P4D, **VPC, "encrypt_inter_container_traffic": True, "distribution": MPI},
+        expect={
+            "VpcConfig": {
+                "Subnets": ["subnet-0a1b2c3d", "subnet-4e5f6a7b"],
+                "SecurityGroupIds": ["sg-0123abcd"],
+            },
+            "EnableInterContainerTrafficEncryption": True,
+        },
+    ),
+    Case(
+        "spot-max-wait-checkpoints",
+        "PyTorch",
+        {
+            **PT,
+            "use_spot_instances": True,
+            "max_run": 3600,
+            "max_wait": 7200,
+            "checkpoint_s3_uri": "s3://ckpt-bucket/run-1",
+            "checkpoint_local_path": "/opt/ml/checkpoints",
+        },
+        expect={
+            "EnableManagedSpotTraining": True,
+            "StoppingCondition": {"MaxRuntimeInSeconds": 3600, "MaxWaitTimeInSeconds": 7200},
+            "CheckpointConfig": {
+                "S3Uri": "s3://ckpt-bucket/run-1",
+                "LocalPath": "/opt/ml/checkpoints",
+            },
+            # SDK v2 drops Debugger when both checkpoint settings are given on PyTorch or
+            # TensorFlow, even for one instance (their `distribution` defaults to {}).
+            "DebugHookConfig": ABSENT,
+        },
+    ),
+    Case(
+        "spot-checkpoint-s3-uri-only-multi-instance",
+        "TensorFlow",
+        {
+            **TF,
+            "use_spot_instances": True,
+            "max_wait": 90000,
+            "checkpoint_s3_uri": "s3://ckpt-bucket/run-2",
+        },
+        expect={
+            "StoppingCondition": {"MaxRuntimeInSeconds": 86400, "MaxWaitTimeInSeconds": 90000},
+            "CheckpointConfig": {"S3Uri": "s3://ckpt-bucket/run-2"},
+            "DebugHookConfig.S3OutputPath": f"s3://{BUCKET}/",
+        },
+    ),
+    Case(
+        "max-retry-attempts",
+        "PyTorch",
+        {**PT, "max_retry_attempts": 3},
+        expect={"RetryStrategy": {"MaximumRetryAttempts": 3}},
+    ),
+    Case(
+        "debugger-hook-config-include-workers-collections",
+        "PyTorch",
+        {**PT_P4D, "distribution": TORCH_DISTRIBUTED, "debugger_hook_config": DEBUGGER_FULL},
+        expect={
+            "DebugHookConfig.S3OutputPath": "s3://debug-bucket/tensors",
+            "DebugHookConfig.LocalPath": "/opt/ml/output/tensors",
+            "DebugHookConfig.HookParameters": {"include_workers": "all", "save_interval": "100"},
+        },
+    ),
+    Case(
+        "debugger-hook-config-default-s3-output-path",
+        "TensorFlow",
+        {
+            **TF_CPU,
+            "debugger_hook_config": (
+                "DebuggerHookConfig",
+                {"hook_parameters": {"include_workers": "one", "save_interval": "500"}},
+            ),
+        },
+        expect={
+            "DebugHookConfig": {
+                "S3OutputPath": f"s3://{BUCKET}/",
+                "HookParameters": {"include_workers": "one", "save_interval": "500"},
+                "CollectionConfigurations": [],
+            }
+        },
+    ),
+    Case(
+        "debugger-hook-config-false",
+        "PyTorch",
+        {**PT, "debugger_hook_config": False},
+        expect={"DebugHookConfig": ABSENT, "ProfilerConfig.DisableProfiler": False},
+    ),
+    Case(
+        "disable-profiler",
+        "PyTorch",
+        {**PT, "disable_profiler": True},
+        expect={
+            "ProfilerConfig": {"DisableProfiler": True},
+            "DebugHookConfig.S3OutputPath": f"s3://{BUCKET}/",
+        },
+    ),
+    Case(
+        "debugger-false-and-disable-profiler-estimator",
+        "Estimator",
+        {
+            **SOURCE,
+            "image_uri": IMAGE,
+            "instance_type": "ml.m5.xlarge",
+            "instance_count": 1,
+            "debugger_hook_config": False,
+            "disable_profiler": True,
+        },
+        expect={"DebugHookConfig": ABSENT, "ProfilerConfig": {"DisableProfiler": True}},
+    ),
+    Case(
+        "network-isolation-code-channel",
+        "PyTorch",
+        {**PT, "enable_network_isolation": True},
+        inputs="s3://data-bucket/train",
+        expect={
+            "EnableNetworkIsolation": True,
+            hp("sagemaker_submit_directory"): '"/opt/ml/input/data/code/sourcedir.tar.gz"',
+            "InputDataConfig.0.ChannelName": "training",
+            "InputDataConfig.1.ChannelName": "code",
+        },
+    ),
+    Case(
+        "environment-tags-metric-definitions",
+        "PyTorch",
+        {
+            **PT,
+            "environment": {"NCCL_DEBUG": "INFO", "MY_FLAG": "1"},
+            "tags": [{"Key": "team", "Value": "ml"}, {"Key": "project", "Value": "launchbay"}],
+            "metric_definitions": [
+                {"Name": "train:loss", "Regex": "loss: ([0-9\\.]+)"},
+                {"Name": "val:acc", "Regex": "acc=([0-9\\.]+)"},
+            ],
+        },
+        expect={
+            "Environment": {"NCCL_DEBUG": "INFO", "MY_FLAG": "1"},
+            "Tags.1": {"Key": "project", "Value": "launchbay"},
+            "AlgorithmSpecification.MetricDefinitions.0.Name": "train:loss",
+        },
+    ),
+    Case(
+        "tags-as-dict",
+        "Estimator",
+        {
+            "image_uri": IMAGE,
+            "instance_type": "ml.m5.xlarge",
+            "instance_count": 1,
+            "tags": {"team": "ml", "cost-center": "42"},
+        },
+        expect={"Tags": [{"Key": "team", "Value": "ml"}, {"Key": "cost-center", "Value": "42"}]},
+    ),
+    Case(
+        "output-path-code-location-kms-log-level",
+        "PyTorch",
+        {
+            **PT,
+            "output_path": "s3://out-bucket/jobs/output",
+            "code_location": "s3://code-bucket/code/prefix",
+            "output_kms_key": f"arn:aws:kms:us-west-2:{ACCOUNT}:key/out",
+            "volume_kms_key": f"arn:aws:kms:us-west-2:{ACCOUNT}:key/vol",
+            "container_log_level": logging.DEBUG,
+        },
+        expect={
+            "OutputDataConfig": {
+                "S3OutputPath": "s3://out-bucket/jobs/output",
+                "KmsKeyId": f"arn:aws:kms:us-west-2:{ACCOUNT}:key/out",
+            },
+            "ResourceConfig.VolumeKmsKeyId": f"arn:aws:kms:us-west-2:{ACCOUNT}:key/vol",
+            hp("sagemaker_container_log_level"): "10",
+            "DebugHookConfig.S3OutputPath": "s3://out-bucket/jobs/output",
+            "ProfilerConfig.S3OutputPath": "s3://out-bucket/jobs/output",
+        },
+    ),
+    Case(
+        "output-path-without-code-location",
+        "TensorFlow",
+        {**TF_CPU, "output_path": "s3://out-bucket/some/prefix/"},
+        expect={
+            "OutputDataConfig.S3OutputPath": "s3://out-bucket/some/prefix/",
+            # the code goes to the output bucket, without the output prefix
+            hp("sagemaker_submit_directory"): (
+                '"s3://out-bucket/compat-output-path-without-code-location/source/sourcedir.tar.gz"'
+            ),
+            hp("model_dir"): (
+                '"s3://out-bucket/some/prefix/compat-output-path-without-code-location/model"'
+            ),
+        },
+    ),
+    Case(
+        "input-mode-pipe",
+        "PyTorch",
+        {**PT, "input_mode": "Pipe"},
+        inputs="s3://data-bucket/train",
+        expect={
+            "AlgorithmSpecification.TrainingInputMode": "Pipe",
+            "InputDataConfig.0.InputMode": ABSENT,
+        },
+    ),
+    Case(
+        "input-mode-fastfile",
+        "TensorFlow",
+        {**TF_CPU, "input_mode": "FastFile"},
+        inputs={
+            "train": ("TrainingInput", {"s3_data": "s3://data-bucket/train", "input_mode": "File"}),
+            "val": "s3://data-bucket/val",
+        },
+        expect={
+            "AlgorithmSpecification.TrainingInputMode": "FastFile",
+            "InputDataConfig.0.InputMode": "File",
+        },
+    ),
+    Case(
+        "hyperparameters-every-json-type-pytorch",
+        "PyTorch",
+        {**PT, "hyperparameters": EVERY_JSON_TYPE},
+        expect={
+            hp("lr"): "0.001",
+            hp("epochs"): "10",
+            hp("model_name"): '"resnet50"',
+            hp("use_amp"): "true",
+            hp("resume"): "false",
+            hp("layers"): "[64, 128, 256]",
+            hp("optimizer"): '{"type": "adamw", "betas": [0.9, 0.999], "fused": true}',
+            hp("seed"): "null",
+            hp("quoted"): '"say \\"hi\\""',
+            hp("unicode"): '"h\\u00e9llo w\\u00f6rld"',
+        },
+    ),
+    Case(
+        "hyperparameters-every-json-type-tensorflow",
+        "TensorFlow",
+        {**TF_CPU, "hyperparameters": EVERY_JSON_TYPE},
+        expect={hp("seed"): "null", hp("use_amp"): "true"},
+    ),
+    # ------------------------------------------------------------------------------- regions
+    Case(
+        "region-eu-west-1",
+        "PyTorch",
+        PT,
+        inputs="s3://data-bucket-eu/train",
+        region="eu-west-1",
+        expect={
+            "AlgorithmSpecification.TrainingImage": (
+                "763104351884.dkr.ecr.eu-west-1.amazonaws.com/pytorch-training:2.3.0-gpu-py311"
+            ),
+            "OutputDataConfig.S3OutputPath": f"s3://sagemaker-eu-west-1-{ACCOUNT}/",
+            hp("sagemaker_region"): '"eu-west-1"',
+        },
+    ),
+    Case(
+        "region-us-east-1",
+        "TensorFlow",
+        TF_CPU,
+        region="us-east-1",
+        expect={
+            "AlgorithmSpecification.TrainingImage": (
+                "763104351884.dkr.ecr.us-east-1.amazonaws.com/tensorflow-training:2.14.1-cpu-py310"
+            ),
+            "OutputDataConfig.S3OutputPath": f"s3://sagemaker-us-east-1-{ACCOUNT}/",
+        },
+    ),
+    Case(
+        "region-eu-central-2-without-debugger",
+        "PyTorch",
+        PT,
+        region="eu-central-2",
+        expect={
+            "AlgorithmSpecification.TrainingImage": (
+                "380420809688.dkr.ecr.eu-central-2.amazonaws.com/pytorch-training:2.3.0-gpu-py311"
+            ),
+            # SDK v2: Debugger and profiler are unsupported in this region
+            "DebugHookConfig": ABSENT,
+            "ProfilerConfig": {"DisableProfiler": True},
+        },
+    ),
+    # -------------------------------------------------------------------------------- inputs
+    Case(
+        "inputs-single-s3-uri",
+        "PyTorch",
+        PT,
+        inputs="s3://data-bucket/train/",
+        expect={
+            "InputDataConfig": [
+                {
+                    "DataSource": {
+                        "S3DataSource": {
+                            "S3DataType": "S3Prefix",
+                            "S3Uri": "s3://data-bucket/train/",
+                            "S3DataDistributionType": "FullyReplicated",
+                        }
+                    },
+                    "ChannelName": "training",
+                }
+            ]
+        },
+    ),
+    Case(
+        "inputs-dict-of-s3-uris",
+        "PyTorch",
+        PT,
+        inputs={"train": "s3://data-bucket/train", "test": "s3://data-bucket/test"},
+        expect={"InputDataConfig.0.ChannelName": "train", "InputDataConfig.1.ChannelName": "test"},
+    ),
+    Case(
+        "inputs-training-input-sharded-manifest-pipe-gzip-recordio",
+        "PyTorch",
+        PT,
+        inputs=SHARDED_MANIFEST,
+        expect={
+            "InputDataConfig.0": {
+                "DataSource": {
+                    "S3DataSource": {
+                        "S3DataType": "ManifestFile",
+                        "S3Uri": "s3://data-bucket/train/train.manifest",
+                        "S3DataDistributionType": "ShardedByS3Key",
+                    }
+                },
+                "CompressionType": "Gzip",
+                "ContentType": "application/x-recordio",
+                "RecordWrapperType": "RecordIO",
+                "InputMode": "Pipe",
+                "ChannelName": "training",
+            }
+        },
+    ),
+    Case(
+        "inputs-training-input-augmented-manifest-attributes",
+        "TensorFlow",
+        TF_CPU,
+        inputs={"train": AUGMENTED_MANIFEST},
+        expect={
+            "InputDataConfig.0.DataSource.S3DataSource.AttributeNames": ["source-ref", "class"],
+            "InputDataConfig.0.DataSource.S3DataSource.S3DataDistributionType": ABSENT,
+            "InputDataConfig.0.TargetAttributeName": "class",
+        },
+    ),
+    Case(
+        "inputs-file-system-efs",
+        "PyTorch",
+        {**PT, **VPC},
+        inputs=EFS,
+        expect={
+            "InputDataConfig.0.DataSource.FileSystemDataSource": {
+                "FileSystemId": "fs-0123456789abcdef0",
+                "FileSystemType": "EFS",
+                "DirectoryPath": "/data/train",
+                "FileSystemAccessMode": "ro",
+            },
+            "InputDataConfig.0.ChannelName": "training",
+        },
+    ),
+    Case(
+        "inputs-file-system-fsx-lustre",
+        "TensorFlow",
+        {**TF_CPU, **VPC},
+        inputs={"train": FSX},
+        expect={
+            "InputDataConfig.0.DataSource.FileSystemDataSource.FileSystemType": "FSxLustre",
+            "InputDataConfig.0.ContentType": "text/csv",
+        },
+    ),
+    Case(
+        "inputs-dict-mixing-training-input-file-system-str",
+        "PyTorch",
+        {**PT, **VPC},
+        inputs={
+            "train": (
+                "TrainingInput",
+                {"s3_data": "s3://data-bucket/train", "distribution": "ShardedByS3Key"},
+            ),
+            "fsx": FSX,
+            "validation": "s3://data-bucket/validation",
+            "efs": EFS,
+        },
+        expect={
+            "InputDataConfig.0.DataSource.S3DataSource.S3DataDistributionType": "ShardedByS3Key",
+            "InputDataConfig.1.DataSource.FileSystemDataSource.FileSystemType": "FSxLustre",
+            "InputDataConfig.2.ChannelName": "validation",
+            "InputDataConfig.3.ChannelName": "efs",
+        },
+    ),
+]
