@@ -1,0 +1,93 @@
+"""Shared fixtures.
+
+AWS tests talk to a real moto server (``ThreadedMotoServer`` on a free
+loopback port), reached through ``AWS_ENDPOINT_URL`` exactly as a subprocess
+or a container would reach it.
+
+* ``moto_server`` (session scope): starts the server once, points the AWS
+  environment at it for the whole session (fake credentials, region
+  us-west-2, no shared config files), yields its URL, then restores the
+  environment and stops the server.
+* ``aws`` (function scope): a clean moto state (``POST /moto-api/reset``) and
+  the environment above for one test; yields the server URL.
+* ``session``: a ``launchbay.Session(region_name="us-west-2")`` on a clean moto.
+"""
+
+from __future__ import annotations
+
+import os
+import urllib.request
+from collections.abc import Iterator
+from typing import TYPE_CHECKING
+
+import pytest
+
+if TYPE_CHECKING:
+    from launchbay.session import Session
+
+MOTO_REGION = "us-west-2"
+
+
+def _aws_env(url: str, tmp_dir: str) -> dict[str, str]:
+    missing = os.path.join(tmp_dir, "no-such-aws-file")
+    return {
+        "AWS_ENDPOINT_URL": url,
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": MOTO_REGION,
+        "AWS_REGION": MOTO_REGION,
+        "AWS_CONFIG_FILE": missing,
+        "AWS_SHARED_CREDENTIALS_FILE": missing,
+        "SAGEMAKER_SUPPRESS_V2_WARNING": "1",
+    }
+
+
+_UNSET = ("AWS_PROFILE", "AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN", "AWS_ROLE_ARN")
+
+
+def _apply_env(mp: pytest.MonkeyPatch, env: dict[str, str]) -> None:
+    for name, value in env.items():
+        mp.setenv(name, value)
+    for name in _UNSET:
+        mp.delenv(name, raising=False)
+
+
+@pytest.fixture(scope="session")
+def moto_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
+    """A moto server on 127.0.0.1 for the whole test session; yields its URL."""
+    from moto.server import ThreadedMotoServer
+
+    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    url = f"http://{host}:{port}"
+    env = _aws_env(url, str(tmp_path_factory.mktemp("aws")))
+    with pytest.MonkeyPatch.context() as mp:
+        _apply_env(mp, env)
+        try:
+            yield url
+        finally:
+            server.stop()
+
+
+def reset_moto(url: str) -> None:
+    """Forget every resource the moto server holds."""
+    request = urllib.request.Request(f"{url}/moto-api/reset", method="POST", data=b"")
+    with urllib.request.urlopen(request, timeout=30) as response:
+        response.read()
+
+
+@pytest.fixture
+def aws(moto_server: str, monkeypatch: pytest.MonkeyPatch, tmp_path: os.PathLike[str]) -> str:
+    """A clean moto state and the moto AWS environment for one test; returns the URL."""
+    reset_moto(moto_server)
+    _apply_env(monkeypatch, _aws_env(moto_server, os.fspath(tmp_path)))
+    return moto_server
+
+
+@pytest.fixture
+def session(aws: str) -> Session:
+    """A ``launchbay.Session`` in us-west-2 talking to a freshly reset moto server."""
+    import launchbay
+
+    return launchbay.Session(region_name=MOTO_REGION)
