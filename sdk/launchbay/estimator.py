@@ -15,6 +15,7 @@ import inspect
 import json
 import logging
 import math
+import os
 import re
 import time
 import warnings
@@ -619,6 +620,8 @@ class EstimatorBase:
         """(output_path, whether it came from the session's default bucket and prefix)."""
         if self.output_path is not None:
             return self.output_path, False
+        if self.is_local:
+            return local_home_uri("output") + "/", False
         session = self.session
         prefix = session.default_bucket_prefix
         path = f"s3://{session.default_bucket_name()}/"
@@ -632,6 +635,8 @@ class EstimatorBase:
 
         if self.code_location is not None:
             location = self.code_location
+        elif self.is_local and not output_path.startswith("s3://"):
+            return local_home_uri(), ""
         elif output_path.startswith("s3://") and from_default:
             location = output_path
         elif output_path.startswith("s3://"):
@@ -750,6 +755,11 @@ class EstimatorBase:
         return request, bundle, code_uri
 
     def _region(self) -> str:
+        if self.is_local and self.sagemaker_session is None:
+            # Local runs need no AWS: take the configured region if any, never ask boto3.
+            return (
+                os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
+            )
         return self.session.boto_region_name
 
     def _role_arn(self) -> str:
@@ -835,33 +845,25 @@ class EstimatorBase:
         return job
 
     def _stage(self, request: dict[str, Any], bundle: Any, code_uri: str | None) -> None:
-        """Create the default bucket if the job uses it, and upload the code once."""
+        """Create the default bucket if the job uses it, and store the code once."""
         from launchbay import code
-        from launchbay.s3uri import parse_s3_uri
+        from launchbay.s3uri import is_s3_uri, parse_s3_uri
 
-        session = self.session
         output = request["OutputDataConfig"]["S3OutputPath"]
-        buckets = (
-            {parse_s3_uri(output, argument="output_path")[0]}
-            if output.startswith("s3://")
-            else set()
-        )
-        if bundle is not None and code_uri and code_uri.startswith("s3://"):
+        s3_code = bundle is not None and is_s3_uri(code_uri)
+        buckets = {parse_s3_uri(output, argument="output_path")[0]} if is_s3_uri(output) else set()
+        if s3_code:
             buckets.add(parse_s3_uri(code_uri, argument="code_location")[0])
-        default = (
-            session.default_bucket_name()
-            if self.output_path is None or self.code_location is None
-            else None
-        )
-        if default in buckets:
-            session.default_bucket()
-        if bundle is not None and code_uri and code_uri.startswith("s3://"):
+        if buckets and (self.output_path is None or self.code_location is None):
+            if self.session.default_bucket_name() in buckets:
+                self.session.default_bucket()
+        if s3_code:
             code_bucket = parse_s3_uri(code_uri, argument="code_location")[0]
-            same_bucket = (
-                output.startswith(f"s3://{code_bucket}/") or output == f"s3://{code_bucket}"
-            )
+            same_bucket = is_s3_uri(output) and parse_s3_uri(output)[0] == code_bucket
             kms_key = self.output_kms_key if same_bucket else None
-            code.stage_code(session, bundle, code_uri, kms_key=kms_key)
+            code.stage_code(self.session, bundle, code_uri, kms_key=kms_key)
+        elif bundle is not None and code_uri and code_uri.startswith("file://"):
+            code.stage_code_file(bundle, code_uri)
 
     @property
     def model_data(self) -> str | None:
@@ -985,6 +987,12 @@ class Framework(EstimatorBase):
             self._region(),
             distribution=self.distribution,
         )
+
+
+def local_home_uri(*parts: str) -> str:
+    """``file://`` URI under the local root: ``$LAUNCHBAY_HOME`` or ``~/.launchbay``."""
+    root = os.path.abspath(os.path.expanduser(os.environ.get("LAUNCHBAY_HOME") or "~/.launchbay"))
+    return "file://" + os.path.join(root, *parts)
 
 
 def _version(text: str) -> tuple[int, ...]:
