@@ -835,7 +835,10 @@ class EstimatorBase:
         from launchbay.backends import backend_for
 
         request, bundle, code_uri = self._plan(inputs, job_name)
-        backend = backend_for(self.instance_type, self.session)
+        if self.instance_type == "local_process":
+            self._check_installed_framework()
+        session = self.sagemaker_session if self.is_local else self.session
+        backend = backend_for(self.instance_type, session)
         self._stage(request, bundle, code_uri)
         job = backend.run(request)
         self.latest_training_job = job
@@ -843,6 +846,34 @@ class EstimatorBase:
         if wait:
             job.wait(logs=logs)
         return job
+
+    def _check_installed_framework(self) -> None:
+        """local_process runs this Python: warn when its framework differs from the asked one."""
+        import importlib.metadata
+
+        framework = self._framework_name
+        wanted = getattr(self, "framework_version", None)
+        if not framework or not wanted:
+            return
+        package = {"pytorch": "torch", "tensorflow": "tensorflow"}[framework]
+        try:
+            installed = importlib.metadata.version(package)
+        except importlib.metadata.PackageNotFoundError:
+            warnings.warn(
+                f"framework_version={wanted!r} asks for {framework}, but {package} is not "
+                "installed in this Python; the local_process job runs here.",
+                UserWarning,
+                stacklevel=3,
+            )
+            return
+        want = _version(wanted)
+        if _version(installed)[: len(want)] != want:
+            warnings.warn(
+                f"framework_version={wanted!r} but this Python has {package} {installed}; the "
+                "local_process job runs with the installed version.",
+                UserWarning,
+                stacklevel=3,
+            )
 
     def _stage(self, request: dict[str, Any], bundle: Any, code_uri: str | None) -> None:
         """Create the default bucket if the job uses it, and store the code once."""
@@ -977,6 +1008,14 @@ class Framework(EstimatorBase):
     def training_image_uri(self) -> str:
         if self.image_uri:
             return self.image_uri
+        if self.is_local:
+            # Local runs use the images `launchbay images build` makes (local_process
+            # runs no image at all; the name only documents the environment).
+            processor = "gpu" if self.instance_type == "local_gpu" else "cpu"
+            return (
+                f"launchbay/{self._framework_name}-training:"
+                f"{self.framework_version}-{processor}-{self.py_version}"
+            )
         from launchbay import image_uris
 
         return image_uris.training_image_uri(
