@@ -1,0 +1,228 @@
+"""The per-rank wrapper: ``python -m launchbay.runtime._bootstrap <script> args...``.
+
+Also ``... _bootstrap -m <module> args...`` and, for non-Python entry points,
+``... _bootstrap --exec <program> args...`` (sets up, then execs). It works under
+torchrun (``torchrun ... -m launchbay.runtime._bootstrap``) and under mpirun
+(``python -m mpi4py -m launchbay.runtime._bootstrap ...``, so an uncaught
+exception still aborts every MPI rank).
+
+Before the user's code runs it:
+
+1. in ``local_process`` MPI mode (``$LAUNCHBAY_MPI_LOCAL``), becomes a rank of
+   the host it belongs to (``hosts[rank // ppn]``): loads that host's
+   environment (SM_CURRENT_HOST, SM_MODEL_DIR, ...) and working directory, and
+   sets the local rank MPI would report on a real cluster; under mpirun over
+   SSH it loads the environment its own host's runtime published
+   (``$LAUNCHBAY_HOST_ENV_FILE``), so it sees its host's SM_CURRENT_HOST;
+2. sends its stdout/stderr to the runtime's per-rank FIFOs (``$LAUNCHBAY_IO_DIR``),
+   so every line can be labelled with its global rank, and makes both
+   line-buffered (one write per line);
+3. writes a start record (``$LAUNCHBAY_RANKS_DIR``, see :mod:`._records`).
+
+When the user's code ends it writes the end record: exit code, and for an
+uncaught exception its type, message, traceback and time -- then re-raises, so
+the process exits exactly as ``python script.py`` would.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import json
+import os
+import runpy
+import socket
+import sys
+import time
+import traceback
+from types import TracebackType
+from typing import Any
+
+from launchbay.runtime import _records
+
+_RANK_VARS = ("LAUNCHBAY_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "RANK")
+_LOCAL_RANK_VARS = (
+    "LAUNCHBAY_LOCAL_RANK",
+    "OMPI_COMM_WORLD_LOCAL_RANK",
+    "MPI_LOCALRANKID",
+    "LOCAL_RANK",
+)
+
+
+def _first_int(names: tuple[str, ...], default: int = 0) -> int:
+    for name in names:
+        value = os.environ.get(name)
+        if value is not None and value.strip().lstrip("-").isdigit():
+            return int(value)
+    return default
+
+
+def _adopt_host(host_spec: dict[str, Any]) -> None:
+    """Take on a host's environment (and working directory) published by its runtime."""
+    old_path = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    os.environ.update(host_spec["env"])
+    if host_spec.get("cwd"):
+        os.chdir(host_spec["cwd"])
+    new_path = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
+    sys.path[:] = [p for p in sys.path if p not in old_path]
+    sys.path[1:1] = new_path
+
+
+def _become_mpi_local_rank() -> None:
+    """Adopt the environment of the host this MPI rank belongs to (local_process mode)."""
+    spec = json.loads(os.environ["LAUNCHBAY_MPI_LOCAL"])
+    rank = _first_int(_RANK_VARS[1:4])
+    ppn = int(spec["ppn"])
+    hosts = spec["hosts"]
+    index = min(rank // ppn, len(hosts) - 1)
+    with open(os.path.join(spec["env_dir"], f"{hosts[index]}.json"), encoding="utf-8") as f:
+        _adopt_host(json.load(f))
+    os.environ["OMPI_COMM_WORLD_LOCAL_RANK"] = str(rank % ppn)
+    os.environ["OMPI_COMM_WORLD_LOCAL_SIZE"] = str(ppn)
+    os.environ["OMPI_COMM_WORLD_NODE_RANK"] = str(index)
+
+
+def _redirect_output(io_dir: str, rank: int) -> None:
+    """Point fds 1 and 2 at the runtime's FIFOs for this rank (if the runtime is reading)."""
+    import fcntl  # noqa: PLC0415 - POSIX only, and only needed here
+
+    targets = ((f"{rank}.out", 1, sys.stdout), (f"{rank}.err", 2, sys.stderr))
+    for name, fd, stream in targets:
+        try:
+            pipe = os.open(os.path.join(io_dir, name), os.O_WRONLY | os.O_NONBLOCK)
+        except OSError:
+            continue  # no reader (or no FIFO): keep the inherited stream
+        flags = fcntl.fcntl(pipe, fcntl.F_GETFL)
+        fcntl.fcntl(pipe, fcntl.F_SETFL, flags & ~os.O_NONBLOCK)
+        if stream is not None:
+            stream.flush()
+        os.dup2(pipe, fd)
+        os.close(pipe)
+
+
+def _identity() -> dict[str, Any]:
+    return {
+        "rank": _first_int(_RANK_VARS),
+        "local_rank": _first_int(_LOCAL_RANK_VARS),
+        "host": os.environ.get("SM_CURRENT_HOST") or socket.gethostname(),
+        "pid": os.getpid(),
+    }
+
+
+def _exit_code(exc: SystemExit) -> int:
+    code = exc.code
+    if code is None:
+        return 0
+    if isinstance(code, int):
+        return code
+    return 1
+
+
+def _is_wrapper_frame(filename: str) -> bool:
+    if filename == "<frozen runpy>":
+        return True
+    path = os.path.realpath(filename)
+    if path in (os.path.realpath(__file__), os.path.realpath(runpy.__file__)):
+        return True
+    return path.endswith((os.path.join("mpi4py", "run.py"), os.path.join("mpi4py", "__main__.py")))
+
+
+def _trim(tb: TracebackType | None) -> TracebackType | None:
+    """Drop the leading frames of this wrapper, runpy and mpi4py.run."""
+    while tb is not None and _is_wrapper_frame(tb.tb_frame.f_code.co_filename):
+        tb = tb.tb_next
+    return tb
+
+
+def _user_traceback(exc: BaseException) -> str:
+    """The traceback as the user's script would have produced it."""
+    return "".join(traceback.format_exception(type(exc), exc, _trim(exc.__traceback__)))
+
+
+def _excepthook(kind: type[BaseException], value: BaseException, tb: TracebackType | None) -> None:
+    trimmed = _trim(tb) or tb
+    sys.__excepthook__(kind, value.with_traceback(trimmed), trimmed)
+
+
+def _run_target(argv: list[str]) -> None:
+    if argv[0] == "-m":
+        if len(argv) < 2:
+            raise SystemExit("launchbay bootstrap: -m needs a module name")
+        sys.argv[:] = argv[1:]
+        runpy.run_module(argv[1], run_name="__main__", alter_sys=True)
+    else:
+        script = argv[0]
+        sys.argv[:] = argv
+        sys.path[0] = os.path.dirname(os.path.realpath(script))
+        runpy.run_path(script, run_name="__main__")
+
+
+def main(argv: list[str] | None = None) -> None:
+    """Set up this rank, run the target, record how it ended."""
+    argv = list(sys.argv[1:] if argv is None else argv)
+    if not argv:
+        raise SystemExit(
+            "usage: python -m launchbay.runtime._bootstrap [--exec] <script|-m module> args..."
+        )
+    if os.environ.get("LAUNCHBAY_MPI_LOCAL"):
+        _become_mpi_local_rank()
+    elif os.environ.get("LAUNCHBAY_HOST_ENV_FILE"):
+        try:
+            with open(os.environ["LAUNCHBAY_HOST_ENV_FILE"], encoding="utf-8") as f:
+                _adopt_host(json.load(f))
+        except (OSError, ValueError):
+            pass  # no file on this host: keep the forwarded environment
+    identity = _identity()
+    io_dir = os.environ.get("LAUNCHBAY_IO_DIR")
+    if io_dir:
+        _redirect_output(io_dir, identity["rank"])
+    for stream in (sys.stdout, sys.stderr):
+        # One write per line: prompt, and never split mid-line (mpirun tags each write).
+        with contextlib.suppress(AttributeError, ValueError):
+            stream.reconfigure(line_buffering=True, write_through=False)
+    if argv[0] == "--exec":
+        os.execvp(argv[1], argv[1:])
+    ranks_dir = os.environ.get("LAUNCHBAY_RANKS_DIR")
+    rank = identity["rank"]
+
+    def record(**fields: Any) -> None:
+        if ranks_dir:
+            try:
+                _records.write_record(
+                    _records.end_path(ranks_dir, rank),
+                    {**identity, "timestamp": time.time(), **fields},
+                )
+            except OSError:
+                pass
+
+    if ranks_dir:
+        try:
+            _records.write_record(
+                _records.start_path(ranks_dir, rank), {**identity, "timestamp": time.time()}
+            )
+        except OSError:
+            pass
+
+    sys.excepthook = _excepthook
+    try:
+        _run_target(argv)
+    except SystemExit as exc:
+        code = _exit_code(exc)
+        record(exit_code=code, error=None if code == 0 else f"SystemExit: {exc.code}")
+        raise
+    except BaseException as exc:
+        code = 130 if isinstance(exc, KeyboardInterrupt) else 1
+        message = str(exc).strip()
+        record(
+            exit_code=code,
+            error=f"{type(exc).__name__}: {message}" if message else type(exc).__name__,
+            traceback=_user_traceback(exc),
+        )
+        raise
+    record(exit_code=0, error=None)
+    for stream in (sys.stdout, sys.stderr):
+        if stream is not None:
+            stream.flush()
+
+
+if __name__ == "__main__":
+    main()

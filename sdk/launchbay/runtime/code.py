@@ -1,0 +1,324 @@
+"""The user's code: fetch and unpack it, resolve the entry point, handle requirements.txt.
+
+* :func:`fetch_code` takes ``sagemaker_submit_directory`` -- ``s3://bucket/key``
+  (boto3, imported only here, honours ``AWS_ENDPOINT_URL``), ``file://`` or a
+  plain path to a ``.tar.gz`` or a directory -- and unpacks it into the code dir,
+  refusing archive members that would escape it (:func:`safe_extract`). As in the
+  toolkit, a code dir that already has content is left alone.
+* :func:`resolve_entry_point` classifies ``sagemaker_program`` as the toolkit
+  does: ``*.sh`` -> command; a ``setup.py`` in the code dir -> package (run with
+  ``-m``); ``*.py`` -> script; a dotted name of a module/package in the code dir
+  -> module (ours); anything else -> command (``/bin/sh -c ./name args``).
+* :func:`prepare_requirements`: in containers, ``pip install`` as the toolkit
+  does (``.`` for packages plus ``-r requirements.txt``); in local processes
+  nothing is installed unless asked, unmet requirements are reported instead.
+"""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import shutil
+import subprocess
+import sys
+import tarfile
+import tempfile
+import urllib.parse
+from dataclasses import dataclass
+
+from launchbay.runtime.errors import TrainingSetupError, UnsafeArchiveError
+
+__all__ = [
+    "EntryPoint",
+    "Requirement",
+    "fetch_code",
+    "safe_extract",
+    "unsafe_members",
+    "validate_entry_point_name",
+    "resolve_entry_point",
+    "parse_requirements",
+    "unmet_requirements",
+    "prepare_requirements",
+]
+
+logger = logging.getLogger("launchbay.runtime")
+
+_SAFE_NAME = re.compile(r"^[A-Za-z0-9._][A-Za-z0-9._+-]*(/[A-Za-z0-9._+-]+)*$")
+_MODULE_NAME = re.compile(r"^[A-Za-z_][A-Za-z0-9_]*(\.[A-Za-z_][A-Za-z0-9_]*)*$")
+
+
+# --------------------------------------------------------------------------- fetching
+
+
+def _local_path(uri: str) -> str:
+    if uri.startswith("file://"):
+        return urllib.parse.unquote(urllib.parse.urlparse(uri).path)
+    return uri
+
+
+def _s3_download(uri: str, destination: str) -> None:
+    try:
+        import boto3  # noqa: PLC0415 - only needed for s3:// code
+    except ImportError as exc:
+        raise TrainingSetupError(
+            f"sagemaker_submit_directory={uri!r} is on S3 but boto3 is not installed in this "
+            "environment. Install boto3 (pip install boto3) or pass a file:// or local path."
+        ) from exc
+    parsed = urllib.parse.urlparse(uri)
+    bucket, key = parsed.netloc, parsed.path.lstrip("/")
+    region = os.environ.get("AWS_REGION") or os.environ.get("SAGEMAKER_REGION")
+    endpoint = os.environ.get("AWS_ENDPOINT_URL") or os.environ.get("S3_ENDPOINT_URL")
+    client = boto3.client("s3", region_name=region, endpoint_url=endpoint)
+    try:
+        client.download_file(bucket, key, destination)
+    except Exception as exc:  # botocore errors: translate at the boundary
+        raise TrainingSetupError(f"Could not download code from {uri}: {exc}") from exc
+
+
+def unsafe_members(archive: tarfile.TarFile, destination: str) -> list[str]:
+    """Names of members that would be written outside ``destination`` (or are devices)."""
+    root = os.path.realpath(destination)
+
+    def inside(path: str) -> bool:
+        return path == root or path.startswith(root + os.sep)
+
+    bad: list[str] = []
+    for member in archive.getmembers():
+        name = member.name
+        parts = name.replace("\\", "/").split("/")
+        target = os.path.realpath(os.path.join(root, name))
+        if name.startswith(("/", "\\")) or ".." in parts or not inside(target):
+            bad.append(name)
+        elif member.isdev():
+            bad.append(name)
+        elif member.issym():
+            if member.linkname.startswith("/") or not inside(
+                os.path.realpath(os.path.join(os.path.dirname(target), member.linkname))
+            ):
+                bad.append(name)
+        elif member.islnk():
+            if member.linkname.startswith("/") or not inside(
+                os.path.realpath(os.path.join(root, member.linkname))
+            ):
+                bad.append(name)
+    return bad
+
+
+def safe_extract(archive_path: str, destination: str) -> None:
+    """Unpack a (gzipped) tar into ``destination``; refuse it whole if any member escapes.
+
+    Raises :class:`UnsafeArchiveError` naming the offending members; nothing is
+    extracted in that case.
+    """
+    os.makedirs(destination, exist_ok=True)
+    with tarfile.open(archive_path, mode="r:*") as archive:
+        bad = unsafe_members(archive, destination)
+        if bad:
+            raise UnsafeArchiveError(archive_path, bad)
+        if hasattr(tarfile, "data_filter"):
+            archive.extractall(destination, filter="data")
+        else:  # pragma: no cover - Python without extraction filters
+            archive.extractall(destination)
+
+
+def fetch_code(uri: str | None, code_dir: str) -> bool:
+    """Put the code at ``uri`` into ``code_dir``; returns whether anything was fetched.
+
+    ``uri`` is ``s3://...``, ``file://...`` or a path to a tarball or a directory.
+    Nothing is done when ``uri`` is empty, is the code dir itself, or the code
+    dir already has content (the toolkit's rule, so code baked into an image wins).
+    """
+    os.makedirs(code_dir, exist_ok=True)
+    if not uri:
+        return False
+    if os.listdir(code_dir):
+        logger.info("Code directory %s is not empty; not fetching %s", code_dir, uri)
+        return False
+    if uri.startswith("s3://"):
+        with tempfile.TemporaryDirectory(prefix="launchbay-code-") as tmp:
+            archive = os.path.join(tmp, "sourcedir.tar.gz")
+            _s3_download(uri, archive)
+            safe_extract(archive, code_dir)
+        return True
+    path = _local_path(uri)
+    if not os.path.exists(path):
+        raise TrainingSetupError(
+            f"sagemaker_submit_directory={uri!r} does not exist. Accepted: an s3:// URI, a "
+            "file:// URI or a path to a sourcedir.tar.gz or a directory."
+        )
+    if os.path.isdir(path):
+        if os.path.realpath(path) == os.path.realpath(code_dir):
+            return False
+        shutil.copytree(path, code_dir, dirs_exist_ok=True, symlinks=True)
+    elif tarfile.is_tarfile(path):
+        safe_extract(path, code_dir)
+    else:
+        shutil.copy2(path, code_dir)
+    return True
+
+
+# --------------------------------------------------------------------------- entry points
+
+
+@dataclass(frozen=True)
+class EntryPoint:
+    """The resolved entry point.
+
+    ``kind``: ``"script"`` (run a .py file), ``"module"`` (``python -m``; packages
+    with setup.py and dotted module names), or ``"command"`` (``/bin/sh -c ./name``).
+    """
+
+    name: str
+    kind: str
+    path: str | None = None
+    module: str | None = None
+
+    @property
+    def is_python(self) -> bool:
+        """Whether the entry point runs in a Python interpreter."""
+        return self.kind in ("script", "module")
+
+
+def validate_entry_point_name(name: str | None) -> str:
+    """Accept only a plain relative path inside the code dir (the toolkit's rule)."""
+    if not name:
+        raise TrainingSetupError(
+            "No training entry point: set the 'sagemaker_program' hyperparameter to the script "
+            "to run, relative to the source directory (for example 'train.py' or 'train.sh')."
+        )
+    if not _SAFE_NAME.match(name) or any(s in (".", "..") for s in name.split("/")):
+        raise TrainingSetupError(
+            f"The training entry point {name!r} is not a plain relative path. Accepted: letters, "
+            "digits, '.', '_', '+', '-' and '/', not starting with '-' or '/', without '.' or "
+            "'..' segments (for example 'train.py' or 'bin/train.sh')."
+        )
+    return name
+
+
+def _module_in(code_dir: str, name: str) -> bool:
+    if not _MODULE_NAME.match(name):
+        return False
+    base = os.path.join(code_dir, *name.split("."))
+    return os.path.isfile(base + ".py") or os.path.isfile(os.path.join(base, "__init__.py"))
+
+
+def resolve_entry_point(code_dir: str, name: str | None) -> EntryPoint:
+    """Classify ``name`` in ``code_dir`` (see the module docstring for the rules)."""
+    name = validate_entry_point_name(name)
+    path = os.path.realpath(os.path.join(code_dir, name))
+    root = os.path.realpath(code_dir)
+    if not (path == root or path.startswith(root + os.sep)):
+        raise TrainingSetupError(
+            f"The training entry point {name!r} resolves outside the source directory."
+        )
+    if name.endswith(".sh"):
+        return EntryPoint(name, "command", path=path)
+    if os.path.exists(os.path.join(code_dir, "setup.py")):
+        return EntryPoint(name, "module", path=path, module=re.sub(r"\.py$", "", name))
+    if name.endswith(".py"):
+        return EntryPoint(name, "script", path=path)
+    if not os.path.exists(path) and _module_in(code_dir, name):
+        return EntryPoint(name, "module", module=name)
+    return EntryPoint(name, "command", path=path)
+
+
+# --------------------------------------------------------------------------- requirements
+
+
+@dataclass(frozen=True)
+class Requirement:
+    """One line of requirements.txt: a distribution name and its version specifier."""
+
+    name: str
+    specifier: str
+    line: str
+
+
+_REQ = re.compile(r"^\s*([A-Za-z0-9][A-Za-z0-9._-]*)\s*(\[[^\]]*\])?\s*([^;#]*)")
+
+
+def parse_requirements(text: str) -> list[Requirement]:
+    """Requirement names and specifiers; options, URLs and editable lines are skipped."""
+    requirements: list[Requirement] = []
+    for raw in text.splitlines():
+        line = raw.split(" #", 1)[0].strip()
+        if not line or line.startswith(("#", "-")) or "://" in line or line.startswith("."):
+            continue
+        match = _REQ.match(line)
+        if match:
+            requirements.append(Requirement(match.group(1), match.group(3).strip(), line))
+    return requirements
+
+
+def unmet_requirements(requirements: list[Requirement]) -> list[str]:
+    """Human-readable problems: distributions not installed, ``==`` pins not matching."""
+    import importlib.metadata  # noqa: PLC0415 - keeps the runtime's start fast
+
+    problems: list[str] = []
+    for req in requirements:
+        try:
+            installed = importlib.metadata.version(req.name)
+        except importlib.metadata.PackageNotFoundError:
+            problems.append(f"{req.line} (not installed)")
+            continue
+        pin = re.fullmatch(r"==\s*([^,\s]+)", req.specifier)
+        if pin and pin.group(1) != installed and not pin.group(1).endswith("*"):
+            problems.append(f"{req.line} (installed: {installed})")
+    return problems
+
+
+def _pip_install(args: list[str], cwd: str, python: str) -> None:
+    command = [python, "-m", "pip", "install", *args]
+    logger.info("Installing: %s", " ".join(command))
+    result = subprocess.run(command, cwd=cwd, capture_output=True, text=True)
+    sys.stdout.write(result.stdout)
+    sys.stderr.write(result.stderr)
+    if result.returncode != 0:
+        tail = "\n".join(result.stderr.strip().splitlines()[-10:])
+        raise TrainingSetupError(
+            f"'{' '.join(command)}' failed with exit code {result.returncode} in {cwd}:\n{tail}"
+        )
+
+
+def prepare_requirements(
+    code_dir: str,
+    entry: EntryPoint,
+    *,
+    local_process: bool,
+    install: str | None,
+    python: str = sys.executable,
+) -> list[str]:
+    """Install or check requirements; returns warnings to show the user.
+
+    ``install`` is ``$LAUNCHBAY_INSTALL_REQUIREMENTS``. In containers
+    (``local_process`` false) the toolkit's rule applies unless it is ``"0"``:
+    a package (setup.py) is ``pip install . [-r requirements.txt]``, a script
+    with a requirements.txt gets ``pip install -r requirements.txt``. In local
+    processes nothing is installed unless it is ``"1"``; unmet requirements are
+    returned as warnings instead.
+    """
+    requirements_file = os.path.join(code_dir, "requirements.txt")
+    has_requirements = os.path.exists(requirements_file)
+    is_package = os.path.exists(os.path.join(code_dir, "setup.py")) and entry.kind == "module"
+    should_install = install == "1" if local_process else install != "0"
+    if should_install:
+        if is_package and not local_process:
+            _pip_install(
+                ["."] + (["-r", "requirements.txt"] if has_requirements else []), code_dir, python
+            )
+        elif has_requirements and entry.kind != "command":
+            _pip_install(["-r", "requirements.txt"], code_dir, python)
+        return []
+    if not has_requirements:
+        return []
+    with open(requirements_file, encoding="utf-8") as f:
+        problems = unmet_requirements(parse_requirements(f.read()))
+    if not problems:
+        return []
+    why = (
+        "in local_process mode (set LAUNCHBAY_INSTALL_REQUIREMENTS=1 to install it)"
+        if local_process
+        else "(LAUNCHBAY_INSTALL_REQUIREMENTS=0)"
+    )
+    return [f"requirements.txt is not installed {why}; unmet: " + "; ".join(problems)]

@@ -1,0 +1,83 @@
+"""Launchers: pure functions from a :class:`LaunchContext` to a :class:`LaunchPlan`.
+
+:func:`select_launcher` reads the ``sagemaker_*`` framework parameters the way
+the framework toolkits do (only for hosts whose instance group is in the
+distribution; others run the script plainly):
+
+=================================================  =========================================
+framework parameter                                launcher
+=================================================  =========================================
+``sagemaker_mpi_enabled``                          ``mpi`` (:mod:`.mpi`)
+``sagemaker_pytorch_ddp_enabled``,                 ``smdistributed`` on SageMaker GPU hosts
+``sagemaker_distributed_dataparallel_enabled``     with ``smddprun``; else ``torch_distributed``
+``sagemaker_torch_distributed_enabled``            ``torch_distributed`` (:mod:`.torchrun`)
+``sagemaker_parameter_server_enabled``             ``parameter_server`` (:mod:`.tf_config`)
+``sagemaker_multi_worker_mirrored_strategy_...``   ``multi_worker_mirrored_strategy``
+(none)                                             ``plain`` (:mod:`.plain`)
+=================================================  =========================================
+"""
+
+from __future__ import annotations
+
+import logging
+
+from launchbay.runtime.contract import TrainingEnv
+from launchbay.runtime.launchers import mpi, plain, tf_config, torchrun
+from launchbay.runtime.launchers.base import (
+    BOOTSTRAP_MODULE,
+    LaunchContext,
+    LaunchPlan,
+    ProcessSpec,
+)
+from launchbay.runtime.settings import RuntimeSettings
+
+__all__ = [
+    "BOOTSTRAP_MODULE",
+    "LaunchContext",
+    "LaunchPlan",
+    "ProcessSpec",
+    "select_launcher",
+    "build_plan",
+]
+
+logger = logging.getLogger("launchbay.runtime")
+
+
+def select_launcher(env: TrainingEnv, settings: RuntimeSettings) -> str:
+    """The launcher name for this host (see the table in the module docstring)."""
+    params = env.additional_framework_parameters
+    if not env.in_distribution:
+        return "plain"
+    if params.get("sagemaker_mpi_enabled"):
+        return "mpi"
+    if params.get("sagemaker_pytorch_ddp_enabled") or params.get(
+        "sagemaker_distributed_dataparallel_enabled"
+    ):
+        on_sagemaker_gpu = not settings.local_process and env.num_gpus > 0
+        if on_sagemaker_gpu and env.is_smddprun_installed:
+            return "smdistributed"
+        return "torch_distributed"
+    if params.get("sagemaker_torch_distributed_enabled"):
+        return "torch_distributed"
+    if params.get("sagemaker_parameter_server_enabled"):
+        return "parameter_server"
+    if params.get("sagemaker_multi_worker_mirrored_strategy_enabled"):
+        return "multi_worker_mirrored_strategy"
+    if params.get("sagemaker_pytorch_xla_multi_worker_enabled"):
+        logger.warning("pytorch_xla distribution is not supported; running the script plainly")
+    return "plain"
+
+
+_BUILDERS = {
+    "plain": plain.build,
+    "torch_distributed": torchrun.build,
+    "mpi": mpi.build,
+    "smdistributed": mpi.build_smddp,
+    "parameter_server": tf_config.build_parameter_server,
+    "multi_worker_mirrored_strategy": tf_config.build_mwms,
+}
+
+
+def build_plan(ctx: LaunchContext) -> LaunchPlan:
+    """Select the launcher for ``ctx`` and build its plan."""
+    return _BUILDERS[select_launcher(ctx.env, ctx.settings)](ctx)

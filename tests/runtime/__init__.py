@@ -1,0 +1,1 @@
+"""Tests of the in-container runtime (launchbay.runtime): contract, launchers, real jobs."""

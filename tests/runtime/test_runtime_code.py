@@ -1,0 +1,186 @@
+"""Fetching and unpacking code, entry point resolution, requirements.txt handling."""
+
+from __future__ import annotations
+
+import io
+import tarfile
+from pathlib import Path
+
+import pytest
+
+from launchbay.runtime import code
+from launchbay.runtime.errors import TrainingSetupError, UnsafeArchiveError
+
+
+def _tar(path: Path, members: list[tuple[str, str, str]]) -> Path:
+    """members: (kind, name, data-or-link-target) with kind file|symlink|hardlink|dir|fifo."""
+    with tarfile.open(path, "w:gz") as tar:
+        for kind, name, payload in members:
+            info = tarfile.TarInfo(name)
+            if kind == "file":
+                data = payload.encode()
+                info.size = len(data)
+                tar.addfile(info, io.BytesIO(data))
+                continue
+            info.type = {
+                "symlink": tarfile.SYMTYPE,
+                "hardlink": tarfile.LNKTYPE,
+                "dir": tarfile.DIRTYPE,
+                "fifo": tarfile.FIFOTYPE,
+            }[kind]
+            info.linkname = payload
+            tar.addfile(info)
+    return path
+
+
+@pytest.mark.parametrize(
+    "bad",
+    [
+        ("file", "/etc/evil.py", "x"),
+        ("file", "../evil.py", "x"),
+        ("file", "pkg/../../evil.py", "x"),
+        ("symlink", "link", "/etc/passwd"),
+        ("symlink", "pkg/link", "../../outside"),
+        ("hardlink", "hard", "../outside"),
+        ("fifo", "pipe", ""),
+    ],
+)
+def test_archive_members_escaping_the_code_dir_are_refused(tmp_path: Path, bad: tuple) -> None:
+    archive = _tar(tmp_path / "sourcedir.tar.gz", [("file", "train.py", "print(1)"), bad])
+    dest = tmp_path / "code"
+    with pytest.raises(UnsafeArchiveError) as info:
+        code.safe_extract(str(archive), str(dest))
+    assert bad[1] in str(info.value) and "outside the code directory" in str(info.value)
+    assert not (dest / "train.py").exists(), "nothing is extracted from a refused archive"
+    assert not (tmp_path / "evil.py").exists()
+
+
+def test_safe_archive_is_extracted(tmp_path: Path) -> None:
+    archive = _tar(
+        tmp_path / "s.tar.gz",
+        [
+            ("dir", "pkg", ""),
+            ("file", "pkg/__init__.py", ""),
+            ("file", "train.py", "print(1)"),
+            ("symlink", "pkg/alias.py", "../train.py"),
+        ],
+    )
+    dest = tmp_path / "code"
+    code.safe_extract(str(archive), str(dest))
+    assert (dest / "train.py").read_text() == "print(1)"
+    assert (dest / "pkg" / "alias.py").resolve() == (dest / "train.py").resolve()
+
+
+def test_fetch_code_from_tarball_file_uri_and_directory(tmp_path: Path) -> None:
+    archive = _tar(tmp_path / "sourcedir.tar.gz", [("file", "train.py", "A")])
+    assert code.fetch_code(str(archive), str(tmp_path / "c1"))
+    assert (tmp_path / "c1" / "train.py").read_text() == "A"
+    assert code.fetch_code(f"file://{archive}", str(tmp_path / "c2"))
+    assert (tmp_path / "c2" / "train.py").read_text() == "A"
+    source = tmp_path / "src"
+    (source / "sub").mkdir(parents=True)
+    (source / "sub" / "m.py").write_text("B")
+    assert code.fetch_code(str(source), str(tmp_path / "c3"))
+    assert (tmp_path / "c3" / "sub" / "m.py").read_text() == "B"
+    # A code dir with content is left alone (code baked into an image wins).
+    assert not code.fetch_code(str(archive), str(tmp_path / "c3"))
+    assert not code.fetch_code(None, str(tmp_path / "c4"))
+    with pytest.raises(TrainingSetupError, match="does not exist"):
+        code.fetch_code(str(tmp_path / "missing.tar.gz"), str(tmp_path / "c5"))
+
+
+def test_s3_code_needs_boto3_only_then(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> None:
+    import builtins
+
+    real_import = builtins.__import__
+
+    def no_boto3(name: str, *args: object, **kwargs: object):
+        if name == "boto3":
+            raise ImportError("no boto3")
+        return real_import(name, *args, **kwargs)
+
+    monkeypatch.setattr(builtins, "__import__", no_boto3)
+    with pytest.raises(TrainingSetupError, match="boto3 is not installed"):
+        code.fetch_code("s3://bucket/key/sourcedir.tar.gz", str(tmp_path / "c"))
+
+
+def test_s3_code_is_fetched_through_aws_endpoint_url(tmp_path: Path, aws: str) -> None:
+    import boto3
+
+    archive = _tar(tmp_path / "sourcedir.tar.gz", [("file", "train.py", "S3")])
+    s3 = boto3.client("s3", region_name="us-west-2")
+    s3.create_bucket(Bucket="code", CreateBucketConfiguration={"LocationConstraint": "us-west-2"})
+    s3.upload_file(str(archive), "code", "job/source/sourcedir.tar.gz")
+    assert code.fetch_code("s3://code/job/source/sourcedir.tar.gz", str(tmp_path / "c"))
+    assert (tmp_path / "c" / "train.py").read_text() == "S3"
+
+
+def test_entry_point_kinds(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text("")
+    (tmp_path / "run.sh").write_text("")
+    (tmp_path / "pkg").mkdir()
+    (tmp_path / "pkg" / "__init__.py").write_text("")
+    (tmp_path / "pkg" / "main.py").write_text("")
+    assert code.resolve_entry_point(str(tmp_path), "train.py").kind == "script"
+    assert code.resolve_entry_point(str(tmp_path), "run.sh").kind == "command"
+    module = code.resolve_entry_point(str(tmp_path), "pkg.main")
+    assert (module.kind, module.module) == ("module", "pkg.main")
+    assert code.resolve_entry_point(str(tmp_path), "serve").kind == "command"
+    (tmp_path / "setup.py").write_text("")
+    package = code.resolve_entry_point(str(tmp_path), "train.py")
+    assert (package.kind, package.module) == ("module", "train")
+
+
+@pytest.mark.parametrize(
+    "name", ["", None, "/abs.py", "../up.py", "a/../b.py", "-m.py", "a b.py", "x;rm"]
+)
+def test_unsafe_entry_point_names_are_refused(tmp_path: Path, name: str | None) -> None:
+    with pytest.raises(TrainingSetupError):
+        code.resolve_entry_point(str(tmp_path), name)
+
+
+def test_requirements_parsing_and_unmet() -> None:
+    text = """
+    # comment
+    pytest>=7
+    psutil==0.0.1
+    definitely-not-installed-pkg-xyz[extra]>=1 ; python_version > "3"
+    -r other.txt
+    --index-url https://example.invalid/simple
+    git+https://example.invalid/repo.git
+    ./local/path
+    """
+    reqs = code.parse_requirements(text)
+    assert [r.name for r in reqs] == ["pytest", "psutil", "definitely-not-installed-pkg-xyz"]
+    problems = code.unmet_requirements(reqs)
+    assert len(problems) == 2
+    assert "psutil==0.0.1 (installed:" in problems[0]
+    assert "definitely-not-installed-pkg-xyz" in problems[1] and "not installed" in problems[1]
+
+
+def test_local_process_mode_reports_instead_of_installing(tmp_path: Path) -> None:
+    (tmp_path / "train.py").write_text("")
+    (tmp_path / "requirements.txt").write_text("definitely-not-installed-pkg-xyz==1.0\npytest\n")
+    entry = code.resolve_entry_point(str(tmp_path), "train.py")
+    warnings = code.prepare_requirements(str(tmp_path), entry, local_process=True, install=None)
+    assert len(warnings) == 1
+    assert "definitely-not-installed-pkg-xyz==1.0 (not installed)" in warnings[0]
+    assert "LAUNCHBAY_INSTALL_REQUIREMENTS=1" in warnings[0]
+    # Satisfied requirements: nothing to say.
+    (tmp_path / "requirements.txt").write_text("pytest\n")
+    assert code.prepare_requirements(str(tmp_path), entry, local_process=True, install=None) == []
+
+
+def test_containers_install_like_the_toolkit(tmp_path: Path) -> None:
+    """In containers ``pip install -r requirements.txt`` runs (here: a no-op requirement file)."""
+    (tmp_path / "train.py").write_text("")
+    (tmp_path / "requirements.txt").write_text("# nothing to install\n")
+    entry = code.resolve_entry_point(str(tmp_path), "train.py")
+    assert code.prepare_requirements(str(tmp_path), entry, local_process=False, install=None) == []
+    (tmp_path / "requirements.txt").write_text("definitely-not-installed-pkg-xyz==1.0\n")
+    with pytest.raises(TrainingSetupError, match="pip install -r requirements.txt' failed"):
+        code.prepare_requirements(
+            str(tmp_path), entry, local_process=False, install=None, python="/bin/false"
+        )
+    # Opted out.
+    assert code.prepare_requirements(str(tmp_path), entry, local_process=False, install="0")
