@@ -27,11 +27,21 @@ class Backend(Protocol):
 
 
 def backend_for(instance_type: str | None, session: Any) -> Backend:
-    """The backend that runs jobs of ``instance_type``."""
+    """The backend that runs jobs of ``instance_type``.
+
+    ``local_process`` runs each host as a process group on this machine
+    (:class:`launchbay.backends.process.ProcessBackend`); ``ml.*`` types run on
+    SageMaker.
+    """
+    if instance_type == "local_process":
+        from launchbay.backends.process import ProcessBackend
+
+        return ProcessBackend(session)
     if instance_type in LOCAL_INSTANCE_TYPES:
         raise ConfigurationError(
-            f"instance_type={instance_type!r}: local runs are not available in this version "
-            "of launchbay yet. Accepted here: an ml.* instance type (a SageMaker job).",
+            f"instance_type={instance_type!r}: Docker-based local runs are not available in "
+            "this version of launchbay yet. Accepted here: 'local_process' (processes on this "
+            "machine) or an ml.* instance type (a SageMaker job).",
             argument="instance_type",
             value=instance_type,
         )

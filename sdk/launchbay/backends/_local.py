@@ -1,0 +1,890 @@
+"""Staging shared by the local backends (``local_process`` now, Docker later).
+
+A local backend interprets the same CreateTrainingJob request SageMaker gets.
+This module does everything around the hosts themselves: the job directory,
+the input channels, the checkpoints and the outputs. It never starts a process.
+
+Job directory (root: ``job_root`` argument, else ``$LAUNCHBAY_HOME/jobs``, else
+``~/.launchbay/jobs``)::
+
+    <root>/<job name>/
+        request.json          the request, as received
+        status.json           the last DescribeTrainingJob-shaped snapshot
+        artifacts/            archives built before an S3 upload, checkpoint bookkeeping
+        algo-1/ ... algo-N/   each host's /opt/ml-like tree (SAGEMAKER_BASE_DIR)
+            input/config/*.json, input/data/<channel>/, model/, output/, checkpoints/, code/
+        shared/               a directory every host of the job can see
+        logs/algo-1.log ...   every line each host printed
+
+Channels (``InputDataConfig``):
+
+* ``file://`` sources are *linked*, never copied: ``input/data/<channel>`` is a
+  symlink to a directory source, or a directory of symlinks (a file source, or
+  a sharded channel). The data is the user's own: training scripts must treat
+  channel directories as read-only, and launchbay never writes through them.
+* ``s3://`` sources are listed, then every object not yet cached is downloaded
+  in parallel into ``$LAUNCHBAY_HOME/cache/s3/objects/``, one immutable file per
+  (bucket, key, ETag). ``cache/s3/index.json`` records each object's ETag, size
+  and file, so a second run with the same data downloads nothing. Each host's
+  channel directory is a tree of symlinks into the cache.
+* ``ShardedByS3Key`` gives each host a share of the objects, as SageMaker does:
+  objects sorted by key, host *i* (0-based) gets objects *i*, *i + N*, *i + 2N* ...
+* ``FileSystemInput`` (EFS, FSx for Lustre) and ``Pipe`` input mode cannot run on
+  this machine: :func:`check_request` raises :class:`~launchbay.errors.ConfigurationError`.
+
+Outputs land where SageMaker puts them, for ``file://`` and ``s3://``
+``OutputDataConfig.S3OutputPath``: ``<path>/<job>/output/model.tar.gz`` (every
+host's model dir merged; the first host wins on a name clash),
+``output.tar.gz`` (``output/data`` merged the same way) and ``failure`` (the
+failure reason) when the job failed. Files appear atomically (temp file +
+rename; S3 PUTs are atomic). With ``CompressionType: NONE`` the files go
+uncompressed under ``output/model/`` and ``output/data/``.
+
+Checkpoints (``CheckpointConfig``): the ``S3Uri`` (``s3://`` or ``file://``) is
+restored into every host's checkpoint dir before the hosts start; when the job
+ends, in any state, each host's new or changed checkpoint files are saved back
+(the first host wins on a name clash).
+
+S3 is reached through :class:`launchbay.Session`, created on first use: a job
+whose data is all ``file://`` needs neither boto3 credentials nor a network.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import hashlib
+import json
+import logging
+import os
+import posixpath
+import shutil
+import tarfile
+import tempfile
+import threading
+from collections.abc import Callable, Iterator, Mapping, Sequence
+from dataclasses import dataclass
+from typing import Any
+
+from launchbay._progress import Progress, progress_enabled
+from launchbay.errors import ConfigurationError, InputError, TransferError
+from launchbay.s3uri import is_file_uri, is_s3_uri, parse_s3_uri
+
+__all__ = [
+    "JOBS_DIR",
+    "local_home",
+    "default_job_root",
+    "host_names",
+    "file_uri_path",
+    "check_request",
+    "JobLayout",
+    "S3Object",
+    "S3Cache",
+    "LocalStager",
+]
+
+logger = logging.getLogger("launchbay.backends.local")
+
+JOBS_DIR = "jobs"
+_MULTIPART_THRESHOLD = 8 * 1024 * 1024
+_READ_CHUNK = 1024 * 1024
+
+
+# --------------------------------------------------------------------------- paths
+
+
+def local_home() -> str:
+    """The local root: ``$LAUNCHBAY_HOME``, else ``~/.launchbay`` (absolute)."""
+    root = os.environ.get("LAUNCHBAY_HOME") or "~/.launchbay"
+    return os.path.abspath(os.path.expanduser(root))
+
+
+def default_job_root() -> str:
+    """Where job directories go by default: ``<local home>/jobs``."""
+    return os.path.join(local_home(), JOBS_DIR)
+
+
+def host_names(request: Mapping[str, Any]) -> list[str]:
+    """``algo-1`` ... ``algo-N`` for the request's instance count (or its groups' total)."""
+    resources = request.get("ResourceConfig") or {}
+    groups = resources.get("InstanceGroups") or []
+    if groups:
+        count = sum(int(g.get("InstanceCount") or 0) for g in groups)
+    else:
+        count = int(resources.get("InstanceCount") or 1)
+    if count < 1:
+        raise ConfigurationError.invalid(
+            "instance_count", count, "an integer 1 or more (one local host each)"
+        )
+    return [f"algo-{i}" for i in range(1, count + 1)]
+
+
+def file_uri_path(uri: str) -> str:
+    """The absolute local path of a ``file://`` URI (``~`` expanded)."""
+    path = uri[len("file://") :]
+    if path.startswith("localhost/"):
+        path = path[len("localhost") :]
+    return os.path.abspath(os.path.expanduser(path))
+
+
+def _join_uri(base: str, *parts: str) -> str:
+    """``base`` and ``parts`` joined with single slashes (keeps ``s3://``/``file://``)."""
+    scheme = ""
+    for prefix in ("s3://", "file://"):
+        if base[: len(prefix)].lower() == prefix:
+            scheme, base = base[: len(prefix)], base[len(prefix) :]
+            break
+    pieces = [base.rstrip("/")] + [p.strip("/") for p in parts if p and p.strip("/")]
+    joined = "/".join(pieces)
+    return scheme + joined
+
+
+def _s3_source(channel: Mapping[str, Any]) -> dict[str, Any]:
+    return dict((channel.get("DataSource") or {}).get("S3DataSource") or {})
+
+
+def check_request(request: Mapping[str, Any]) -> None:
+    """Refuse what cannot run on this machine, before anything starts.
+
+    Raises:
+        ConfigurationError: a FileSystemInput channel, Pipe input mode, or an S3
+            data type other than ``S3Prefix``.
+        InputError: a ``file://`` channel, output path or checkpoint URI that is
+            neither ``file://`` nor ``s3://``, or a ``file://`` channel whose path
+            does not exist.
+    """
+    default_mode = (request.get("AlgorithmSpecification") or {}).get("TrainingInputMode", "File")
+    for channel in request.get("InputDataConfig") or []:
+        name = channel.get("ChannelName")
+        source = channel.get("DataSource") or {}
+        if "FileSystemDataSource" in source:
+            fs = source["FileSystemDataSource"]
+            raise ConfigurationError(
+                f"Channel {name!r} reads from {fs.get('FileSystemType', 'a file system')} "
+                f"{fs.get('FileSystemId', '')}:{fs.get('DirectoryPath', '')} (a FileSystemInput). "
+                "EFS and FSx for Lustre file systems are mounted inside a VPC on SageMaker and "
+                "cannot be reached by a local run. Accepted locally: a 'file:///path' or "
+                "'s3://bucket/prefix' channel (mount the file system yourself and pass its "
+                "path as file://), or run on an ml.* instance type.",
+                argument=f"inputs[{name!r}]",
+                value=fs,
+            )
+        mode = channel.get("InputMode") or default_mode
+        if mode == "Pipe":
+            raise ConfigurationError(
+                f"Channel {name!r} uses input_mode='Pipe', which local runs do not support "
+                "(SageMaker streams Pipe channels through named pipes it manages). Accepted "
+                "locally: 'File' or 'FastFile' (both give the script files).",
+                argument="input_mode",
+                value=mode,
+            )
+        s3 = _s3_source(channel)
+        data_type = s3.get("S3DataType", "S3Prefix")
+        if data_type != "S3Prefix":
+            raise ConfigurationError(
+                f"Channel {name!r} has S3DataType={data_type!r}, which local runs do not "
+                "support. Accepted locally: 'S3Prefix'.",
+                argument=f"inputs[{name!r}]",
+                value=data_type,
+            )
+        uri = s3.get("S3Uri", "")
+        if is_file_uri(uri):
+            path = file_uri_path(uri)
+            if not os.path.exists(path):
+                raise InputError(
+                    f"Invalid inputs[{name!r}]={uri!r}: nothing exists at {path!r}. Accepted: "
+                    "a file:// URI of an existing file or directory, or an s3:// URI.",
+                    argument=f"inputs[{name!r}]",
+                    value=uri,
+                )
+        elif not is_s3_uri(uri):
+            raise InputError.invalid(f"inputs[{name!r}]", uri, "an s3:// or file:// URI")
+    output = (request.get("OutputDataConfig") or {}).get("S3OutputPath", "")
+    if not (is_file_uri(output) or is_s3_uri(output)):
+        raise InputError.invalid("output_path", output, "an s3:// or file:// URI")
+    checkpoint = (request.get("CheckpointConfig") or {}).get("S3Uri")
+    if checkpoint and not (is_file_uri(checkpoint) or is_s3_uri(checkpoint)):
+        raise InputError.invalid("checkpoint_s3_uri", checkpoint, "an s3:// or file:// URI")
+
+
+@dataclass(frozen=True)
+class JobLayout:
+    """The directories and files of one local job (see the module docstring)."""
+
+    job_dir: str
+    hosts: tuple[str, ...]
+
+    @classmethod
+    def create(cls, root: str, job_name: str, hosts: Sequence[str]) -> JobLayout:
+        """Make a fresh job directory under ``root`` (a leftover one of that name is replaced)."""
+        job_dir = os.path.join(os.path.abspath(os.path.expanduser(root)), job_name)
+        if os.path.lexists(job_dir):
+            logger.info("Replacing the old job directory %s", job_dir)
+            shutil.rmtree(job_dir, ignore_errors=True)
+        layout = cls(job_dir, tuple(hosts))
+        for directory in (layout.shared_dir, layout.logs_dir, *map(layout.host_dir, hosts)):
+            os.makedirs(directory, exist_ok=True)
+        return layout
+
+    @property
+    def name(self) -> str:
+        """The job name (the directory's name)."""
+        return os.path.basename(self.job_dir)
+
+    def host_dir(self, host: str) -> str:
+        """The host's base dir (its ``/opt/ml``)."""
+        return os.path.join(self.job_dir, host)
+
+    @property
+    def shared_dir(self) -> str:
+        """A directory all hosts of the job share (``LAUNCHBAY_SHARED_DIR``)."""
+        return os.path.join(self.job_dir, "shared")
+
+    @property
+    def logs_dir(self) -> str:
+        return os.path.join(self.job_dir, "logs")
+
+    def log_file(self, host: str) -> str:
+        """Every line ``host`` printed."""
+        return os.path.join(self.logs_dir, f"{host}.log")
+
+    @property
+    def request_file(self) -> str:
+        return os.path.join(self.job_dir, "request.json")
+
+    @property
+    def status_file(self) -> str:
+        return os.path.join(self.job_dir, "status.json")
+
+    @property
+    def artifacts_dir(self) -> str:
+        return os.path.join(self.job_dir, "artifacts")
+
+    @property
+    def checkpoint_manifest(self) -> str:
+        """Size and mtime of every restored checkpoint file, by checkpoint dir."""
+        return os.path.join(self.artifacts_dir, "checkpoints-restored.json")
+
+    def write_request(self, request: Mapping[str, Any]) -> None:
+        """Store the request as ``request.json``."""
+        _write_json_atomic(self.request_file, request)
+
+
+def _write_json_atomic(path: str, obj: Any) -> None:
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=os.path.dirname(path))
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(obj, f, indent=2, default=str)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+
+
+# --------------------------------------------------------------------------- S3 helpers
+
+
+def _transfer_errors() -> tuple[type[BaseException], ...]:
+    import botocore.exceptions
+
+    return (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError, OSError)
+
+
+@dataclass(frozen=True)
+class S3Object:
+    """One listed object: where it is and which version (ETag) it has."""
+
+    bucket: str
+    key: str
+    etag: str
+    size: int
+
+    @property
+    def uri(self) -> str:
+        return f"s3://{self.bucket}/{self.key}"
+
+
+def _list_objects(client: Any, bucket: str, prefix: str) -> list[S3Object]:
+    """Every object under ``s3://bucket/prefix`` (directory markers left out), sorted by key."""
+    found: list[S3Object] = []
+    try:
+        for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
+            for item in page.get("Contents", []):
+                key = item["Key"]
+                if key.endswith("/"):
+                    continue
+                found.append(
+                    S3Object(bucket, key, str(item.get("ETag", "")).strip('"'), int(item["Size"]))
+                )
+    except _transfer_errors() as exc:
+        raise TransferError(f"Listing s3://{bucket}/{prefix} failed: {exc}") from exc
+    return sorted(found, key=lambda o: o.key)
+
+
+def _download(client: Any, obj: S3Object, destination: str, bar: Progress | None = None) -> None:
+    """Download ``obj`` to ``destination`` atomically (temp file in the same dir + rename)."""
+    os.makedirs(os.path.dirname(destination), exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".part-", dir=os.path.dirname(destination))
+    os.close(fd)
+    try:
+        if obj.size >= _MULTIPART_THRESHOLD:
+            from boto3.s3.transfer import TransferConfig
+
+            client.download_file(
+                obj.bucket,
+                obj.key,
+                tmp,
+                Config=TransferConfig(multipart_threshold=_MULTIPART_THRESHOLD),
+                Callback=bar.update if bar is not None else None,
+            )
+        else:
+            response = client.get_object(Bucket=obj.bucket, Key=obj.key)
+            with open(tmp, "wb") as out:
+                for chunk in response["Body"].iter_chunks(_READ_CHUNK):
+                    out.write(chunk)
+                    if bar is not None:
+                        bar.update(len(chunk))
+        os.replace(tmp, destination)
+        if bar is not None:
+            bar.update(0, 1)
+    except _transfer_errors() as exc:
+        raise TransferError(f"Download of {obj.uri} to {destination!r} failed: {exc}") from exc
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+
+
+def _parallel(jobs: list[Callable[[], None]], workers: int) -> None:
+    """Run ``jobs`` on up to ``workers`` threads; the first failure is re-raised at the end.
+
+    Plain threads rather than ``concurrent.futures``: executors refuse work once
+    the interpreter is shutting down, and outputs and checkpoints must still be
+    saved when a job is stopped from an ``atexit`` hook. If no thread can be
+    started, the jobs run one after the other here.
+    """
+    pending = list(jobs)
+    errors: list[BaseException] = []
+    lock = threading.Lock()
+
+    def work() -> None:
+        while True:
+            with lock:
+                if not pending or errors:
+                    return
+                job = pending.pop(0)
+            try:
+                job()
+            except BaseException as exc:  # re-raised in the calling thread
+                with lock:
+                    errors.append(exc)
+
+    threads: list[threading.Thread] = []
+    for _ in range(min(workers, len(pending)) if len(pending) > 1 else 0):
+        thread = threading.Thread(target=work, name="launchbay-transfer", daemon=True)
+        try:
+            thread.start()
+        except RuntimeError:  # interpreter shutdown: no new threads
+            break
+        threads.append(thread)
+    work()
+    for thread in threads:
+        thread.join()
+    if errors:
+        raise errors[0]
+
+
+@contextlib.contextmanager
+def _locked(path: str) -> Iterator[None]:
+    """An exclusive advisory lock on ``path`` (POSIX ``flock``; a no-op elsewhere)."""
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    with open(path, "a+") as handle:
+        try:
+            import fcntl
+        except ImportError:  # pragma: no cover - not POSIX
+            yield
+            return
+        fcntl.flock(handle.fileno(), fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(handle.fileno(), fcntl.LOCK_UN)
+
+
+class S3Cache:
+    """Downloaded S3 objects, one immutable file per (bucket, key, ETag).
+
+    ``<root>/objects/<hh>/<sha256>`` holds the data; ``<root>/index.json`` maps each
+    object URI to ``{"etag", "size", "path"}`` (``path`` relative to ``root``).
+    An object whose ETag and size match the index is not downloaded again. Files
+    are never rewritten in place, so a running job's links stay valid while a
+    newer version of the same key is fetched for another job.
+    """
+
+    def __init__(self, root: str, max_workers: int = 16) -> None:
+        self.root = root
+        self.max_workers = max_workers
+        self._lock = threading.Lock()
+
+    @property
+    def index_file(self) -> str:
+        return os.path.join(self.root, "index.json")
+
+    def _object_path(self, obj: S3Object) -> str:
+        digest = hashlib.sha256(f"{obj.bucket}/{obj.key}\0{obj.etag}".encode()).hexdigest()
+        return os.path.join("objects", digest[:2], digest)
+
+    def _read_index(self) -> dict[str, Any]:
+        try:
+            with open(self.index_file, encoding="utf-8") as f:
+                index = json.load(f)
+            return index if isinstance(index, dict) else {}
+        except (OSError, ValueError):
+            return {}
+
+    def lookup(self, obj: S3Object, index: Mapping[str, Any] | None = None) -> str | None:
+        """The cached file of ``obj`` (same ETag and size), or ``None``."""
+        entry = (self._read_index() if index is None else index).get(obj.uri)
+        if not isinstance(entry, dict) or entry.get("etag") != obj.etag:
+            return None
+        path = os.path.join(self.root, str(entry.get("path", "")))
+        try:
+            if os.path.getsize(path) == obj.size == entry.get("size"):
+                return path
+        except OSError:
+            pass
+        return None
+
+    def fetch(self, client: Any, objects: Sequence[S3Object]) -> dict[str, str]:
+        """Make sure every object is cached; return ``{uri: local file}``.
+
+        Missing objects are downloaded in parallel; the index is updated under a
+        file lock, so concurrent jobs can share the cache.
+        """
+        result: dict[str, str] = {}
+        missing: list[S3Object] = []
+        index = self._read_index()
+        for obj in objects:
+            cached = self.lookup(obj, index)
+            if cached is None:
+                missing.append(obj)
+            else:
+                result[obj.uri] = cached
+        if missing:
+            total = sum(o.size for o in missing)
+            logger.info(
+                "Downloading %d S3 object(s), %d bytes, into %s", len(missing), total, self.root
+            )
+            bar = Progress(
+                "download",
+                total_bytes=total,
+                total_files=len(missing),
+                enabled=progress_enabled(None),
+            )
+            jobs = []
+            for obj in missing:
+                target = os.path.join(self.root, self._object_path(obj))
+                jobs.append(lambda o=obj, t=target: _download(client, o, t, bar))
+            with bar:
+                _parallel(jobs, self.max_workers)
+            with self._lock, _locked(os.path.join(self.root, ".index.lock")):
+                index = self._read_index()
+                for obj in missing:
+                    rel = self._object_path(obj)
+                    index[obj.uri] = {"etag": obj.etag, "size": obj.size, "path": rel}
+                    result[obj.uri] = os.path.join(self.root, rel)
+                _write_json_atomic(self.index_file, index)
+        else:
+            logger.debug("All %d S3 object(s) already cached in %s", len(objects), self.root)
+        return result
+
+
+def _relative_key(key: str, prefix: str) -> str:
+    """Where an object lands inside its channel (SageMaker SDK v2's local layout).
+
+    The URI names the object itself: its base name. Otherwise the key after the
+    prefix, leading slashes dropped.
+    """
+    if key == prefix:
+        return posixpath.basename(key)
+    return key[len(prefix) :].lstrip("/")
+
+
+def _safe_join(root: str, rel: str) -> str:
+    parts = [p for p in rel.split("/") if p not in ("", ".")]
+    if not parts or ".." in parts:
+        raise TransferError(f"Refusing to place {rel!r} under {root!r}: it would land outside.")
+    return os.path.join(root, *parts)
+
+
+def _shard(items: Sequence[Any], index: int, count: int, sharded: bool) -> list[Any]:
+    return list(items[index::count]) if sharded and count > 1 else list(items)
+
+
+def _walk(root: str) -> list[tuple[str, str]]:
+    """``(relative posix path, absolute path)`` of every file under ``root``, sorted."""
+    files: list[tuple[str, str]] = []
+    for dirpath, dirnames, filenames in os.walk(root, followlinks=True):
+        dirnames.sort()
+        rel_dir = os.path.relpath(dirpath, root)
+        for name in sorted(filenames):
+            rel = name if rel_dir == os.curdir else posixpath.join(*rel_dir.split(os.sep), name)
+            files.append((rel, os.path.join(dirpath, name)))
+    return files
+
+
+def _link_files(channel_dir: str, files: Sequence[tuple[str, str]]) -> None:
+    os.makedirs(channel_dir, exist_ok=True)
+    for rel, target in files:
+        link = _safe_join(channel_dir, rel)
+        os.makedirs(os.path.dirname(link), exist_ok=True)
+        os.symlink(target, link)
+
+
+# --------------------------------------------------------------------------- the stager
+
+
+class LocalStager:
+    """Channels, checkpoints and outputs of local jobs (see the module docstring).
+
+    Args:
+        session: A :class:`launchbay.Session` (or anything with ``s3_client``);
+            created on first S3 use when not given.
+        home: The local root (default :func:`local_home`); the S3 cache lives in
+            ``<home>/cache/s3``.
+        max_workers: Parallel S3 transfers.
+    """
+
+    def __init__(
+        self, session: Any = None, *, home: str | None = None, max_workers: int = 16
+    ) -> None:
+        self._session = session
+        self._session_lock = threading.Lock()
+        self.home = home or local_home()
+        self.max_workers = max_workers
+        self.cache = S3Cache(os.path.join(self.home, "cache", "s3"), max_workers=max_workers)
+
+    @property
+    def session(self) -> Any:
+        """The S3 session (a :class:`launchbay.Session` created on first use)."""
+        with self._session_lock:
+            if self._session is None:
+                from launchbay.session import Session
+
+                self._session = Session()
+            return self._session
+
+    @property
+    def s3(self) -> Any:
+        """The session's S3 client."""
+        return self.session.s3_client
+
+    # -- channels ---------------------------------------------------------------
+    def stage_channels(self, request: Mapping[str, Any], layout: JobLayout) -> None:
+        """Link every channel into each host's ``input/data/<channel>``."""
+        hosts = list(layout.hosts)
+        for channel in request.get("InputDataConfig") or []:
+            name = channel["ChannelName"]
+            source = _s3_source(channel)
+            uri = source.get("S3Uri", "")
+            sharded = source.get("S3DataDistributionType") == "ShardedByS3Key"
+            if is_file_uri(uri):
+                self._stage_file_channel(name, file_uri_path(uri), sharded, layout)
+            else:
+                self._stage_s3_channel(name, uri, sharded, layout)
+            logger.debug("Staged channel %s from %s for %d host(s)", name, uri, len(hosts))
+
+    def _stage_file_channel(self, name: str, path: str, sharded: bool, layout: JobLayout) -> None:
+        hosts = list(layout.hosts)
+        if os.path.isdir(path):
+            files = _walk(path) if sharded and len(hosts) > 1 else None
+        else:
+            files = [(os.path.basename(path), path)]
+        for index, host in enumerate(hosts):
+            channel_dir = os.path.join(layout.host_dir(host), "input", "data", name)
+            _remove(channel_dir)
+            os.makedirs(os.path.dirname(channel_dir), exist_ok=True)
+            if files is None:
+                os.symlink(path, channel_dir, target_is_directory=True)
+            else:
+                _link_files(channel_dir, _shard(files, index, len(hosts), sharded))
+
+    def _stage_s3_channel(self, name: str, uri: str, sharded: bool, layout: JobLayout) -> None:
+        bucket, prefix = parse_s3_uri(uri, argument=f"inputs[{name!r}]")
+        client = self.s3
+        objects = _list_objects(client, bucket, prefix)
+        if not objects:
+            raise TransferError(
+                f"No S3 objects found under S3 URL {uri!r} given in input data source of "
+                f"channel {name!r}. Please ensure that the bucket exists and that objects exist "
+                "under that prefix."
+            )
+        cached = self.cache.fetch(client, objects)
+        hosts = list(layout.hosts)
+        placed = [(_relative_key(o.key, prefix), cached[o.uri]) for o in objects]
+        for index, host in enumerate(hosts):
+            channel_dir = os.path.join(layout.host_dir(host), "input", "data", name)
+            _remove(channel_dir)
+            _link_files(channel_dir, _shard(placed, index, len(hosts), sharded))
+
+    # -- checkpoints ------------------------------------------------------------
+    @staticmethod
+    def checkpoint_dirs(request: Mapping[str, Any], layout: JobLayout) -> list[str]:
+        """Each host's checkpoint dir (a shared custom ``LocalPath`` counted once)."""
+        from launchbay.runtime.contract import checkpoint_config_for
+
+        dirs: list[str] = []
+        for host in layout.hosts:
+            config = checkpoint_config_for(request, layout.host_dir(host))
+            if config and config["LocalPath"] not in dirs:
+                dirs.append(config["LocalPath"])
+        return dirs
+
+    def restore_checkpoints(self, request: Mapping[str, Any], layout: JobLayout) -> int:
+        """Copy what ``CheckpointConfig.S3Uri`` holds into every host's checkpoint dir.
+
+        Returns the number of files restored (per host).
+        """
+        uri = (request.get("CheckpointConfig") or {}).get("S3Uri")
+        dirs = self.checkpoint_dirs(request, layout)
+        if not uri or not dirs:
+            return 0
+        copy_to = dirs
+        if is_file_uri(uri):
+            root = file_uri_path(uri)
+            files = _walk(root) if os.path.isdir(root) else []
+        else:
+            # Downloaded straight into the first host's dir, copied to the others.
+            bucket, prefix = parse_s3_uri(uri, argument="checkpoint_s3_uri")
+            prefix = prefix.rstrip("/") + "/" if prefix.strip("/") else ""
+            files = []
+            jobs = []
+            for obj in _list_objects(self.s3, bucket, prefix):
+                rel = _relative_key(obj.key, prefix)
+                destination = _safe_join(dirs[0], rel)
+                files.append((rel, destination))
+                jobs.append(lambda o=obj, d=destination: _download(self.s3, o, d))
+            _parallel(jobs, self.max_workers)
+            copy_to = dirs[1:]
+        manifest: dict[str, dict[str, list[int]]] = {}
+        for directory in dirs:
+            restored = manifest.setdefault(directory, {})
+            for rel, source in files:
+                target = _safe_join(directory, rel)
+                if directory in copy_to:
+                    os.makedirs(os.path.dirname(target), exist_ok=True)
+                    shutil.copy2(source, target)
+                stat = os.stat(target)
+                restored[rel] = [stat.st_size, stat.st_mtime_ns]
+        _write_json_atomic(layout.checkpoint_manifest, manifest)
+        if files:
+            logger.info("Restored %d checkpoint file(s) from %s", len(files), uri)
+        return len(files)
+
+    def save_checkpoints(self, request: Mapping[str, Any], layout: JobLayout) -> int:
+        """Save new or changed checkpoint files of every host to ``CheckpointConfig.S3Uri``.
+
+        Files restored at the start and left untouched are not written again. On a
+        name clash between hosts the first host's file wins. Returns the number of
+        files saved.
+        """
+        uri = (request.get("CheckpointConfig") or {}).get("S3Uri")
+        dirs = self.checkpoint_dirs(request, layout)
+        if not uri or not dirs:
+            return 0
+        try:
+            with open(layout.checkpoint_manifest, encoding="utf-8") as f:
+                manifest = json.load(f)
+        except (OSError, ValueError):
+            manifest = {}
+        chosen: dict[str, str] = {}
+        for directory in dirs:
+            if not os.path.isdir(directory):
+                continue
+            restored = manifest.get(directory) or {}
+            for rel, path in _walk(directory):
+                if rel in chosen:
+                    continue
+                try:
+                    stat = os.stat(path)
+                except OSError:
+                    continue
+                if restored.get(rel) == [stat.st_size, stat.st_mtime_ns]:
+                    continue
+                chosen[rel] = path
+        if not chosen:
+            return 0
+        self._publish_files(sorted(chosen.items()), uri, request)
+        logger.info("Saved %d checkpoint file(s) to %s", len(chosen), uri)
+        return len(chosen)
+
+    # -- outputs ----------------------------------------------------------------
+    @staticmethod
+    def output_prefix(request: Mapping[str, Any]) -> str:
+        """``<S3OutputPath>/<job>/output``."""
+        output = request["OutputDataConfig"]["S3OutputPath"]
+        return _join_uri(output, request["TrainingJobName"], "output")
+
+    @classmethod
+    def model_artifacts_uri(cls, request: Mapping[str, Any]) -> str:
+        """Where the model goes: ``.../output/model.tar.gz`` (``.../output/model/`` uncompressed)."""
+        if _uncompressed(request):
+            return _join_uri(cls.output_prefix(request), "model") + "/"
+        return _join_uri(cls.output_prefix(request), "model.tar.gz")
+
+    def collect_outputs(
+        self,
+        request: Mapping[str, Any],
+        layout: JobLayout,
+        failure_reason: str | None = None,
+    ) -> str:
+        """Write the model, the output data and the failure reason where SageMaker puts them.
+
+        Returns the model artifacts URI.
+        """
+        prefix = self.output_prefix(request)
+        hosts = list(layout.hosts)
+        model_dirs = [os.path.join(layout.host_dir(h), "model") for h in hosts]
+        data_dirs = [os.path.join(layout.host_dir(h), "output", "data") for h in hosts]
+        if _uncompressed(request):
+            self._publish_files(_merged(model_dirs), _join_uri(prefix, "model"), request)
+            self._publish_files(_merged(data_dirs), _join_uri(prefix, "data"), request)
+        else:
+            for name, dirs in (("model.tar.gz", model_dirs), ("output.tar.gz", data_dirs)):
+                self._publish_archive(_merged(dirs), _join_uri(prefix, name), layout, request)
+        if failure_reason:
+            self._publish_bytes(
+                failure_reason.encode(), _join_uri(prefix, "failure"), layout, request
+            )
+        self._publish_debug_output(request, layout)
+        return self.model_artifacts_uri(request)
+
+    def _publish_debug_output(self, request: Mapping[str, Any], layout: JobLayout) -> None:
+        """Tensors the debugger hook wrote go to ``<S3OutputPath>/<job>/debug-output``."""
+        hook = request.get("DebugHookConfig") or {}
+        target = hook.get("S3OutputPath")
+        if not target or not (is_file_uri(target) or is_s3_uri(target)):
+            return
+        from launchbay.runtime.contract import debug_hook_config_for
+
+        dirs = []
+        for host in layout.hosts:
+            config = debug_hook_config_for(request, layout.host_dir(host))
+            if config and config["LocalPath"] not in dirs:
+                dirs.append(config["LocalPath"])
+        files = _merged(dirs)
+        if files:
+            destination = _join_uri(target, request["TrainingJobName"], "debug-output")
+            self._publish_files(files, destination, request)
+
+    # -- publishing -------------------------------------------------------------
+    def _upload_args(self, request: Mapping[str, Any]) -> dict[str, Any]:
+        kms = (request.get("OutputDataConfig") or {}).get("KmsKeyId")
+        return {"ServerSideEncryption": "aws:kms", "SSEKMSKeyId": kms} if kms else {}
+
+    def _upload(self, path: str, uri: str, request: Mapping[str, Any]) -> None:
+        bucket, key = parse_s3_uri(uri, argument="output_path")
+        extra = self._upload_args(request)
+        try:
+            if os.path.getsize(path) < _MULTIPART_THRESHOLD:
+                # One PutObject, no transfer manager (whose thread pool refuses work
+                # while the interpreter shuts down).
+                with open(path, "rb") as body:
+                    self.s3.put_object(Bucket=bucket, Key=key, Body=body.read(), **extra)
+            else:
+                self.s3.upload_file(path, bucket, key, ExtraArgs=extra or None)
+        except _transfer_errors() as exc:
+            raise TransferError(f"Upload of {path!r} to {uri} failed: {exc}") from exc
+
+    def _publish_files(
+        self, files: Sequence[tuple[str, str]], base_uri: str, request: Mapping[str, Any]
+    ) -> None:
+        """Copy/upload ``(relative path, local file)`` pairs under ``base_uri``, in parallel."""
+        if is_file_uri(base_uri):
+            root = file_uri_path(base_uri)
+            jobs = [lambda s=src, r=rel: _copy_atomic(s, _safe_join(root, r)) for rel, src in files]
+        else:
+            jobs = [
+                lambda s=src, r=rel: self._upload(s, _join_uri(base_uri, r), request)
+                for rel, src in files
+            ]
+        _parallel(jobs, self.max_workers)
+
+    def _publish_archive(
+        self,
+        files: Sequence[tuple[str, str]],
+        uri: str,
+        layout: JobLayout,
+        request: Mapping[str, Any],
+    ) -> None:
+        if is_file_uri(uri):
+            destination = file_uri_path(uri)
+            os.makedirs(os.path.dirname(destination), exist_ok=True)
+            fd, tmp = tempfile.mkstemp(
+                prefix=".tmp-", suffix=".tar.gz", dir=os.path.dirname(destination)
+            )
+            os.close(fd)
+            try:
+                _write_tar(files, tmp)
+                os.chmod(tmp, 0o644)
+                os.replace(tmp, destination)
+            finally:
+                with contextlib.suppress(OSError):
+                    os.unlink(tmp)
+        else:
+            os.makedirs(layout.artifacts_dir, exist_ok=True)
+            local = os.path.join(layout.artifacts_dir, posixpath.basename(uri))
+            _write_tar(files, local)
+            self._upload(local, uri, request)
+
+    def _publish_bytes(
+        self, data: bytes, uri: str, layout: JobLayout, request: Mapping[str, Any]
+    ) -> None:
+        os.makedirs(layout.artifacts_dir, exist_ok=True)
+        local = os.path.join(layout.artifacts_dir, posixpath.basename(uri))
+        with open(local, "wb") as f:
+            f.write(data)
+        if is_file_uri(uri):
+            _copy_atomic(local, file_uri_path(uri))
+        else:
+            self._upload(local, uri, request)
+
+
+def _uncompressed(request: Mapping[str, Any]) -> bool:
+    return (request.get("OutputDataConfig") or {}).get("CompressionType") == "NONE"
+
+
+def _merged(dirs: Sequence[str]) -> list[tuple[str, str]]:
+    """Files of all ``dirs`` by relative path; the first dir wins on a clash."""
+    chosen: dict[str, str] = {}
+    for directory in dirs:
+        if os.path.isdir(directory):
+            for rel, path in _walk(directory):
+                chosen.setdefault(rel, path)
+    return sorted(chosen.items())
+
+
+def _write_tar(files: Sequence[tuple[str, str]], path: str) -> None:
+    with tarfile.open(path, "w:gz", compresslevel=6, dereference=True) as tar:
+        for rel, source in files:
+            tar.add(source, arcname=rel, recursive=False)
+
+
+def _copy_atomic(source: str, destination: str) -> None:
+    os.makedirs(os.path.dirname(destination), exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=os.path.dirname(destination))
+    os.close(fd)
+    try:
+        shutil.copyfile(source, tmp)
+        shutil.copystat(source, tmp)
+        os.replace(tmp, destination)
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+
+
+def _remove(path: str) -> None:
+    if os.path.islink(path) or os.path.isfile(path):
+        os.unlink(path)
+    elif os.path.isdir(path):
+        shutil.rmtree(path)

@@ -1,0 +1,921 @@
+"""The ``local_process`` backend: every host of the request is a process group on this machine.
+
+``ProcessBackend.run(request)`` makes the job directory (see
+:mod:`launchbay.backends._local`), and returns a :class:`~launchbay.job.TrainingJob`
+at once. A supervisor thread then does what SageMaker does for a training job:
+
+1. *Downloading*: links the channels into each host's tree, writes each host's
+   ``input/config/*.json`` with :func:`launchbay.runtime.contract.write_host_config`,
+   restores checkpoints;
+2. *Training*: starts one runtime per host, ``python -m launchbay.runtime.train``
+   in a new session (its own process group), with::
+
+       SAGEMAKER_BASE_DIR=<job dir>/<host>     LAUNCHBAY_LOCAL_PROCESS=1
+       LAUNCHBAY_HOST_ADDRESSES={"algo-1": "127.0.0.1", ...}
+       LAUNCHBAY_MASTER_PORT=<a free loopback port block, one per job>
+       LAUNCHBAY_SHARED_DIR=<job dir>/shared   LAUNCHBAY_GRACE_SECONDS=<grace>
+       TRAINING_JOB_NAME, TRAINING_JOB_ARN, PYTHONUNBUFFERED=1
+       (+ OMPI_ALLOW_RUN_AS_ROOT[_CONFIRM]=1 when running as root)
+
+   on top of the caller's environment and the request's ``Environment``.
+   Reader threads put every line of each host into ``logs/<host>.log`` and an
+   in-memory buffer that :meth:`ProcessBackend.wait` prints, prefixed by the host;
+3. the first host to exit non-zero fails the job: the other hosts are stopped
+   at once (SIGTERM, SIGKILL after the grace period), every host's
+   ``output/launchbay-failure.json`` is read and the earliest failure is the root
+   cause; its report becomes ``FailureReason`` (first 1024 characters, as SageMaker);
+4. *Uploading*: checkpoints are saved (in every end state: success, failure,
+   stop, Ctrl-C), then ``model.tar.gz``, ``output.tar.gz`` and the failure reason
+   are written under ``<output_path>/<job>/output/``.
+
+Nothing is left running: each host's process group, the processes below it
+and any process whose environment names the job directory are killed at the
+end of the job and, for jobs still running, at interpreter exit. The job
+directory is kept for inspection.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import copy
+import datetime as _dt
+import json
+import logging
+import os
+import signal
+import socket
+import subprocess
+import sys
+import threading
+import time
+from collections.abc import Mapping
+from typing import Any, TextIO
+
+from launchbay.backends._local import (
+    JobLayout,
+    LocalStager,
+    check_request,
+    default_job_root,
+    host_names,
+)
+from launchbay.errors import JobError, LaunchbayError
+from launchbay.job import TERMINAL_STATUSES, TrainingJob
+
+__all__ = ["ProcessBackend", "DEFAULT_GRACE_SECONDS"]
+
+logger = logging.getLogger("launchbay.backends.process")
+
+#: Seconds between SIGTERM and SIGKILL when a job is stopped (``LAUNCHBAY_GRACE_SECONDS``).
+DEFAULT_GRACE_SECONDS = 10.0
+#: Extra time a host's runtime gets after the grace period to report and exit.
+_RUNTIME_MARGIN = 5.0
+_POLL = 0.05
+_READER_JOIN = 5.0
+_MAX_BUFFERED_LINES = 200_000
+_REASON_LIMIT = 1024
+_FAILURE_CAUSE_ORDER = {
+    "exception": 0,
+    "exit": 1,
+    "crash": 2,
+    "launcher": 3,
+    "host": 4,
+    "setup": 5,
+    "signal": 6,
+}
+_COLOURS = ("36", "33", "35", "32", "34", "31", "96", "93", "95", "92", "94", "91")
+_REQUEST_KEYS_NOT_DESCRIBED = ("Tags",)
+
+
+def _now() -> _dt.datetime:
+    return _dt.datetime.now(_dt.timezone.utc)
+
+
+def _grace_from(request: Mapping[str, Any], explicit: float | None) -> float:
+    if explicit is not None:
+        return float(explicit)
+    raw = (request.get("Environment") or {}).get("LAUNCHBAY_GRACE_SECONDS") or os.environ.get(
+        "LAUNCHBAY_GRACE_SECONDS"
+    )
+    try:
+        return max(float(raw), 0.0) if raw not in (None, "") else DEFAULT_GRACE_SECONDS
+    except ValueError:
+        return DEFAULT_GRACE_SECONDS
+
+
+def _port_free(port: int) -> bool:
+    with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+        try:
+            s.bind(("127.0.0.1", port))
+        except OSError:
+            return False
+    return True
+
+
+def free_port_block(count: int) -> int:
+    """The first of ``count`` consecutive TCP ports free on loopback (best effort)."""
+    port = 0
+    for _ in range(64):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind(("127.0.0.1", 0))
+            port = s.getsockname()[1]
+        if port + count < 65536 and all(_port_free(port + i) for i in range(1, count)):
+            return port
+    return port
+
+
+def _launchbay_path() -> str | None:
+    """The directory to put on PYTHONPATH so a fresh interpreter finds this launchbay."""
+    import site
+
+    import launchbay
+
+    parent = os.path.dirname(os.path.dirname(os.path.abspath(launchbay.__file__)))
+    site_dirs = {os.path.abspath(p) for p in site.getsitepackages()}
+    with contextlib.suppress(AttributeError):
+        site_dirs.add(os.path.abspath(site.getusersitepackages()))
+    return None if parent in site_dirs else parent
+
+
+# --------------------------------------------------------------------------- process control
+
+
+def _parent_death_signal() -> Any:
+    """A ``preexec_fn`` giving the child SIGTERM when the thread that started it dies (Linux).
+
+    Without it, a Python process killed by SIGKILL/SIGTERM (no atexit) would leave
+    its hosts running in their own sessions. The libc function is resolved here,
+    in the parent, so the child only makes one foreign call between fork and
+    exec: no import, no lock, safe although this process has threads.
+    """
+    if not sys.platform.startswith("linux"):
+        return None
+    try:
+        import ctypes
+
+        prctl = ctypes.CDLL(None, use_errno=True).prctl
+    except (OSError, AttributeError):
+        return None
+    pr_set_pdeathsig, sigterm = 1, int(signal.SIGTERM)
+
+    def preexec() -> None:
+        prctl(pr_set_pdeathsig, sigterm, 0, 0, 0)
+
+    return preexec
+
+
+def _proc_children() -> dict[int, list[int]]:
+    children: dict[int, list[int]] = {}
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return children
+    for name in names:
+        if not name.isdigit():
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                data = f.read()
+        except OSError:
+            continue
+        fields = data[data.rfind(b")") + 2 :].split()
+        if len(fields) >= 2:
+            children.setdefault(int(fields[1]), []).append(int(name))
+    return children
+
+
+def _descendants(roots: list[int]) -> set[int]:
+    """Every process below ``roots`` (Linux ``/proc``; empty elsewhere)."""
+    children = _proc_children()
+    found: set[int] = set()
+    stack = list(roots)
+    while stack:
+        for child in children.get(stack.pop(), []):
+            if child not in found:
+                found.add(child)
+                stack.append(child)
+    return found
+
+
+def _job_processes(job_dir: str) -> set[int]:
+    """Processes whose environment places them in ``job_dir`` (Linux ``/proc``)."""
+    markers = (
+        f"SAGEMAKER_BASE_DIR={job_dir}{os.sep}".encode(),
+        f"LAUNCHBAY_SHARED_DIR={job_dir}{os.sep}".encode(),
+    )
+    me = os.getpid()
+    found: set[int] = set()
+    try:
+        names = os.listdir("/proc")
+    except OSError:
+        return found
+    for name in names:
+        if not name.isdigit() or int(name) == me:
+            continue
+        try:
+            with open(f"/proc/{name}/environ", "rb") as f:
+                environ = b"\0" + f.read()
+        except OSError:
+            continue
+        if any(b"\0" + marker in environ for marker in markers):
+            found.add(int(name))
+    return found
+
+
+def _kill(pids: set[int] | list[int], sig: int) -> None:
+    for pid in pids:
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.kill(pid, sig)
+
+
+def _killpg(pgid: int, sig: int) -> None:
+    with contextlib.suppress(ProcessLookupError, PermissionError):
+        os.killpg(pgid, sig)
+
+
+# --------------------------------------------------------------------------- logs
+
+
+class _LogPrinter:
+    """Prints ``host | line``; the prefix is coloured per host on a terminal."""
+
+    def __init__(self, hosts: list[str], stream: TextIO | None = None) -> None:
+        self.stream = stream or sys.stdout
+        try:
+            tty = self.stream.isatty()
+        except (AttributeError, ValueError):
+            tty = False
+        self.colour = tty and not os.environ.get("NO_COLOR")
+        width = max((len(h) for h in hosts), default=0)
+        self.prefixes = {}
+        for index, host in enumerate(hosts):
+            label = host.ljust(width)
+            if self.colour:
+                label = f"\033[{_COLOURS[index % len(_COLOURS)]}m{label}\033[0m"
+            self.prefixes[host] = label + " | "
+
+    def print(self, lines: list[tuple[str, str]]) -> None:
+        if not lines:
+            return
+        text = "".join(f"{self.prefixes.get(h, h + ' | ')}{line}\n" for h, line in lines)
+        try:
+            self.stream.write(text)
+            self.stream.flush()
+        except (OSError, ValueError):
+            pass
+
+
+def _print_logs(logs: Any) -> bool:
+    return bool(logs) and logs != "None"
+
+
+# --------------------------------------------------------------------------- one job
+
+
+class _Follower:
+    """Prints a job's lines as they come, remembering how far it got."""
+
+    def __init__(self, job: _LocalJob, printer: _LogPrinter | None) -> None:
+        self.job = job
+        self.printer = printer
+        self.cursor = 0
+
+    def follow(self) -> None:
+        """Print new lines until the job is done and every line is printed."""
+        job = self.job
+        while True:
+            finished = job.done.is_set()
+            lines, cursor, missed = job.lines_since(self.cursor, 0.2)
+            self.cursor = cursor
+            if self.printer is not None:
+                if missed:
+                    note = f"... {missed} line(s) not kept in memory; see {job.layout.logs_dir}"
+                    self.printer.print([("launchbay", note)])
+                self.printer.print(lines)
+            if finished and not lines:
+                return
+
+
+class _LocalJob:
+    """State of one running (or finished) job; touched by the supervisor and callers."""
+
+    def __init__(
+        self, request: dict[str, Any], layout: JobLayout, stager: LocalStager, grace: float
+    ) -> None:
+        self.request = request
+        self.name: str = request["TrainingJobName"]
+        self.layout = layout
+        self.hosts = list(layout.hosts)
+        self.stager = stager
+        self.grace = grace
+        self.lock = threading.Condition()
+        self.status = "InProgress"
+        self.secondary = "Starting"
+        self.transitions: list[dict[str, Any]] = []
+        self.failure_reason: str | None = None
+        self.model_artifacts: str | None = None
+        self.creation_time = _now()
+        self.start_time: _dt.datetime | None = None
+        self.end_time: _dt.datetime | None = None
+        self.procs: dict[str, subprocess.Popen[bytes]] = {}
+        self.readers: list[threading.Thread] = []
+        self.stop_requested = threading.Event()
+        self.force_kill = threading.Event()
+        self.done = threading.Event()
+        self.stop_reason: str | None = None
+        self._lines: list[tuple[str, str]] = []
+        self._dropped = 0
+        self.thread: threading.Thread | None = None
+        self._set_secondary("Starting", "Preparing the instances for training")
+
+    # -- status -----------------------------------------------------------------
+    def _set_secondary(self, status: str, message: str) -> None:
+        now = _now()
+        with self.lock:
+            if self.transitions:
+                self.transitions[-1].setdefault("EndTime", now)
+            self.transitions.append({"Status": status, "StartTime": now, "StatusMessage": message})
+            self.secondary = status
+        self.save()
+
+    def describe(self) -> dict[str, Any]:
+        with self.lock:
+            described = {
+                k: copy.deepcopy(v)
+                for k, v in self.request.items()
+                if k not in _REQUEST_KEYS_NOT_DESCRIBED
+            }
+            region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "local"
+            described.update(
+                {
+                    "TrainingJobName": self.name,
+                    "TrainingJobArn": f"arn:aws:sagemaker:{region}:000000000000:training-job/"
+                    f"{self.name.lower()}",
+                    "TrainingJobStatus": self.status,
+                    "SecondaryStatus": self.secondary,
+                    "CreationTime": self.creation_time,
+                    "LastModifiedTime": _now(),
+                    "SecondaryStatusTransitions": copy.deepcopy(self.transitions),
+                    "LocalJobDir": self.layout.job_dir,
+                }
+            )
+            if self.start_time:
+                described["TrainingStartTime"] = self.start_time
+            if self.end_time:
+                described["TrainingEndTime"] = self.end_time
+                if self.start_time:
+                    seconds = int((self.end_time - self.start_time).total_seconds())
+                    described["TrainingTimeInSeconds"] = seconds
+            if self.failure_reason:
+                described["FailureReason"] = self.failure_reason
+            if self.model_artifacts:
+                described["ModelArtifacts"] = {"S3ModelArtifacts": self.model_artifacts}
+            return described
+
+    def save(self) -> None:
+        """Write the description to ``status.json`` (best effort)."""
+        try:
+            from launchbay.backends._local import _write_json_atomic
+
+            _write_json_atomic(self.layout.status_file, _to_json(self.describe()))
+        except OSError as exc:
+            logger.debug("Could not write %s: %s", self.layout.status_file, exc)
+
+    # -- logs -------------------------------------------------------------------
+    def add_line(self, host: str, line: str) -> None:
+        with self.lock:
+            self._lines.append((host, line))
+            if len(self._lines) > _MAX_BUFFERED_LINES:
+                drop = len(self._lines) // 2
+                del self._lines[:drop]
+                self._dropped += drop
+            self.lock.notify_all()
+
+    def lines_since(self, cursor: int, timeout: float) -> tuple[list[tuple[str, str]], int, int]:
+        """``(lines, new cursor, lines missed)`` after ``cursor``, waiting up to ``timeout``."""
+        with self.lock:
+            if cursor >= self._dropped + len(self._lines) and not self.done.is_set():
+                self.lock.wait(timeout)
+            missed = max(self._dropped - cursor, 0)
+            start = max(cursor - self._dropped, 0)
+            lines = self._lines[start:]
+            return lines, self._dropped + len(self._lines), missed
+
+    def notify(self) -> None:
+        with self.lock:
+            self.lock.notify_all()
+
+
+def _to_json(value: Any) -> Any:
+    if isinstance(value, _dt.datetime):
+        return value.isoformat()
+    if isinstance(value, dict):
+        return {k: _to_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_to_json(v) for v in value]
+    return value
+
+
+def _from_json(value: Any, key: str = "") -> Any:
+    if isinstance(value, str) and key.endswith("Time"):
+        with contextlib.suppress(ValueError):
+            return _dt.datetime.fromisoformat(value)
+    if isinstance(value, dict):
+        return {k: _from_json(v, k) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_from_json(v, key) for v in value]
+    return value
+
+
+# Every job started in this interpreter, by job directory (for atexit and other backends).
+_JOBS: dict[str, _LocalJob] = {}
+_JOBS_LOCK = threading.Lock()
+_ATEXIT_REGISTERED = False
+
+
+def _register(job: _LocalJob) -> None:
+    global _ATEXIT_REGISTERED
+    with _JOBS_LOCK:
+        _JOBS[job.layout.job_dir] = job
+        if not _ATEXIT_REGISTERED:
+            atexit.register(_stop_all_at_exit)
+            _ATEXIT_REGISTERED = True
+
+
+def _stop_all_at_exit() -> None:
+    """Stop every job still running when the interpreter exits; leave no process behind."""
+    with _JOBS_LOCK:
+        running = [job for job in _JOBS.values() if not job.done.is_set()]
+    for job in running:
+        logger.warning("Stopping local training job %s (the Python process is exiting)", job.name)
+        job.stop_reason = job.stop_reason or "the Python process that started it exited"
+        job.stop_requested.set()
+    deadline = time.monotonic() + max((j.grace for j in running), default=0) + _RUNTIME_MARGIN
+    for job in running:
+        job.done.wait(max(deadline - time.monotonic(), 0.1))
+        if not job.done.is_set():
+            job.force_kill.set()
+            _hard_kill(job)
+
+
+def _hard_kill(job: _LocalJob) -> None:
+    roots = [p.pid for p in job.procs.values() if p.poll() is None]
+    below = _descendants(roots)
+    for pid in roots:
+        _killpg(pid, signal.SIGKILL)
+    _kill(below | _job_processes(job.layout.job_dir), signal.SIGKILL)
+
+
+# --------------------------------------------------------------------------- the backend
+
+
+class ProcessBackend:
+    """Runs CreateTrainingJob requests as local process groups, one per host.
+
+    Args:
+        session: A :class:`launchbay.Session` for ``s3://`` channels, outputs and
+            checkpoints; created on first S3 use when not given.
+        job_root: Where job directories go (default ``$LAUNCHBAY_HOME/jobs`` or
+            ``~/.launchbay/jobs``).
+        grace_seconds: Seconds between SIGTERM and SIGKILL when hosts are stopped
+            (default ``$LAUNCHBAY_GRACE_SECONDS`` from the request's Environment or
+            the caller's environment, else 10).
+    """
+
+    def __init__(
+        self,
+        session: Any = None,
+        job_root: str | os.PathLike[str] | None = None,
+        *,
+        grace_seconds: float | None = None,
+    ) -> None:
+        self.session = session
+        self._job_root = os.fspath(job_root) if job_root is not None else None
+        self.grace_seconds = grace_seconds
+        self._stager: LocalStager | None = None
+
+    def __repr__(self) -> str:
+        return f"ProcessBackend(job_root={self.job_root!r})"
+
+    @property
+    def job_root(self) -> str:
+        """The directory job directories are made in."""
+        root = self._job_root or default_job_root()
+        return os.path.abspath(os.path.expanduser(root))
+
+    @property
+    def stager(self) -> LocalStager:
+        if self._stager is None:
+            self._stager = LocalStager(self.session)
+        return self._stager
+
+    # -- the Backend interface ----------------------------------------------------
+    def run(self, request: dict[str, Any]) -> TrainingJob:
+        """Start the job in the background and return its handle at once.
+
+        Raises:
+            ConfigurationError: the request asks for something that cannot run
+                locally (FileSystemInput channels, Pipe mode ...).
+            InputError: a ``file://`` channel path does not exist.
+            JobError: a job of that name is still running here.
+        """
+        request = copy.deepcopy(dict(request))
+        name = request["TrainingJobName"]
+        check_request(request)
+        hosts = host_names(request)
+        job_dir = os.path.join(self.job_root, name)
+        with _JOBS_LOCK:
+            running = _JOBS.get(job_dir)
+        if running is not None and not running.done.is_set():
+            raise JobError(
+                f"A local training job named {name!r} is still running ({job_dir}). "
+                "Accepted: another job_name, or stop that job first."
+            )
+        layout = JobLayout.create(self.job_root, name, hosts)
+        layout.write_request(request)
+        job = _LocalJob(request, layout, self.stager, _grace_from(request, self.grace_seconds))
+        _register(job)
+        job.thread = threading.Thread(
+            target=self._supervise, args=(job,), name=f"launchbay-job-{name}", daemon=True
+        )
+        job.thread.start()
+        logger.info(
+            "Started local training job %s: %d host(s), job directory %s",
+            name,
+            len(hosts),
+            layout.job_dir,
+        )
+        return TrainingJob(name, self)
+
+    def describe(self, name: str) -> dict[str, Any]:
+        """The job's DescribeTrainingJob-shaped description (plus ``LocalJobDir``)."""
+        job = self._find(name)
+        if job is not None:
+            return job.describe()
+        return self._load(name)
+
+    def wait(self, name: str, logs: str | bool | None = "All") -> dict[str, Any]:
+        """Block until the job ends and return its description.
+
+        With ``logs`` truthy (``"All"``, ``True``), every line of every host is
+        printed from the start, prefixed by the host (coloured on a terminal);
+        with ``False``, ``None`` or ``"None"`` nothing is printed. Ctrl-C stops
+        every host (SIGTERM, SIGKILL after the grace period), waits for the
+        checkpoints to be saved, marks the job Stopped and re-raises
+        :class:`KeyboardInterrupt`.
+        """
+        job = self._find(name)
+        if job is None:
+            return self._wait_detached(name, logs)
+        follower = _Follower(job, _LogPrinter(job.hosts) if _print_logs(logs) else None)
+        try:
+            follower.follow()
+        except KeyboardInterrupt:
+            logger.warning(
+                "Interrupted: stopping local training job %s (Ctrl-C again to kill at once)",
+                name,
+            )
+            job.stop_reason = job.stop_reason or "interrupted (KeyboardInterrupt)"
+            job.stop_requested.set()
+            while True:
+                try:
+                    follower.follow()
+                    break
+                except KeyboardInterrupt:
+                    job.force_kill.set()
+            raise
+        return job.describe()
+
+    def stop(self, name: str) -> None:
+        """Stop the job (SIGTERM to every host, SIGKILL after the grace period) and wait.
+
+        Returns once the hosts are gone and checkpoints and outputs are saved;
+        the job ends Stopped. Stopping a finished job does nothing.
+        """
+        job = self._find(name)
+        if job is None:
+            if self._load(name)["TrainingJobStatus"] not in TERMINAL_STATUSES:
+                raise JobError(
+                    f"Local training job {name!r} was started by another process; stop it there."
+                )
+            return
+        if job.done.is_set():
+            return
+        job.stop_reason = job.stop_reason or "stopped by request (stop())"
+        job.stop_requested.set()
+        job.done.wait()
+
+    def job_dir(self, name: str) -> str:
+        """The job directory of ``name``."""
+        return os.path.join(self.job_root, name)
+
+    # -- lookup -------------------------------------------------------------------
+    def _find(self, name: str) -> _LocalJob | None:
+        with _JOBS_LOCK:
+            return _JOBS.get(self.job_dir(name))
+
+    def _load(self, name: str) -> dict[str, Any]:
+        path = os.path.join(self.job_dir(name), "status.json")
+        try:
+            with open(path, encoding="utf-8") as f:
+                return _from_json(json.load(f))
+        except (OSError, ValueError) as exc:
+            raise JobError(
+                f"No local training job named {name!r} under {self.job_root} ({exc})."
+            ) from exc
+
+    def _wait_detached(self, name: str, logs: Any) -> dict[str, Any]:
+        """Wait for a job another process runs (its status file), then print its logs."""
+        description = self._load(name)
+        gone = 0
+        while description["TrainingJobStatus"] not in TERMINAL_STATUSES:
+            training = description.get("SecondaryStatus") == "Training"
+            gone = gone + 1 if training and not _job_processes(self.job_dir(name)) else 0
+            if gone >= 3:  # no host process for a while: whoever ran the job is gone
+                description["TrainingJobStatus"] = "Failed"
+                description["FailureReason"] = (
+                    "The process that ran this local job ended before the job did; "
+                    f"see {self.job_dir(name)}"
+                )
+                break
+            time.sleep(1.0)
+            description = self._load(name)
+        if _print_logs(logs):
+            hosts = host_names(description)
+            printer = _LogPrinter(hosts)
+            for host in hosts:
+                path = os.path.join(self.job_dir(name), "logs", f"{host}.log")
+                with contextlib.suppress(OSError), open(path, encoding="utf-8") as f:
+                    printer.print([(host, line.rstrip("\n")) for line in f])
+        return description
+
+    # -- supervision ----------------------------------------------------------------
+    def _supervise(self, job: _LocalJob) -> None:
+        outcome: tuple[str, str | None] = ("Failed", "InternalError: the job ended unexpectedly")
+        try:
+            outcome = self._run_job(job)
+        except LaunchbayError as exc:
+            outcome = ("Failed", f"ClientError: {exc}")
+            logger.error("Local training job %s could not start: %s", job.name, exc)
+        except Exception as exc:  # the supervisor must always finish the job
+            logger.exception("Local training job %s: unexpected error", job.name)
+            outcome = ("Failed", f"InternalError: {type(exc).__name__}: {exc}")
+        finally:
+            try:
+                self._teardown(job)
+                self._finish(job, *outcome)
+            finally:
+                if not job.done.is_set():  # _finish itself failed: still end the job
+                    with job.lock:
+                        job.status, job.end_time = "Failed", job.end_time or _now()
+                        job.failure_reason = job.failure_reason or outcome[1]
+                    job.done.set()
+                    job.notify()
+
+    def _run_job(self, job: _LocalJob) -> tuple[str, str | None]:
+        layout, request = job.layout, job.request
+        from launchbay.runtime.contract import write_host_config
+
+        job._set_secondary("Downloading", "Downloading input data")
+        for host in job.hosts:
+            write_host_config(layout.host_dir(host), request, host, job.hosts)
+        job.stager.stage_channels(request, layout)
+        job.stager.restore_checkpoints(request, layout)
+        if job.stop_requested.is_set():
+            return "Stopped", None
+        job._set_secondary("Training", "Training image download completed. Training in progress.")
+        env = self._host_environment(job)
+        preexec = _parent_death_signal()
+        with job.lock:
+            job.start_time = _now()
+            for host in job.hosts:
+                host_env = dict(env, SAGEMAKER_BASE_DIR=layout.host_dir(host))
+                proc = subprocess.Popen(
+                    [sys.executable, "-m", "launchbay.runtime.train"],
+                    cwd=layout.host_dir(host),
+                    env=host_env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=subprocess.PIPE,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                    preexec_fn=preexec,  # noqa: PLW1509 - see _parent_death_signal
+                )
+                job.procs[host] = proc
+                reader = threading.Thread(
+                    target=_read_host,
+                    args=(job, host, proc),
+                    name=f"launchbay-log-{job.name}-{host}",
+                    daemon=True,
+                )
+                reader.start()
+                job.readers.append(reader)
+        job.save()
+        return self._monitor(job)
+
+    def _host_environment(self, job: _LocalJob) -> dict[str, str]:
+        layout = job.layout
+        env = dict(os.environ)
+        env.update({str(k): str(v) for k, v in (job.request.get("Environment") or {}).items()})
+        port = free_port_block(2 * len(job.hosts) + 2)
+        region = env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or "local"
+        env.update(
+            {
+                "LAUNCHBAY_LOCAL_PROCESS": "1",
+                "LAUNCHBAY_HOST_ADDRESSES": json.dumps({h: "127.0.0.1" for h in job.hosts}),
+                "LAUNCHBAY_MASTER_PORT": str(port),
+                "LAUNCHBAY_SHARED_DIR": layout.shared_dir,
+                "LAUNCHBAY_GRACE_SECONDS": f"{job.grace:g}",
+                "PYTHONUNBUFFERED": "1",
+                "TRAINING_JOB_NAME": job.name,
+                "TRAINING_JOB_ARN": f"arn:aws:sagemaker:{region}:000000000000:training-job/"
+                f"{job.name.lower()}",
+            }
+        )
+        if hasattr(os, "geteuid") and os.geteuid() == 0:
+            env["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
+            env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
+        extra_path = _launchbay_path()
+        if extra_path:
+            current = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+            if extra_path not in current:
+                env["PYTHONPATH"] = os.pathsep.join([extra_path, *current])
+        return env
+
+    def _monitor(self, job: _LocalJob) -> tuple[str, str | None]:
+        """Watch the hosts until the job ends; returns ``(status, failure reason)``."""
+        max_run = (job.request.get("StoppingCondition") or {}).get("MaxRuntimeInSeconds")
+        started = time.monotonic()
+        while True:
+            if job.stop_requested.is_set():
+                job.status = "Stopping"
+                job._set_secondary("Stopping", f"Stopping the training job: {job.stop_reason}")
+                self._terminate(job, list(job.procs.values()))
+                return "Stopped", None
+            if max_run and time.monotonic() - started > float(max_run):
+                job._set_secondary("MaxRuntimeExceeded", "Training job reached MaxRuntimeInSeconds")
+                self._terminate(job, list(job.procs.values()))
+                return "Stopped", (
+                    f"Training job exceeded MaxRuntimeInSeconds ({max_run} seconds) and was stopped."
+                )
+            codes = {host: proc.poll() for host, proc in job.procs.items()}
+            failed = [host for host, code in codes.items() if code not in (None, 0)]
+            if failed:
+                logger.info(
+                    "Host %s of job %s exited with code %s: stopping the other hosts",
+                    failed[0],
+                    job.name,
+                    codes[failed[0]],
+                )
+                self._terminate(job, [p for p in job.procs.values() if p.poll() is None])
+                return "Failed", self._failure_reason(job, failed[0], codes[failed[0]])
+            if all(code == 0 for code in codes.values()):
+                return "Completed", None
+            job.stop_requested.wait(_POLL)
+
+    def _terminate(self, job: _LocalJob, procs: list[subprocess.Popen[bytes]]) -> None:
+        """SIGTERM each host's process group; SIGKILL what is left after the grace period."""
+        alive = [p for p in procs if p.poll() is None]
+        for proc in alive:
+            _killpg(proc.pid, signal.SIGTERM)
+        deadline = time.monotonic() + job.grace + _RUNTIME_MARGIN
+        while any(p.poll() is None for p in alive):
+            if job.force_kill.is_set() or time.monotonic() >= deadline:
+                survivors = [p.pid for p in alive if p.poll() is None]
+                below = _descendants(survivors)
+                for pid in survivors:
+                    _killpg(pid, signal.SIGKILL)
+                _kill(below, signal.SIGKILL)
+                break
+            time.sleep(_POLL)
+        for proc in alive:
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                proc.wait(timeout=5)
+
+    def _teardown(self, job: _LocalJob) -> None:
+        """Make sure no process of the job is left, then let the log readers finish."""
+        running = [p for p in job.procs.values() if p.poll() is None]
+        if running:
+            self._terminate(job, running)
+        leftovers = _job_processes(job.layout.job_dir)
+        if leftovers:
+            logger.debug("Killing %d leftover process(es) of job %s", len(leftovers), job.name)
+            _kill(leftovers, signal.SIGKILL)
+            deadline = time.monotonic() + 2.0
+            while time.monotonic() < deadline and _job_processes(job.layout.job_dir):
+                time.sleep(_POLL)
+        for reader in job.readers:
+            reader.join(_READER_JOIN)
+
+    def _failure_reason(self, job: _LocalJob, first_host: str, code: int | None) -> str:
+        """The root cause across hosts: the earliest failure any host reported."""
+        reports: list[tuple[dict[str, Any], str]] = []
+        for host in job.hosts:
+            path = os.path.join(job.layout.host_dir(host), "output", "launchbay-failure.json")
+            try:
+                with open(path, encoding="utf-8") as f:
+                    document = json.load(f)
+            except (OSError, ValueError):
+                continue
+            if isinstance(document, dict):
+                reports.append((document, host))
+        if reports:
+            document, host = min(
+                reports,
+                key=lambda r: (
+                    float(r[0].get("timestamp") or 0),
+                    _FAILURE_CAUSE_ORDER.get(str(r[0].get("cause")), 9),
+                    r[1] != r[0].get("host"),
+                ),
+            )
+            text = _read_text(os.path.join(job.layout.host_dir(host), "output", "failure"))
+            if not text:
+                text = _compose_reason(document)
+        else:
+            text = _read_text(os.path.join(job.layout.host_dir(first_host), "output", "failure"))
+            if not text:
+                tail = [line for h, line in job.lines_since(0, 0)[0] if h == first_host][-20:]
+                text = f"Host {first_host} failed with exit code {code}.\n" + "\n".join(tail)
+        return ("AlgorithmError: " + text.strip())[:_REASON_LIMIT]
+
+    def _finish(self, job: _LocalJob, status: str, reason: str | None) -> None:
+        """Save checkpoints and outputs, then record the end state."""
+        if job.stop_requested.is_set() and status != "Completed":
+            status = "Stopped"
+            reason = reason or (
+                f"The job was stopped: {job.stop_reason}" if job.stop_reason else None
+            )
+        job._set_secondary("Uploading", "Uploading generated training model")
+        try:
+            job.stager.save_checkpoints(job.request, job.layout)
+        except Exception as exc:  # report it; the outputs must still be written
+            logger.error("Saving the checkpoints of job %s failed: %s", job.name, exc)
+            if status == "Completed":
+                status, reason = "Failed", f"ClientError: saving checkpoints failed: {exc}"
+        try:
+            job.model_artifacts = job.stager.collect_outputs(
+                job.request, job.layout, reason if status != "Completed" else None
+            )
+        except Exception as exc:  # report it; the job must still end
+            logger.error("Writing the outputs of job %s failed: %s", job.name, exc)
+            if status == "Completed":
+                status, reason = "Failed", f"ClientError: writing the outputs failed: {exc}"
+        job._set_secondary(status, _final_message(status, reason))
+        with job.lock:
+            job.end_time = job.transitions[-1]["StartTime"]
+            job.transitions[-1]["EndTime"] = job.end_time
+            job.status = status
+            job.failure_reason = reason[:_REASON_LIMIT] if reason else None
+        job.save()
+        job.done.set()
+        job.notify()
+        if status == "Completed":
+            logger.info("Local training job %s completed; model: %s", job.name, job.model_artifacts)
+        else:
+            logger.info(
+                "Local training job %s ended %s (logs: %s)", job.name, status, job.layout.logs_dir
+            )
+
+
+def _final_message(status: str, reason: str | None) -> str:
+    if status == "Completed":
+        return "Training job completed"
+    if reason:
+        return reason.splitlines()[0][:200]
+    return f"Training job {status.lower()}"
+
+
+def _read_text(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read(8192)
+    except OSError:
+        return ""
+
+
+def _compose_reason(document: Mapping[str, Any]) -> str:
+    host = document.get("host") or document.get("reporting_host") or "an unknown host"
+    rank = document.get("rank")
+    who = f"Rank {rank} on host {host}" if rank is not None else f"Host {host}"
+    text = f"{who} failed with exit code {document.get('exit_code')}: {document.get('error') or ''}"
+    tail = str(document.get("traceback_tail") or "").strip()
+    return text + ("\nLast lines:\n" + tail if tail else "")
+
+
+def _read_host(job: _LocalJob, host: str, proc: subprocess.Popen[bytes]) -> None:
+    """Copy every line of one host into its log file and the job's buffer."""
+    pipe = proc.stdout
+    if pipe is None:
+        return
+    try:
+        with open(job.layout.log_file(host), "a", encoding="utf-8") as log:
+            for raw in iter(pipe.readline, b""):
+                line = raw.decode("utf-8", errors="replace").rstrip("\n").rstrip("\r")
+                log.write(line + "\n")
+                log.flush()
+                job.add_line(host, line)
+    except (OSError, ValueError) as exc:
+        logger.debug("Log reader of %s/%s stopped: %s", job.name, host, exc)
+    finally:
+        with contextlib.suppress(OSError):
+            pipe.close()
+        job.notify()

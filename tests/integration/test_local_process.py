@@ -1,0 +1,442 @@
+"""``instance_type="local_process"`` end to end: real runtimes, real torchrun/mpirun, gloo on CPU.
+
+Every test goes through ``fit()`` of a framework estimator, with ``LAUNCHBAY_HOME``
+in a temporary directory. Training scripts live in ``local_process_scripts/``.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import signal
+import subprocess
+import sys
+import tarfile
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from launchbay import ConfigurationError, JobFailedError
+from launchbay.inputs import FileSystemInput, TrainingInput
+from launchbay.pytorch import PyTorch
+from launchbay.tensorflow import TensorFlow
+
+pytestmark = pytest.mark.filterwarnings("ignore:framework_version=:UserWarning")
+
+SCRIPTS = Path(__file__).parent / "local_process_scripts"
+BUCKET = "local-process-data"
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    root = tmp_path / "home"
+    monkeypatch.setenv("LAUNCHBAY_HOME", str(root))
+    monkeypatch.setenv("LAUNCHBAY_GRACE_SECONDS", "5")
+    return root
+
+
+def pytorch(entry_point, **kwargs):
+    options = dict(
+        entry_point=entry_point,
+        source_dir=str(SCRIPTS),
+        role=None,
+        instance_type="local_process",
+        instance_count=2,
+        framework_version="2.8.0",
+        py_version="py312",
+    )
+    options.update(kwargs)
+    return PyTorch(**options)
+
+
+def tensorflow(entry_point, **kwargs):
+    options = dict(
+        entry_point=entry_point,
+        source_dir=str(SCRIPTS),
+        role=None,
+        instance_type="local_process",
+        instance_count=2,
+        framework_version="2.19.0",
+        py_version="py312",
+    )
+    options.update(kwargs)
+    return TensorFlow(**options)
+
+
+def file_uri(path) -> str:
+    return "file://" + str(path)
+
+
+def job_dir(home, job) -> Path:
+    return Path(home) / "jobs" / job.name
+
+
+def archive_members(path) -> dict[str, bytes]:
+    with tarfile.open(path) as tar:
+        return {m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}
+
+
+def job_processes(directory) -> list[psutil.Process]:
+    """Live processes whose command line or environment mentions ``directory``."""
+    needle = str(directory)
+    found = []
+    for proc in psutil.process_iter():
+        if proc.pid == os.getpid():
+            continue
+        try:
+            if proc.status() == psutil.STATUS_ZOMBIE:
+                continue
+            text = " ".join(proc.cmdline()) + " " + " ".join(proc.environ().values())
+        except psutil.Error:
+            continue
+        if needle in text:
+            found.append(proc)
+    return found
+
+
+def rank_reports(members) -> dict[int, dict]:
+    return {
+        json.loads(data)["rank"]: json.loads(data)
+        for name, data in members.items()
+        if name.startswith("rank-")
+    }
+
+
+def check_ranks(reports):
+    assert sorted(reports) == [0, 1, 2, 3]
+    for rank, report in reports.items():
+        assert report["world"] == 4
+        assert report["sum"] == 6
+        assert report["local_rank"] == rank % 2
+        assert report["host"] == f"algo-{rank // 2 + 1}"
+        assert report["hosts"] == ["algo-1", "algo-2"]
+
+
+# --------------------------------------------------------------------------- (a), (b)
+
+
+def test_torch_distributed_2x2_trains_and_writes_model(home, tmp_path):
+    import torch
+
+    out = tmp_path / "out"
+    est = pytorch(
+        "torch_ddp.py",
+        distribution={"torch_distributed": {"enabled": True, "processes_per_host": 2}},
+        output_path=file_uri(out),
+    )
+    est.fit(logs=False)
+    job = est.latest_training_job
+    prefix = out / job.name / "output"
+    assert est.model_data == file_uri(prefix / "model.tar.gz")
+    model = archive_members(prefix / "model.tar.gz")
+    assert list(model) == ["model.pt"]
+    state = torch.load(io.BytesIO(model["model.pt"]))
+    assert state["weight"].shape == (1, 4)
+    check_ranks(rank_reports(archive_members(prefix / "output.tar.gz")))
+    assert job.describe()["TrainingJobStatus"] == "Completed"
+    assert not job_processes(job_dir(home, job))
+    # file:// only: no AWS session was ever needed.
+    assert job.backend.stager._session is None
+
+
+def test_mpi_2x2_with_mpi4py(home, tmp_path):
+    out = tmp_path / "out"
+    est = pytorch(
+        "mpi_check.py",
+        distribution={"mpi": {"enabled": True, "processes_per_host": 2}},
+        output_path=file_uri(out),
+    )
+    est.fit(logs=False)
+    prefix = out / est.latest_training_job.name / "output"
+    assert "model.pt" in archive_members(prefix / "model.tar.gz")
+    check_ranks(rank_reports(archive_members(prefix / "output.tar.gz")))
+    assert not job_processes(job_dir(home, est.latest_training_job))
+
+
+# --------------------------------------------------------------------------- (c)
+
+
+@pytest.mark.parametrize("strategy", ["parameter_server", "multi_worker_mirrored_strategy"])
+def test_tensorflow_tf_config_per_host(home, tmp_path, strategy):
+    out = tmp_path / "out"
+    est = tensorflow(
+        "tf_config_dump.py",
+        distribution={strategy: {"enabled": True}},
+        output_path=file_uri(out),
+    )
+    est.fit(logs=False)
+    members = archive_members(out / est.latest_training_job.name / "output" / "output.tar.gz")
+    seen = {h: json.loads(members[f"tf-{h}.json"]) for h in ("algo-1", "algo-2")}
+    base = int(seen["algo-1"]["master_port"])
+    assert seen["algo-2"]["master_port"] == str(base)
+    for index, host in enumerate(("algo-1", "algo-2")):
+        if strategy == "parameter_server":
+            expected = {
+                "cluster": {
+                    "master": [f"127.0.0.1:{base}"],
+                    "ps": [f"127.0.0.1:{base + 1}", f"127.0.0.1:{base + 3}"],
+                    "worker": [f"127.0.0.1:{base + 2}"],
+                },
+                "environment": "cloud",
+                "task": {"index": 0, "type": "master" if index == 0 else "worker"},
+            }
+        else:
+            expected = {
+                "cluster": {"worker": [f"127.0.0.1:{base}", f"127.0.0.1:{base + 1}"]},
+                "environment": "cloud",
+                "task": {"index": index, "type": "worker"},
+            }
+        assert seen[host]["tf_config"] == expected
+
+
+# --------------------------------------------------------------------------- (d)
+
+
+def test_rank_failure_is_reported_fast_and_leaves_no_process(home, tmp_path):
+    stamp = tmp_path / "failed-at"
+    est = pytorch(
+        "torch_ddp.py",
+        distribution={"torch_distributed": {"enabled": True, "processes_per_host": 2}},
+        hyperparameters={"steps": 40, "fail-rank": 3, "fail-stamp": str(stamp)},
+        output_path=file_uri(tmp_path / "out"),
+    )
+    with pytest.raises(JobFailedError) as caught:
+        est.fit(logs=False)
+    raised_at = time.time()
+    failed_at = float(stamp.read_text())
+    assert raised_at - failed_at < 10
+    error = caught.value
+    assert error.status == "Failed"
+    head = error.reason[:1024]
+    assert "algo-2" in head
+    assert "Rank 3" in head or "rank 3" in head
+    assert "ValueError: boom from rank 3" in head
+    directory = job_dir(home, est.latest_training_job)
+    assert not job_processes(directory)
+    failure = tmp_path / "out" / error.job_name / "output" / "failure"
+    assert "boom from rank 3" in failure.read_text()
+    assert (directory / "algo-2" / "output" / "launchbay-failure.json").exists()
+
+
+# --------------------------------------------------------------------------- (e)
+
+
+def test_sigint_stops_everything_and_keeps_the_sigterm_checkpoint(home, tmp_path):
+    marker = tmp_path / "markers"
+    marker.mkdir()
+    checkpoints = tmp_path / "checkpoints"
+    (checkpoints).mkdir()
+    (checkpoints / "old.ckpt").write_text("from an earlier run")
+    name = "sigint-job"
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            str(SCRIPTS / "fit_driver.py"),
+            str(SCRIPTS),
+            str(marker),
+            file_uri(checkpoints),
+            file_uri(tmp_path / "out"),
+            name,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+    try:
+        deadline = time.monotonic() + 60
+        while len(list(marker.glob("started-*"))) < 2:
+            assert child.poll() is None, child.communicate()[0]
+            assert time.monotonic() < deadline, "the job did not start"
+            time.sleep(0.1)
+        interrupted = time.monotonic()
+        child.send_signal(signal.SIGINT)
+        output, _ = child.communicate(timeout=30)
+        assert time.monotonic() - interrupted < 10, output
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    assert child.returncode == 42, output
+    assert output.count("restored checkpoints: ['old.ckpt']") == 2, output  # printed once each
+    directory = Path(home) / "jobs" / name
+    assert not job_processes(directory)
+    for host in ("algo-1", "algo-2"):
+        assert (checkpoints / f"last-{host}.ckpt").read_text() == f"stopped on {host}"
+    status = json.loads((directory / "status.json").read_text())
+    assert status["TrainingJobStatus"] == "Stopped"
+
+
+# --------------------------------------------------------------------------- (f)
+
+
+def _count_get_object(session) -> list[str]:
+    calls: list[str] = []
+    session.s3_client.meta.events.register(
+        "provide-client-params.s3.GetObject", lambda params, **_: calls.append(params["Key"])
+    )
+    return calls
+
+
+def test_channels_from_file_and_s3_outputs_to_s3_and_file(home, tmp_path, session):
+    s3 = session.s3_client
+    s3.create_bucket(Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": "us-west-2"})
+    for key, body in {
+        "train/a.csv": "1,2",
+        "train/sub/b.csv": "3,4",
+        "shards/0.txt": "zero",
+        "shards/1.txt": "one",
+        "shards/2.txt": "two",
+        "shards/3.txt": "three",
+    }.items():
+        s3.put_object(Bucket=BUCKET, Key=key, Body=body.encode())
+    local = tmp_path / "local-data"
+    (local / "nested").mkdir(parents=True)
+    (local / "x.txt").write_text("local x")
+    (local / "nested" / "y.txt").write_text("local y")
+    inputs = {
+        "local": file_uri(local),
+        "train": f"s3://{BUCKET}/train",
+        "shards": TrainingInput(f"s3://{BUCKET}/shards/", distribution="ShardedByS3Key"),
+    }
+    gets = _count_get_object(session)
+
+    # First run: S3 data, outputs to S3.
+    est = pytorch("channels.py", sagemaker_session=session, output_path=f"s3://{BUCKET}/output")
+    est.fit(inputs, logs=False)
+    job = est.latest_training_job
+    assert job.model_data == f"s3://{BUCKET}/output/{job.name}/output/model.tar.gz"
+    assert gets, "the first run downloads the S3 channels"
+    archives = tmp_path / "fetched"
+    archives.mkdir()
+    for name in ("model.tar.gz", "output.tar.gz"):
+        s3.download_file(BUCKET, f"output/{job.name}/output/{name}", str(archives / name))
+    model = archive_members(archives / "model.tar.gz")
+    assert model == {
+        "shared.txt": b"algo-1",
+        "weights-algo-1.txt": b"algo-1",
+        "weights-algo-2.txt": b"algo-2",
+    }
+    output = archive_members(archives / "output.tar.gz")
+    seen = {h: json.loads(output[f"channels-{h}.json"]) for h in ("algo-1", "algo-2")}
+    for host in ("algo-1", "algo-2"):
+        assert seen[host]["local"] == {"x.txt": "local x", "nested/y.txt": "local y"}
+        assert seen[host]["train"] == {"a.csv": "1,2", "sub/b.csv": "3,4"}
+    assert seen["algo-1"]["shards"] == {"0.txt": "zero", "2.txt": "two"}
+    assert seen["algo-2"]["shards"] == {"1.txt": "one", "3.txt": "three"}
+    # file:// channels are linked, not copied.
+    channel = job_dir(home, job) / "algo-1" / "input" / "data" / "local"
+    assert channel.is_symlink() and channel.resolve() == local.resolve()
+
+    # Second run: same S3 channels from the cache, outputs to file://.
+    gets.clear()
+    out = tmp_path / "out"
+    est2 = pytorch("channels.py", sagemaker_session=session, output_path=file_uri(out))
+    est2.fit(inputs, logs=False)
+    assert gets == []
+    prefix = out / est2.latest_training_job.name / "output"
+    assert archive_members(prefix / "model.tar.gz") == model
+    second = archive_members(prefix / "output.tar.gz")
+    assert json.loads(second["channels-algo-2.json"]) == seen["algo-2"]
+
+
+def test_file_system_input_cannot_run_locally(home, tmp_path):
+    est = pytorch("sleepy.py", output_path=file_uri(tmp_path / "out"))
+    with pytest.raises(ConfigurationError, match="cannot be reached by a local run"):
+        est.fit({"train": FileSystemInput("fs-0123abcd", "EFS", "/data")}, logs=False)
+
+
+# --------------------------------------------------------------------------- (g), (h)
+
+
+def test_logs_prefixed_by_host_or_silent(home, tmp_path, capsys):
+    est = pytorch("sleepy.py", output_path=file_uri(tmp_path / "out"))
+    est.fit(logs=False)
+    assert capsys.readouterr().out == ""
+    est.fit(logs="All")
+    lines = capsys.readouterr().out.splitlines()
+    for host in ("algo-1", "algo-2"):
+        assert f"{host} | [rank {int(host[-1]) - 1}] hello from {host}" in lines
+        assert f"{host} | [rank {int(host[-1]) - 1}] goodbye from {host}" in lines
+    assert all(line.startswith(("algo-1 | ", "algo-2 | ")) for line in lines)
+    assert not any("\033[" in line for line in lines)
+
+
+def test_fit_without_wait_returns_at_once(home, tmp_path, capsys):
+    est = pytorch(
+        "sleepy.py", hyperparameters={"seconds": 2}, output_path=file_uri(tmp_path / "out")
+    )
+    started = time.monotonic()
+    job = est.fit(wait=False)
+    assert time.monotonic() - started < 1.5
+    assert job.describe()["TrainingJobStatus"] == "InProgress"
+    description = job.wait(logs=False)
+    assert description["TrainingJobStatus"] == "Completed"
+    assert description["LocalJobDir"] == str(job_dir(home, job))
+    assert description["TrainingEndTime"] >= description["TrainingStartTime"]
+    assert description["ModelArtifacts"]["S3ModelArtifacts"] == est.model_data
+    assert Path(est.model_data[len("file://") :]).exists()
+    assert capsys.readouterr().out == ""
+
+
+@pytest.mark.parametrize("how", ["stop", "max_run"])
+def test_stop_and_max_run_end_stopped_with_checkpoints_saved(home, tmp_path, how):
+    marker = tmp_path / "markers"
+    marker.mkdir()
+    checkpoints = tmp_path / "checkpoints"
+    est = pytorch(
+        "checkpoint_on_sigterm.py",
+        hyperparameters={"marker": str(marker)},
+        checkpoint_s3_uri=file_uri(checkpoints),
+        output_path=file_uri(tmp_path / "out"),
+        max_run=3 if how == "max_run" else 3600,
+    )
+    job = est.fit(wait=False)
+    deadline = time.monotonic() + 30
+    while len(list(marker.glob("started-*"))) < 2:
+        assert time.monotonic() < deadline, job.describe()
+        time.sleep(0.05)
+    assert job.describe()["SecondaryStatus"] == "Training"
+    if how == "stop":
+        job.stop()
+        assert job.status == "Stopped"
+    with pytest.raises(JobFailedError, match="Stopped"):
+        job.wait(logs=False)
+    description = job.describe()
+    if how == "max_run":
+        assert "MaxRuntimeInSeconds" in description["FailureReason"]
+    assert sorted(p.name for p in checkpoints.iterdir()) == ["last-algo-1.ckpt", "last-algo-2.ckpt"]
+    assert not job_processes(job_dir(home, job))
+
+
+def test_log_prefixes_are_coloured_on_a_terminal(monkeypatch):
+    monkeypatch.delenv("NO_COLOR", raising=False)
+    from launchbay.backends.process import _LogPrinter
+
+    class Terminal(io.StringIO):
+        def isatty(self):
+            return True
+
+    stream = Terminal()
+    _LogPrinter(["algo-1", "algo-2"], stream=stream).print([("algo-2", "hi")])
+    assert stream.getvalue() == "\033[33malgo-2\033[0m | hi\n"
+
+
+def test_a_finished_job_is_described_from_its_directory(home, tmp_path, capsys):
+    from launchbay.backends import process
+
+    est = pytorch("sleepy.py", output_path=file_uri(tmp_path / "out"))
+    job = est.fit(logs=False)
+    directory = str(job_dir(home, job))
+    process._JOBS.pop(directory)  # as if another Python process had run it
+    backend = process.ProcessBackend()
+    description = backend.describe(job.name)
+    assert description["TrainingJobStatus"] == "Completed"
+    assert description["ModelArtifacts"]["S3ModelArtifacts"] == est.model_data
+    assert description["TrainingEndTime"] >= description["TrainingStartTime"]
+    backend.wait(job.name, logs=True)
+    assert "algo-2 | [rank 1] goodbye from algo-2" in capsys.readouterr().out.splitlines()
+    with pytest.raises(process.JobError, match="No local training job"):
+        backend.describe("no-such-job")
