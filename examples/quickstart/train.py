@@ -47,6 +47,7 @@ def main() -> None:
         weight, bias = model.module.weight.item(), model.module.bias.item()
         with open(os.path.join(model_dir, "metrics.json"), "w") as fh:
             json.dump({"weight": weight, "bias": bias, "loss": loss.item(), "world": world}, fh)
+    dist.barrier()
     dist.destroy_process_group()
 
 
