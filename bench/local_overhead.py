@@ -40,6 +40,7 @@ for _ in range(20):
     opt.step()
 if dist.get_rank() == 0:
     os.makedirs(os.environ.get("SM_MODEL_DIR", "model"), exist_ok=True)
+dist.barrier()  # gloo aborts a rank that tears down while a peer still talks
 dist.destroy_process_group()
 """
 
