@@ -61,6 +61,7 @@ from launchbay.backends._local import (
 )
 from launchbay.errors import JobError, LaunchbayError
 from launchbay.job import TERMINAL_STATUSES, TrainingJob
+from launchbay.runtime._procs import descendants
 
 __all__ = ["ProcessBackend", "DEFAULT_GRACE_SECONDS"]
 
@@ -164,36 +165,11 @@ def _parent_death_signal() -> Any:
     return preexec
 
 
-def _proc_children() -> dict[int, list[int]]:
-    children: dict[int, list[int]] = {}
-    try:
-        names = os.listdir("/proc")
-    except OSError:
-        return children
-    for name in names:
-        if not name.isdigit():
-            continue
-        try:
-            with open(f"/proc/{name}/stat", "rb") as f:
-                data = f.read()
-        except OSError:
-            continue
-        fields = data[data.rfind(b")") + 2 :].split()
-        if len(fields) >= 2:
-            children.setdefault(int(fields[1]), []).append(int(name))
-    return children
-
-
 def _descendants(roots: list[int]) -> set[int]:
-    """Every process below ``roots`` (Linux ``/proc``; empty elsewhere)."""
-    children = _proc_children()
+    """Every process below ``roots`` (the runtime's process table: /proc, or ps)."""
     found: set[int] = set()
-    stack = list(roots)
-    while stack:
-        for child in children.get(stack.pop(), []):
-            if child not in found:
-                found.add(child)
-                stack.append(child)
+    for root in roots:
+        found.update(descendants(root, include_zombies=True))
     return found
 
 
