@@ -1,0 +1,71 @@
+"""The estimator side of local_process: no AWS needed, code on disk, framework version check."""
+
+from __future__ import annotations
+
+import json
+import os
+import warnings
+
+import pytest
+
+from launchbay.pytorch import PyTorch
+
+
+@pytest.fixture
+def local_env(tmp_path, monkeypatch):
+    for name in list(os.environ):
+        if name.startswith("AWS_"):
+            monkeypatch.delenv(name)
+    # A broken AWS config would fail any boto3 call this test made.
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "missing"))
+    monkeypatch.setenv("LAUNCHBAY_HOME", str(tmp_path / "home"))
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "noop.py").write_text("print('noop')\n")
+    return tmp_path
+
+
+def estimator(src, **kw):
+    args = dict(entry_point="noop.py", source_dir=str(src), instance_type="local_process",
+                instance_count=1, framework_version="2.13", py_version="py311")  # fmt: skip
+    args.update(kw)
+    return PyTorch(**args)
+
+
+def test_dry_run_needs_no_aws_and_points_at_local_code(local_env):
+    request = estimator(local_env / "src").create_training_job_request(job_name="local-1")
+    home = str(local_env / "home")
+    submit = json.loads(request["HyperParameters"]["sagemaker_submit_directory"])
+    assert submit.startswith(f"file://{home}/source/") and submit.endswith("/sourcedir.tar.gz")
+    assert request["OutputDataConfig"]["S3OutputPath"] == f"file://{home}/output/"
+    assert request["AlgorithmSpecification"]["TrainingImage"] == (
+        "launchbay/pytorch-training:2.13-cpu-py311"
+    )
+    assert request["RoleArn"].endswith(":role/launchbay-local")
+    assert json.loads(request["HyperParameters"]["sagemaker_region"]) == "us-east-1"
+
+
+def test_code_is_staged_once_on_disk(local_env):
+    est = estimator(local_env / "src")
+    est.fit(logs=False, job_name="local-a")
+    submit = json.loads(est.create_training_job_request(job_name="x")["HyperParameters"][
+        "sagemaker_submit_directory"
+    ])  # fmt: skip
+    path = submit.removeprefix("file://")
+    first = os.stat(path).st_mtime_ns
+    est.fit(logs=False, job_name="local-b")
+    assert os.stat(path).st_mtime_ns == first
+    assert est.latest_training_job.status == "Completed"
+
+
+def test_framework_version_mismatch_warns(local_env):
+    with pytest.warns(
+        UserWarning, match=r"framework_version='2.0' but this Python has torch 2\.13"
+    ):
+        estimator(local_env / "src", framework_version="2.0").fit(logs=False, job_name="old-torch")
+
+
+def test_matching_framework_version_does_not_warn(local_env):
+    with warnings.catch_warnings():
+        warnings.simplefilter("error", UserWarning)
+        estimator(local_env / "src").fit(logs=False, job_name="same-torch")
