@@ -108,10 +108,30 @@ class JobError(LaunchbayError, RuntimeError):
 
 
 class JobFailedError(JobError):
-    """A training job ended in the Failed or Stopped state."""
+    """A training job ended in the Failed or Stopped state.
 
-    def __init__(self, message: str, *, job_name: str = "", status: str = "", reason: str = ""):
+    Attributes:
+        job_name: The training job's name.
+        status: ``"Failed"`` or ``"Stopped"``.
+        reason: The job's ``FailureReason`` (``""`` when it has none).
+        log_host: The host whose last log lines are in ``log_tail`` (the one that
+            failed first, as far as its logs tell), or ``None``.
+        log_tail: The last log lines of ``log_host`` (also in the message).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        job_name: str = "",
+        status: str = "",
+        reason: str = "",
+        log_host: str | None = None,
+        log_tail: Iterable[str] = (),
+    ):
         super().__init__(message)
         self.job_name = job_name
         self.status = status
         self.reason = reason
+        self.log_host = log_host
+        self.log_tail = list(log_tail)

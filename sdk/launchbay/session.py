@@ -78,6 +78,13 @@ LARGE_FILE_CONCURRENCY = 10
 #: CPU per request than streaming from the open file).
 SMALL_BODY_LIMIT = 1024 * 1024
 
+#: Attempts per call (first try included) of the SageMaker and CloudWatch Logs clients.
+#: They use botocore's "standard" retry mode: throttling and transient errors are
+#: retried with exponential backoff and jitter (at most 20 s apart), and a client-wide
+#: retry quota stops retry storms. Following a job polls these APIs for hours, so they
+#: get more attempts than botocore's default of 3.
+CONTROL_PLANE_MAX_ATTEMPTS = 8
+
 _POOL_CONNECTIONS = MAX_WORKERS + LARGE_FILE_CONCURRENCY
 _READ_CHUNK = 1024 * 1024
 _NOT_FOUND_CODES = frozenset({"404", "NoSuchKey", "NotFound", "NoSuchBucket"})
@@ -157,6 +164,7 @@ class Session:
         self._boto_session = boto_session
         self._sagemaker_client = sagemaker_client
         self._s3_client: Any = None
+        self._logs_client: Any = None
         self._region_name = region_name
         self._default_bucket_override = default_bucket
         self._default_bucket_prefix = default_bucket_prefix
@@ -206,10 +214,13 @@ class Session:
         """The key prefix applied when uploading to the default bucket."""
         return self._default_bucket_prefix
 
-    def _new_client(self, service: str, **config: Any) -> Any:
+    def _new_client(self, service: str, *, max_attempts: int | None = None, **config: Any) -> Any:
         import botocore.config
 
-        cfg = botocore.config.Config(retries={"mode": "standard"}, **config)
+        retries: dict[str, Any] = {"mode": "standard"}
+        if max_attempts is not None:
+            retries["total_max_attempts"] = max_attempts
+        cfg = botocore.config.Config(retries=retries, **config)
         with self._lock:
             # boto3.Session.client is not thread-safe; the clients it makes are.
             return self.boto_session.client(service, region_name=self.boto_region_name, config=cfg)
@@ -219,8 +230,20 @@ class Session:
         """A boto3 SageMaker client (created on first use)."""
         with self._lock:
             if self._sagemaker_client is None:
-                self._sagemaker_client = self._new_client("sagemaker")
+                self._sagemaker_client = self._new_client(
+                    "sagemaker", max_attempts=CONTROL_PLANE_MAX_ATTEMPTS
+                )
             return self._sagemaker_client
+
+    @property
+    def logs_client(self) -> Any:
+        """A boto3 CloudWatch Logs client (created on first use), for training job logs."""
+        with self._lock:
+            if self._logs_client is None:
+                self._logs_client = self._new_client(
+                    "logs", max_attempts=CONTROL_PLANE_MAX_ATTEMPTS
+                )
+            return self._logs_client
 
     @property
     def s3_client(self) -> Any:

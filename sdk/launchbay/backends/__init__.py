@@ -15,7 +15,7 @@ __all__ = ["Backend", "backend_for"]
 
 
 class Backend(Protocol):
-    """Run a request, describe a job, wait for it, stop it."""
+    """Run a request, describe a job, wait for it, stop it, print its logs, list jobs."""
 
     def run(self, request: dict[str, Any]) -> Any: ...
 
@@ -24,6 +24,12 @@ class Backend(Protocol):
     def wait(self, name: str, logs: str | bool = "All") -> dict[str, Any]: ...
 
     def stop(self, name: str) -> None: ...
+
+    def print_logs(self, name: str, follow: bool = False, stream: Any = None) -> None: ...
+
+    def list_jobs(
+        self, max_results: int = 20, status: str | None = None
+    ) -> list[dict[str, Any]]: ...
 
 
 def backend_for(instance_type: str | None, session: Any) -> Backend:

@@ -1,54 +1,968 @@
-"""The SageMaker backend: boto3 ``create_training_job`` and friends."""
+"""The SageMaker backend: submit a CreateTrainingJob request, follow the job, read its logs.
+
+:class:`SageMakerBackend` runs the request the estimator built, unchanged, with
+boto3's ``create_training_job`` (after :func:`check_request` refused what only
+the local backends understand, such as ``file://`` URIs: moto and dry runs
+accept anything, the service does not).
+
+Following a job (:meth:`SageMakerBackend.wait`, ``fit(wait=True)``):
+
+* **Status.** ``DescribeTrainingJob`` is polled. Every new secondary status
+  transition, and every new message of the current one, is shown as it
+  happens: on a terminal or in a notebook as one live line redrawn in place
+  (job, status, secondary status and message, elapsed time); elsewhere (CI,
+  files) as plain lines ``<UTC time> <Status> - <message>``, with no carriage
+  return or colour code.
+* **Logs.** SageMaker writes each host's output to the log group
+  :data:`LOG_GROUP`, stream ``<job>/algo-<n>-<epoch seconds>``. Streams are
+  discovered with ``DescribeLogStreams`` (prefix ``<job>/``) until every host
+  has one, and again after each status transition (a retried job gets new
+  streams). Each stream is read with ``GetLogEvents`` from its head, following
+  the stream's own ``nextForwardToken`` page after page until the token comes
+  back unchanged (the end of the stream), so no line is lost or printed twice
+  across pages and polls. The new lines of all hosts are interleaved by
+  timestamp and printed ``algo-1 | line``, prefixes coloured per host on a
+  terminal or in a notebook (:class:`launchbay._logs.LogPrinter`, shared with
+  the local backend). After the job ends, the logs are read once more after
+  a short pause: CloudWatch receives the last lines a little after the status
+  changes.
+* **Polling.** The pause between polls starts at ``min_poll`` (1 s), doubles
+  while nothing happens up to ``max_poll`` (30 s), and drops back to
+  ``min_poll`` when log lines arrive or the status changes. While logs flow,
+  the job is described at most every ``status_interval`` (5 s).
+* **Throttling.** The session's SageMaker and CloudWatch Logs clients use
+  botocore's ``standard`` retry mode (see
+  :data:`launchbay.session.CONTROL_PLANE_MAX_ATTEMPTS`), which retries
+  throttling and transient errors with backoff inside each call. What still
+  fails after those retries (a throttling error, a 5xx, a dropped connection)
+  only skips that poll: the next one comes after a longer pause. Only
+  :data:`MAX_TRANSIENT_POLLS` such polls in a row end the wait, with a
+  :class:`~launchbay.errors.JobError` saying the job still runs. Missing
+  permission to read the logs is not an error either: the status is still
+  followed, with a note saying why the lines are not shown.
+* **The end.** Training and billable seconds (and the Managed Spot savings for
+  spot jobs) are logged on ``launchbay.backends.sagemaker`` and printed when
+  logs are shown. Ctrl-C stops following and leaves the job running (the
+  message says how to follow or stop it again).
+
+Failure triage (:meth:`SageMakerBackend.failure_log_tail`): when a job ends
+Failed or Stopped, :meth:`launchbay.job.TrainingJob.wait` raises
+:class:`~launchbay.errors.JobFailedError` with the last :data:`TAIL_LINES` log
+lines of the host that failed first. That host is found from the last
+:data:`TAIL_WINDOW` events of every host's stream, in this order:
+
+1. the only ``algo-<n>`` host the ``FailureReason`` names, if it names exactly one;
+2. otherwise the host with the earliest error mark in its window: a Python
+   traceback header, an exception line (``ValueError: ...``, also behind
+   ``[rank1]:``-style prefixes), a segmentation fault or CUDA out of memory.
+   The first host to fail logs its error first; the others fail later, as a
+   consequence (timeouts, broken connections to the dead peer);
+3. otherwise the host whose output stopped first (a host killed without a
+   traceback, e.g. out of host memory, goes silent before the others);
+
+ties go to the lower host number.
+"""
 
 from __future__ import annotations
 
+import datetime as _dt
 import logging
+import re
+import sys
 import time
-from typing import Any
+from collections.abc import Callable, Mapping
+from typing import Any, TextIO
 
-from launchbay.errors import JobError
-from launchbay.job import TERMINAL_STATUSES, TrainingJob
+from launchbay._logs import LogPrinter, show_logs
+from launchbay.errors import ConfigurationError, JobError, LaunchbayError
+from launchbay.job import TERMINAL_STATUSES, LogTail, TrainingJob
 
-__all__ = ["SageMakerBackend"]
+__all__ = [
+    "SageMakerBackend",
+    "LOG_GROUP",
+    "JOB_STATUSES",
+    "TAIL_LINES",
+    "TAIL_WINDOW",
+    "MAX_TRANSIENT_POLLS",
+    "check_request",
+]
 
 logger = logging.getLogger("launchbay.backends.sagemaker")
 
+#: The CloudWatch Logs group SageMaker writes training job output to.
+LOG_GROUP = "/aws/sagemaker/TrainingJobs"
+#: Every ``TrainingJobStatus`` (and the values ``list_jobs(status=...)`` accepts).
+JOB_STATUSES = ("InProgress", "Completed", "Failed", "Stopping", "Stopped")
+#: Log lines of the failing host shown in a :class:`~launchbay.errors.JobFailedError`.
+TAIL_LINES = 20
+#: Events read from the end of each host's stream to find the host that failed first.
+TAIL_WINDOW = 200
+#: Polls in a row that may fail with throttling/transient errors before ``wait`` gives up.
+MAX_TRANSIENT_POLLS = 20
+
+MIN_POLL_SECONDS = 1.0
+MAX_POLL_SECONDS = 30.0
+STATUS_INTERVAL_SECONDS = 5.0
+_MAX_PAGES_PER_READ = 50  # per stream and poll; the rest comes at the next poll
+_MAX_DRAIN_ATTEMPTS = 10
+
+_THROTTLING_CODES = frozenset(
+    {
+        "Throttling",
+        "ThrottlingException",
+        "ThrottledException",
+        "RequestThrottledException",
+        "TooManyRequestsException",
+        "ProvisionedThroughputExceededException",
+        "TransactionInProgressException",
+        "RequestLimitExceeded",
+        "BandwidthLimitExceeded",
+        "LimitExceededException",
+        "RequestThrottled",
+        "SlowDown",
+        "PriorRequestNotComplete",
+    }
+)
+_DENIED_CODES = frozenset(
+    {"AccessDenied", "AccessDeniedException", "UnauthorizedOperation", "NotAuthorized"}
+)
+_JOB_NAME_RE = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
+_INSTANCE_TYPE_RE = re.compile(r"^ml\.[a-z0-9\-]+\.[a-z0-9]+$")
+_EPOCH_SUFFIX_RE = re.compile(r"-\d{9,}$")
+_HOST_IN_TEXT_RE = re.compile(r"\balgo-\d+\b")
+_ERROR_MARK_RE = re.compile(
+    r"Traceback \(most recent call last\)"
+    r"|^(?:\[[^\]]*\]\s*:?\s*)*[A-Za-z_][\w.]*(?:Error|Exception)(?::|$)"
+    r"|Segmentation fault|CUDA out of memory"
+)
+
+
+# --------------------------------------------------------------------------- errors
+
+
+def _error_code(exc: BaseException) -> str:
+    response = getattr(exc, "response", None) or {}
+    return str(response.get("Error", {}).get("Code", ""))
+
+
+def _http_status(exc: BaseException) -> int:
+    response = getattr(exc, "response", None) or {}
+    return int(response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0)
+
+
+def _botocore_errors() -> tuple[type[BaseException], ...]:
+    from botocore.exceptions import BotoCoreError, ClientError
+
+    return (ClientError, BotoCoreError)
+
+
+def _is_transient(exc: BaseException) -> bool:
+    """Throttling, a server error or a network failure: worth trying again at the next poll."""
+    from botocore.exceptions import ClientError, ConnectionError, HTTPClientError
+
+    if isinstance(exc, ClientError):
+        return _error_code(exc) in _THROTTLING_CODES or _http_status(exc) >= 500
+    return isinstance(exc, (ConnectionError, HTTPClientError))
+
+
+def _not_found(exc: BaseException) -> bool:
+    code = _error_code(exc)
+    text = str(exc).lower()
+    return code in ("ResourceNotFound", "ResourceNotFoundException") or (
+        code == "ValidationException" and ("not found" in text or "could not find" in text)
+    )
+
+
+def _job_error(operation: str, name: str | None, exc: BaseException, region: str) -> JobError:
+    """A :class:`JobError` for a failed SageMaker call: what failed and what to do next."""
+    code = _error_code(exc)
+    subject = f" for training job {name!r}" if name else ""
+    if name and _not_found(exc):
+        hint = (
+            f"No training job named {name!r} exists in {region}. Check the name "
+            "(`launchbay list` shows recent jobs) and the session's region."
+        )
+    elif code == "ResourceInUse":
+        hint = (
+            f"A training job named {name!r} already exists (names are unique per account and "
+            "region): pass another job_name, or leave it out to get a timestamped one."
+        )
+    elif code in _DENIED_CODES:
+        hint = (
+            f"The AWS identity in use may not call {operation}: grant it sagemaker:{operation} "
+            "(and iam:PassRole on the job's role to create jobs), or use other credentials."
+        )
+    elif code == "ResourceLimitExceeded":
+        hint = (
+            "An account quota is reached (instances of this type, or concurrent training jobs): "
+            "request an increase in Service Quotas, use another instance type, or wait for "
+            "running jobs to end."
+        )
+    elif code == "ValidationException":
+        hint = (
+            "SageMaker rejected the request; `est.create_training_job_request()` (or "
+            "`launchbay submit --dry-run`) shows exactly what was sent."
+        )
+    elif _is_transient(exc):
+        hint = (
+            "SageMaker could not be reached or kept throttling after botocore's retries; "
+            "try again in a minute (a running job is not affected)."
+        )
+    else:
+        hint = "Check the credentials, the region and the request."
+    return JobError(f"SageMaker {operation} failed{subject}: {exc}. {hint}")
+
+
+class _Transient(Exception):
+    """A poll failed in a way the next poll may not (throttling, 5xx, network)."""
+
+
+class _LogsUnavailable(Exception):
+    """The job's CloudWatch logs cannot be read (permissions, an unexpected error)."""
+
+
+# --------------------------------------------------------------------------- request check
+
+
+def _bad(field: str, value: Any, accepted: str, reason: str = "") -> ConfigurationError:
+    return ConfigurationError.invalid(field, value, accepted, reason=reason)
+
+
+def _check_s3(field: str, uri: Any) -> None:
+    if not isinstance(uri, str) or not uri.startswith("s3://"):
+        reason = (
+            "file:// URIs run only with the local instance types (local_process, local, local_gpu)"
+            if isinstance(uri, str) and uri.startswith("file://")
+            else "SageMaker reads and writes S3 only"
+        )
+        raise _bad(field, uri, "an s3://bucket/key URI", reason)
+
+
+def check_request(request: Mapping[str, Any]) -> None:
+    """Refuse a CreateTrainingJob request SageMaker must not get.
+
+    The estimator validates its arguments; this checks the request itself, as
+    the job spec and ``--set`` overrides can change it, and a request meant for
+    a local backend (``file://`` URIs, ``local*`` instance types) must fail here
+    rather than half-way in the service (moto accepts anything).
+
+    Raises:
+        ConfigurationError: naming the request field, the value and what is accepted.
+    """
+    name = request.get("TrainingJobName")
+    if not isinstance(name, str) or not _JOB_NAME_RE.match(name):
+        raise _bad(
+            "TrainingJobName",
+            name,
+            "1-63 letters, digits and hyphens, starting with a letter or digit",
+        )
+    role = request.get("RoleArn")
+    if not isinstance(role, str) or not role.startswith("arn:") or ":role/" not in role:
+        raise _bad("RoleArn", role, "an IAM role ARN such as arn:aws:iam::123456789012:role/Name")
+    algorithm = request.get("AlgorithmSpecification") or {}
+    image = algorithm.get("TrainingImage")
+    if not isinstance(image, str) or not image:
+        raise _bad("AlgorithmSpecification.TrainingImage", image, "a Docker image URI in ECR")
+    mode = algorithm.get("TrainingInputMode")
+    if mode not in ("File", "Pipe", "FastFile"):
+        raise _bad("AlgorithmSpecification.TrainingInputMode", mode, "File, Pipe or FastFile")
+    resources = request.get("ResourceConfig") or {}
+    groups = resources.get("InstanceGroups")
+    fleet = (
+        [(f"ResourceConfig.InstanceGroups[{i}]", g) for i, g in enumerate(groups)]
+        if groups
+        else [("ResourceConfig", resources)]
+    )
+    for where, entry in fleet:
+        instance_type = entry.get("InstanceType")
+        if not isinstance(instance_type, str) or not _INSTANCE_TYPE_RE.match(instance_type):
+            raise _bad(
+                f"{where}.InstanceType",
+                instance_type,
+                "an ml.* instance type such as ml.m5.xlarge",
+                "local instance types run on this machine, not on SageMaker"
+                if isinstance(instance_type, str) and instance_type.startswith("local")
+                else "",
+            )
+        count = entry.get("InstanceCount")
+        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+            raise _bad(f"{where}.InstanceCount", count, "an integer 1 or more")
+    _check_s3(
+        "OutputDataConfig.S3OutputPath", (request.get("OutputDataConfig") or {}).get("S3OutputPath")
+    )
+    for index, channel in enumerate(request.get("InputDataConfig") or []):
+        source = (channel.get("DataSource") or {}).get("S3DataSource")
+        if source is not None:
+            where = f"InputDataConfig[{index}] ({channel.get('ChannelName')}).S3Uri"
+            _check_s3(where, source.get("S3Uri"))
+    checkpoint = request.get("CheckpointConfig")
+    if checkpoint:
+        _check_s3("CheckpointConfig.S3Uri", checkpoint.get("S3Uri"))
+    for field in ("HyperParameters", "Environment"):
+        for key, value in (request.get(field) or {}).items():
+            if not isinstance(value, str):
+                raise _bad(f"{field}[{key!r}]", value, "a string (SageMaker takes strings only)")
+    max_run = (request.get("StoppingCondition") or {}).get("MaxRuntimeInSeconds")
+    if isinstance(max_run, bool) or not isinstance(max_run, int) or max_run < 1:
+        raise _bad("StoppingCondition.MaxRuntimeInSeconds", max_run, "a positive integer")
+
+
+# --------------------------------------------------------------------------- description helpers
+
+
+def _instance_count(description: Mapping[str, Any]) -> int:
+    resources = description.get("ResourceConfig") or {}
+    groups = resources.get("InstanceGroups")
+    if groups:
+        return sum(int(g.get("InstanceCount") or 0) for g in groups)
+    return int(resources.get("InstanceCount") or 1)
+
+
+def _host_names(description: Mapping[str, Any]) -> list[str]:
+    """``algo-1`` ... ``algo-N``: the hosts SageMaker names for the job's instances."""
+    return [f"algo-{i}" for i in range(1, _instance_count(description) + 1)]
+
+
+def _host_of(stream: str, job: str) -> str:
+    """``job/algo-2-1700000000`` -> ``algo-2``."""
+    rest = stream[len(job) + 1 :] if stream.startswith(job + "/") else stream
+    return _EPOCH_SUFFIX_RE.sub("", rest) or rest
+
+
+def _host_order(host: str) -> tuple[str, int]:
+    stem, _, number = host.rpartition("-")
+    return (stem, int(number)) if number.isdigit() else (host, -1)
+
+
+def _utc(value: Any) -> str:
+    if isinstance(value, _dt.datetime):
+        if value.tzinfo is not None:
+            value = value.astimezone(_dt.timezone.utc)
+        return value.strftime("%Y-%m-%d %H:%M:%S")
+    return str(value) if value is not None else ""
+
+
+def _elapsed(description: Mapping[str, Any]) -> str:
+    start = description.get("CreationTime")
+    if not isinstance(start, _dt.datetime) or start.tzinfo is None:
+        return ""
+    end = description.get("TrainingEndTime")
+    if description.get("TrainingJobStatus") in TERMINAL_STATUSES and not isinstance(
+        end, _dt.datetime
+    ):
+        end = description.get("LastModifiedTime")
+    if not isinstance(end, _dt.datetime) or end.tzinfo is None:
+        end = _dt.datetime.now(_dt.timezone.utc)
+    seconds = max(int((end - start).total_seconds()), 0)
+    hours, rest = divmod(seconds, 3600)
+    minutes, seconds = divmod(rest, 60)
+    return f"{hours}h{minutes:02d}m{seconds:02d}s" if hours else f"{minutes}m{seconds:02d}s"
+
+
+def _lines_of(message: str) -> list[str]:
+    return message.rstrip("\r\n").replace("\r\n", "\n").split("\n")
+
+
+def billing_summary(name: str, description: Mapping[str, Any]) -> str | None:
+    """One line with the job's training and billable seconds (all instances), or None.
+
+    SageMaker reports both per instance; they are multiplied by the instance
+    count. Spot jobs add the Managed Spot savings, ``1 - billable / training``.
+    """
+    training = description.get("TrainingTimeInSeconds")
+    billable = description.get("BillableTimeInSeconds")
+    if training is None and billable is None:
+        return None
+    count = _instance_count(description)
+    parts = []
+    if training is not None:
+        parts.append(f"training seconds {int(training) * count}")
+    if billable is not None:
+        parts.append(f"billable seconds {int(billable) * count}")
+    text = f"Training job {name}: " + ", ".join(parts)
+    if count > 1:
+        text += f" ({count} instances)"
+    if description.get("EnableManagedSpotTraining") and training and billable is not None:
+        text += f"; Managed Spot savings {(1 - float(billable) / float(training)) * 100:.1f}%"
+    return text
+
+
+# --------------------------------------------------------------------------- following
+
+
+class _LogTailer:
+    """Reads the new CloudWatch events of every host of one job, each exactly once."""
+
+    def __init__(self, client: Any, job: str, hosts: int, page_size: int | None) -> None:
+        self.client = client
+        self.job = job
+        self.expected = hosts
+        self.page_size = page_size
+        self.tokens: dict[str, str | None] = {}  # stream -> its nextForwardToken
+        self.hosts: dict[str, str] = {}  # stream -> host
+        self.rediscover = True
+        self.throttled = False
+
+    @property
+    def streams(self) -> list[str]:
+        """Known streams in host order."""
+        return sorted(self.tokens, key=lambda s: (_host_order(self.hosts[s]), s))
+
+    def discover(self) -> None:
+        """Add the job's streams not known yet (``DescribeLogStreams``, every page)."""
+        kwargs: dict[str, Any] = {
+            "logGroupName": LOG_GROUP,
+            "logStreamNamePrefix": self.job + "/",
+            "orderBy": "LogStreamName",
+        }
+        seen_tokens: set[str] = set()
+        while True:
+            try:
+                response = self.client.describe_log_streams(**kwargs)
+            except _botocore_errors() as exc:
+                if _not_found(exc):  # no log group before the first job of the account logs
+                    return
+                raise
+            for item in response.get("logStreams", []):
+                stream = item["logStreamName"]
+                if stream not in self.tokens:
+                    self.tokens[stream] = None
+                    self.hosts[stream] = _host_of(stream, self.job)
+            token = response.get("nextToken")
+            if not token or token in seen_tokens:
+                break
+            seen_tokens.add(token)
+            kwargs["nextToken"] = token
+        self.rediscover = False
+
+    def read(self) -> list[tuple[str, str]]:
+        """The lines that arrived since the last read, ``(host, line)``, in time order.
+
+        A throttling or transient error ends this read early: what was read is
+        returned (each stream's token moves only with the page it belongs to,
+        so nothing is lost) and :attr:`throttled` is set.
+
+        Raises:
+            _LogsUnavailable: the logs cannot be read (e.g. no permission).
+        """
+        self.throttled = False
+        events: list[tuple[int, int, int, str, str]] = []
+        try:
+            if self.rediscover or len(self.tokens) < self.expected:
+                self.discover()
+            for order, stream in enumerate(self.streams):
+                self._read_stream(stream, order, events)
+        except _botocore_errors() as exc:
+            if not _is_transient(exc):
+                raise _LogsUnavailable(str(exc)) from exc
+            self.throttled = True
+            logger.debug("Reading the logs of %s was throttled: %s", self.job, exc)
+        events.sort(key=lambda e: (e[0], e[1], e[2]))
+        return [(host, line) for _, _, _, host, message in events for line in _lines_of(message)]
+
+    def _read_stream(
+        self, stream: str, order: int, out: list[tuple[int, int, int, str, str]]
+    ) -> None:
+        token = self.tokens[stream]
+        host = self.hosts[stream]
+        for _ in range(_MAX_PAGES_PER_READ):
+            kwargs: dict[str, Any] = {
+                "logGroupName": LOG_GROUP,
+                "logStreamName": stream,
+                "startFromHead": True,
+            }
+            if token:
+                kwargs["nextToken"] = token
+            if self.page_size:
+                kwargs["limit"] = self.page_size
+            try:
+                response = self.client.get_log_events(**kwargs)
+            except _botocore_errors() as exc:
+                if _not_found(exc):  # the stream is gone
+                    return
+                raise
+            for event in response.get("events", []):
+                out.append(
+                    (int(event.get("timestamp", 0)), order, len(out), host, event["message"])
+                )
+            new = response.get("nextForwardToken")
+            if not new or new == token:  # the same token back: the end of the stream
+                return
+            token = self.tokens[stream] = new
+
+
+class _StatusView:
+    """Shows status changes: a live line, or one plain line per new transition."""
+
+    def __init__(self, name: str, printer: LogPrinter) -> None:
+        self.name = name
+        self.printer = printer
+        self._seen: set[tuple[int, str, str]] = set()
+        self._primary: str | None = None
+
+    def update(self, description: Mapping[str, Any]) -> bool:
+        """Show what changed since the last call; True if the status changed."""
+        transitions = description.get("SecondaryStatusTransitions") or []
+        new = []
+        for index, transition in enumerate(transitions):
+            key = (index, str(transition.get("Status")), str(transition.get("StatusMessage")))
+            if key not in self._seen:
+                self._seen.add(key)
+                new.append(transition)
+        primary = str(description.get("TrainingJobStatus", ""))
+        primary_changed = primary != self._primary
+        self._primary = primary
+        for transition in new:
+            logger.debug(
+                "%s: %s - %s", self.name, transition.get("Status"), transition.get("StatusMessage")
+            )
+        if self.printer.live:
+            self.printer.status(self._live_text(description))
+        else:
+            for transition in new:
+                self.printer.status(
+                    f"{_utc(transition.get('StartTime'))} {transition.get('Status')} - "
+                    f"{transition.get('StatusMessage', '')}".lstrip()
+                )
+            latest = transitions[-1].get("Status") if transitions else None
+            if primary_changed and primary != latest and (primary != "InProgress" or not new):
+                when = _utc(description.get("LastModifiedTime"))
+                self.printer.status(f"{when} Training job {self.name} is {primary}".lstrip())
+        return bool(new) or primary_changed
+
+    def _live_text(self, description: Mapping[str, Any]) -> str:
+        transitions = description.get("SecondaryStatusTransitions") or []
+        last = transitions[-1] if transitions else {}
+        secondary = last.get("Status") or description.get("SecondaryStatus") or ""
+        message = last.get("StatusMessage") or ""
+        parts = [self.name, str(description.get("TrainingJobStatus", ""))]
+        parts.append(f"{secondary}: {message}" if message else str(secondary))
+        elapsed = _elapsed(description)
+        if elapsed:
+            parts.append(elapsed)
+        return " | ".join(p for p in parts if p)
+
+    def finish(self, description: Mapping[str, Any]) -> None:
+        self.update(description)
+        self.printer.close()
+
+
+class _Follower:
+    """Follows one job: status, logs, backoff, until it ends (and its last lines are in)."""
+
+    def __init__(
+        self,
+        backend: SageMakerBackend,
+        name: str,
+        printer: LogPrinter,
+        *,
+        status: bool,
+        lines: bool,
+        hosts: int,
+    ) -> None:
+        self.backend = backend
+        self.name = name
+        self.printer = printer
+        self.view = _StatusView(name, printer) if status else None
+        self.tailer = (
+            _LogTailer(backend.session.logs_client, name, hosts, backend.log_page_size)
+            if lines
+            else None
+        )
+        self.require_logs = lines and not status
+
+    def read_lines(self) -> int:
+        """Print the lines that arrived; returns how many."""
+        if self.tailer is None:
+            return 0
+        try:
+            lines = self.tailer.read()
+        except _LogsUnavailable as exc:
+            if self.require_logs:
+                raise JobError(
+                    f"The CloudWatch logs of training job {self.name} cannot be read: {exc}. "
+                    f"Grant logs:DescribeLogStreams and logs:GetLogEvents on {LOG_GROUP}."
+                ) from exc.__cause__
+            self.printer.message(
+                f"[launchbay] CloudWatch logs of {self.name} cannot be read ({exc}); "
+                "following its status only."
+            )
+            logger.warning("CloudWatch logs of %s cannot be read: %s", self.name, exc)
+            self.tailer = None
+            return 0
+        self.printer.print(lines)
+        return len(lines)
+
+    def drain(self) -> None:
+        """Print every line there is now (no following)."""
+        attempts = 0
+        while attempts < _MAX_DRAIN_ATTEMPTS:
+            got = self.read_lines()
+            if self.tailer is None or (not got and not self.tailer.throttled):
+                return
+            attempts = attempts + 1 if self.tailer.throttled else 0
+            if self.tailer.throttled:
+                self.backend.sleep(self.backend.min_poll * 2**attempts)
+        logger.warning(
+            "Reading the logs of %s kept being throttled; output may be partial", self.name
+        )
+
+    def run(self, description: dict[str, Any]) -> dict[str, Any]:
+        """Follow until the job ends; returns its last description."""
+        backend = self.backend
+        delay = backend.min_poll
+        last_describe = backend.clock()
+        started_done = description.get("TrainingJobStatus") in TERMINAL_STATUSES
+        ending = False
+        transient = 0
+        final_retries = _MAX_DRAIN_ATTEMPTS
+        while True:
+            changed = self.view.update(description) if self.view else False
+            if changed and self.tailer is not None:
+                self.tailer.rediscover = True
+            got = self.read_lines()
+            if description.get("TrainingJobStatus") in TERMINAL_STATUSES:
+                if self.tailer is None:
+                    break
+                if self.tailer.throttled and final_retries:
+                    # The last lines are still to come: read again after a longer pause.
+                    final_retries -= 1
+                    pause = backend.min_poll * 2 ** (_MAX_DRAIN_ATTEMPTS - final_retries)
+                    backend.sleep(min(pause, backend.max_poll))
+                    continue
+                if not ending:
+                    # One more read: CloudWatch gets the last lines a little after the status
+                    # changes (no pause for a job that had ended before we started following).
+                    ending = True
+                    if not started_done:
+                        backend.sleep(backend.min_poll)
+                    continue
+                if not got:
+                    break
+                continue  # more pages are waiting: read on
+            delay = backend.min_poll if (changed or got) else min(delay * 2, backend.max_poll)
+            backend.sleep(delay)
+            if self.tailer is None or backend.clock() - last_describe >= backend.status_interval:
+                try:
+                    description = backend._poll_describe(self.name)
+                    transient = 0
+                except _Transient as exc:
+                    transient += 1
+                    logger.debug(
+                        "Describing %s failed (%d in a row): %s", self.name, transient, exc
+                    )
+                    if transient >= MAX_TRANSIENT_POLLS:
+                        raise JobError(
+                            f"Following training job {self.name} failed {transient} times in a "
+                            f"row ({exc}). The job itself keeps running on SageMaker: follow it "
+                            f"again with `launchbay logs {self.name} --follow` or "
+                            f"Estimator.attach({self.name!r}).latest_training_job.wait()."
+                        ) from exc.__cause__
+                last_describe = backend.clock()
+        if self.view:
+            self.view.finish(description)
+        return description
+
+
+# --------------------------------------------------------------------------- the backend
+
 
 class SageMakerBackend:
-    """Runs requests as SageMaker training jobs through the session's boto3 client."""
+    """Runs CreateTrainingJob requests as SageMaker training jobs and follows them.
 
-    def __init__(self, session: Any, poll_seconds: float = 5.0) -> None:
+    Args:
+        session: A :class:`launchbay.Session` (its ``sagemaker_client`` and
+            ``logs_client`` are used).
+        stream: Where job output is printed (default: ``sys.stdout`` at the time
+            of each call).
+        sleep: Waits between polls (injectable for tests).
+        clock: A monotonic clock in seconds (injectable for tests).
+        min_poll: First and shortest pause between polls, in seconds.
+        max_poll: Longest pause between polls, in seconds.
+        status_interval: Shortest time between two DescribeTrainingJob calls
+            while logs are being read.
+        log_page_size: ``limit`` of each GetLogEvents call (default: the
+            service's, up to 10,000 events or 1 MB).
+    """
+
+    def __init__(
+        self,
+        session: Any,
+        *,
+        stream: TextIO | None = None,
+        sleep: Callable[[float], object] = time.sleep,
+        clock: Callable[[], float] = time.monotonic,
+        min_poll: float = MIN_POLL_SECONDS,
+        max_poll: float = MAX_POLL_SECONDS,
+        status_interval: float = STATUS_INTERVAL_SECONDS,
+        log_page_size: int | None = None,
+    ) -> None:
+        if not min_poll > 0 or not max_poll >= min_poll:
+            raise ConfigurationError.invalid(
+                "min_poll/max_poll", (min_poll, max_poll), "0 < min_poll <= max_poll (seconds)"
+            )
+        if log_page_size is not None and not 1 <= log_page_size <= 10_000:
+            raise ConfigurationError.invalid("log_page_size", log_page_size, "1 to 10000")
         self.session = session
-        self.poll_seconds = poll_seconds
+        self.stream = stream
+        self.sleep = sleep
+        self.clock = clock
+        self.min_poll = float(min_poll)
+        self.max_poll = float(max_poll)
+        self.status_interval = float(status_interval)
+        self.log_page_size = log_page_size
 
-    def _call(self, operation: str, **kwargs: Any) -> dict[str, Any]:
-        from botocore.exceptions import BotoCoreError, ClientError
+    def __repr__(self) -> str:
+        return f"SageMakerBackend(session={self.session!r})"
+
+    # -- plumbing -------------------------------------------------------------------
+    def _region(self) -> str:
+        try:
+            return str(self.session.boto_region_name)
+        except LaunchbayError:
+            return "the configured region"
+
+    def _call(self, operation: str, name: str | None, **kwargs: Any) -> dict[str, Any]:
+        from botocore import xform_name
 
         client = self.session.sagemaker_client
         try:
-            return getattr(client, operation)(**kwargs)
-        except (ClientError, BotoCoreError) as exc:
-            name = kwargs.get("TrainingJobName", "")
-            raise JobError(f"SageMaker {operation} failed for job {name!r}: {exc}") from exc
+            return getattr(client, xform_name(operation))(**kwargs)
+        except _botocore_errors() as exc:
+            raise _job_error(operation, name, exc, self._region()) from exc
 
+    def _poll_describe(self, name: str) -> dict[str, Any]:
+        """DescribeTrainingJob for a poll: transient failures raise :class:`_Transient`."""
+        try:
+            return self.session.sagemaker_client.describe_training_job(TrainingJobName=name)
+        except _botocore_errors() as exc:
+            if _is_transient(exc):
+                raise _Transient(str(exc)) from exc
+            raise _job_error("DescribeTrainingJob", name, exc, self._region()) from exc
+
+    def _output(self, stream: TextIO | None = None) -> TextIO:
+        return stream or self.stream or sys.stdout
+
+    # -- the Backend interface ------------------------------------------------------
     def run(self, request: dict[str, Any]) -> TrainingJob:
+        """Create the training job and return its handle at once.
+
+        Raises:
+            ConfigurationError: the request cannot go to SageMaker (:func:`check_request`).
+            JobError: CreateTrainingJob failed (the message says what to do next).
+        """
+        check_request(request)
         name = request["TrainingJobName"]
-        self._call("create_training_job", **request)
-        logger.info("Created SageMaker training job %s", name)
+        response = self._call("CreateTrainingJob", name, **request)
+        region = self._region()
+        logger.info(
+            "Created SageMaker training job %s (%s); console: "
+            "https://%s.console.aws.amazon.com/sagemaker/home?region=%s#/jobs/%s",
+            name,
+            response.get("TrainingJobArn", ""),
+            region,
+            region,
+            name,
+        )
         return TrainingJob(name, self)
 
     def describe(self, name: str) -> dict[str, Any]:
-        return self._call("describe_training_job", TrainingJobName=name)
+        """The job's DescribeTrainingJob response.
+
+        Raises:
+            JobError: no such job, no permission, or SageMaker unreachable.
+        """
+        return self._call("DescribeTrainingJob", name, TrainingJobName=name)
+
+    def wait(self, name: str, logs: str | bool | None = "All") -> dict[str, Any]:
+        """Follow the job until it ends and return its last description.
+
+        Shows status changes and, with ``logs`` ``"All"``/``True``, every host's
+        log lines (see the module docstring). A Failed or Stopped job is
+        returned, not raised: :meth:`launchbay.job.TrainingJob.wait` raises.
+
+        Raises:
+            ConfigurationError: ``logs`` is not one of SDK v2's values.
+            JobError: the job cannot be described (no such job, no permission),
+                or :data:`MAX_TRANSIENT_POLLS` polls in a row failed.
+            KeyboardInterrupt: Ctrl-C; the job keeps running.
+        """
+        show = show_logs(logs)
+        description = self.describe(name)
+        printer = LogPrinter(_host_names(description), self._output())
+        follower = _Follower(
+            self, name, printer, status=True, lines=show, hosts=_instance_count(description)
+        )
+        try:
+            description = follower.run(description)
+        except KeyboardInterrupt:
+            printer.close()
+            printer.message(
+                f"[launchbay] Stopped following training job {name}; it keeps running on "
+                f"SageMaker. Follow it again with `launchbay logs {name} --follow` or "
+                f"Estimator.attach({name!r}).latest_training_job.wait(); stop it with "
+                f"`launchbay stop {name}`."
+            )
+            raise
+        summary = billing_summary(name, description)
+        if summary:
+            logger.info("%s", summary)
+            if show:
+                printer.message(summary)
+        logger.info("Training job %s ended %s", name, description.get("TrainingJobStatus"))
+        return description
 
     def stop(self, name: str) -> None:
-        self._call("stop_training_job", TrainingJobName=name)
+        """Ask SageMaker to stop the job (it goes Stopping, then Stopped).
 
-    def wait(self, name: str, logs: str | bool = "All") -> dict[str, Any]:
-        delay = 1.0
-        while True:
-            description = self.describe(name)
-            status = description["TrainingJobStatus"]
-            if status in TERMINAL_STATUSES:
-                return description
-            time.sleep(delay)
-            delay = min(delay * 2, self.poll_seconds)
+        Stopping a job that already ended does nothing.
+
+        Raises:
+            JobError: no such job, or StopTrainingJob failed.
+        """
+        try:
+            self.session.sagemaker_client.stop_training_job(TrainingJobName=name)
+        except _botocore_errors() as exc:
+            if _error_code(exc) == "ValidationException" and not _not_found(exc):
+                status = self.describe(name).get("TrainingJobStatus")
+                if status in TERMINAL_STATUSES:
+                    logger.info("Training job %s already ended (%s); nothing to stop", name, status)
+                    return
+            raise _job_error("StopTrainingJob", name, exc, self._region()) from exc
+        logger.info("Requested to stop training job %s", name)
+
+    def print_logs(self, name: str, follow: bool = False, stream: TextIO | None = None) -> None:
+        """Print every host's CloudWatch lines, ``algo-1 | line``, interleaved by time.
+
+        With ``follow``, keep printing new lines until the job ends (and its
+        last lines are in); without, print what there is now and return.
+
+        Raises:
+            JobError: no such job, or its logs cannot be read.
+        """
+        description = self.describe(name)
+        printer = LogPrinter(_host_names(description), self._output(stream), live=False)
+        follower = _Follower(
+            self, name, printer, status=False, lines=True, hosts=_instance_count(description)
+        )
+        if follow and description.get("TrainingJobStatus") not in TERMINAL_STATUSES:
+            follower.run(description)
+        else:
+            follower.drain()
+
+    def list_jobs(self, max_results: int = 20, status: str | None = None) -> list[dict[str, Any]]:
+        """The newest training jobs: ListTrainingJobs summaries, newest first.
+
+        Args:
+            max_results: How many jobs at most.
+            status: Only jobs with this ``TrainingJobStatus`` (one of :data:`JOB_STATUSES`).
+
+        Raises:
+            ConfigurationError: a bad ``max_results`` or ``status``.
+            JobError: ListTrainingJobs failed.
+        """
+        if isinstance(max_results, bool) or not isinstance(max_results, int) or max_results < 1:
+            raise ConfigurationError.invalid("max_results", max_results, "an integer 1 or more")
+        if status is not None and status not in JOB_STATUSES:
+            raise ConfigurationError.invalid("status", status, ", ".join(JOB_STATUSES))
+        jobs: list[dict[str, Any]] = []
+        kwargs: dict[str, Any] = {"SortBy": "CreationTime", "SortOrder": "Descending"}
+        if status is not None:
+            kwargs["StatusEquals"] = status
+        while len(jobs) < max_results:
+            kwargs["MaxResults"] = min(100, max_results - len(jobs))
+            response = self._call("ListTrainingJobs", None, **kwargs)
+            jobs.extend(response.get("TrainingJobSummaries", []))
+            token = response.get("NextToken")
+            if not token:
+                break
+            kwargs["NextToken"] = token
+
+        def created(job: Mapping[str, Any]) -> float:
+            value = job.get("CreationTime")
+            return value.timestamp() if isinstance(value, _dt.datetime) else 0.0
+
+        jobs.sort(key=created, reverse=True)  # stable; the service sorts already
+        return jobs[:max_results]
+
+    # -- failure triage -------------------------------------------------------------
+    def failure_log_tail(
+        self,
+        name: str,
+        description: Mapping[str, Any] | None = None,
+        lines: int = TAIL_LINES,
+    ) -> LogTail | None:
+        """The last ``lines`` log lines of the host that failed first, or None.
+
+        Best effort: reading the logs never hides the failure itself, so any
+        error here gives None. The host is chosen as the module docstring says.
+        """
+        try:
+            if description is None:
+                description = self.describe(name)
+            return self._failure_log_tail(name, description, lines)
+        except (LaunchbayError, *_botocore_errors()) as exc:
+            logger.debug("Could not read the last log lines of %s: %s", name, exc)
+            return None
+
+    def _failure_log_tail(
+        self, name: str, description: Mapping[str, Any], lines: int
+    ) -> LogTail | None:
+        client = self.session.logs_client
+        tailer = _LogTailer(client, name, _instance_count(description), None)
+        tailer.discover()
+        windows: dict[str, list[tuple[int, str]]] = {}
+        for stream in tailer.streams:
+            response = client.get_log_events(
+                logGroupName=LOG_GROUP,
+                logStreamName=stream,
+                startFromHead=False,
+                limit=TAIL_WINDOW,
+            )
+            windows[stream] = [
+                (int(event.get("timestamp", 0)), line)
+                for event in response.get("events", [])
+                for line in _lines_of(event["message"])
+            ]
+        stream = pick_failed_stream(
+            windows, tailer.hosts, str(description.get("FailureReason", ""))
+        )
+        if stream is None:
+            return None
+        tail = [line for _, line in windows[stream]][-lines:]
+        return LogTail(tailer.hosts[stream], f"CloudWatch Logs {LOG_GROUP}, stream {stream}", tail)
+
+
+def pick_failed_stream(
+    windows: Mapping[str, list[tuple[int, str]]],
+    hosts: Mapping[str, str],
+    reason: str = "",
+) -> str | None:
+    """The stream of the host that failed first (the heuristic of the module docstring).
+
+    Args:
+        windows: The last ``(timestamp, line)`` pairs of each stream.
+        hosts: The host of each stream.
+        reason: The job's ``FailureReason``.
+    """
+    candidates = {s: w for s, w in windows.items() if w}
+    if not candidates:
+        return None
+
+    def order(stream: str) -> tuple[tuple[str, int], str]:
+        return _host_order(hosts.get(stream, stream)), stream
+
+    named = set(_HOST_IN_TEXT_RE.findall(reason))
+    if len(named) == 1:
+        host = named.pop()
+        matching = [s for s in candidates if hosts.get(s) == host]
+        if matching:  # the latest attempt of that host
+            return max(matching, key=lambda s: (candidates[s][-1][0], s))
+    marks = {}
+    for stream, window in candidates.items():
+        first = next((ts for ts, line in window if _ERROR_MARK_RE.search(line)), None)
+        if first is not None:
+            marks[stream] = first
+    if marks:
+        return min(marks, key=lambda s: (marks[s], order(s)))
+    return min(candidates, key=lambda s: (candidates[s][-1][0], order(s)))

@@ -1,0 +1,341 @@
+"""Rebuild an estimator from a training job's description (``Estimator.attach``).
+
+:func:`init_params_from_description` turns a DescribeTrainingJob response back
+into the estimator arguments that produce the same CreateTrainingJob request:
+``create_training_job_request(job_name=<same name>)`` of the rebuilt estimator
+equals the job's request in every field the description holds (tags are not
+part of a description). It is the inverse of :mod:`launchbay._request`:
+
+* resources, stopping condition, output, VPC, spot, checkpoints, network
+  isolation, encryption, environment, retries, debugger/profiler settings,
+  metric definitions and container entry point come from their request fields;
+* hyperparameters are JSON-decoded (raw strings for the generic ``Estimator``
+  without script mode, as it sends ``str()`` values); ``sagemaker_*`` keys are
+  removed, ``entry_point``/``source_dir``/``container_log_level`` come from
+  ``sagemaker_program``/``sagemaker_submit_directory``/``sagemaker_container_log_level``
+  (``source_dir`` is the S3 ``sourcedir.tar.gz``; with network isolation, the
+  ``code`` channel's URI), and ``distribution`` from the distribution keys;
+* for PyTorch/TensorFlow, ``framework_version``/``py_version`` are read from the
+  Deep Learning Container tag (``2.3-gpu-py311``). ``image_uri`` is kept only when
+  the image is not the one those versions resolve to (a custom image);
+* the ``model_channel_name`` channel carrying ``application/x-sagemaker-model``
+  becomes ``model_uri``; TensorFlow's ``model_dir`` hyperparameter is kept only
+  when it differs from the default for that job.
+
+Known limit: a generic ``Estimator`` job made with ``entry_point`` but without
+``source_dir`` sent ``str()`` hyperparameters; rebuilt, its ``source_dir`` is the
+code tarball, so string values come back JSON-quoted.
+"""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Mapping
+from typing import Any
+
+from launchbay.debugger import CollectionConfig, DebuggerHookConfig
+from launchbay.errors import ConfigurationError, LaunchbayError
+from launchbay.estimator import NETWORK_ISOLATION_CODE_PATH
+from launchbay.inputs import InstanceGroup
+
+__all__ = ["attach", "init_params_from_description", "distribution_from_hyperparameters"]
+
+MODEL_CONTENT_TYPE = "application/x-sagemaker-model"
+_TAG_RE = re.compile(r"^(?P<version>\d+(?:\.\d+)*)-(?P<processor>[a-z]+)-(?P<py>py\d+)(?:-.*)?$")
+_STAMP_RE = re.compile(r"^(?P<base>.+)-\d{4}-\d{2}-\d{2}-\d{2}-\d{2}-\d{2}-\d{3}$")
+_FRAMEWORK_REPOSITORIES = {
+    "pytorch": ("pytorch", "smdistributed-modelparallel"),
+    "tensorflow": ("tensorflow",),
+}
+
+
+def attach(
+    cls: type,
+    training_job_name: str,
+    sagemaker_session: Any = None,
+    model_channel_name: str = "model",
+) -> Any:
+    """``cls.attach(...)``: describe the job, rebuild the estimator, point it at the job."""
+    from launchbay.backends.sagemaker import SageMakerBackend
+    from launchbay.job import TrainingJob
+
+    if sagemaker_session is None:
+        from launchbay.session import Session
+
+        sagemaker_session = Session()
+    backend = SageMakerBackend(sagemaker_session)
+    description = backend.describe(training_job_name)
+    params = init_params_from_description(
+        cls, description, model_channel_name, region=sagemaker_session.boto_region_name
+    )
+    estimator = cls(sagemaker_session=sagemaker_session, **params)
+    estimator.latest_training_job = TrainingJob(training_job_name, backend)
+    estimator._current_job_name = training_job_name
+    return estimator
+
+
+def _decode(value: Any) -> Any:
+    if not isinstance(value, str):
+        return value
+    try:
+        return json.loads(value)
+    except ValueError:
+        return value
+
+
+def distribution_from_hyperparameters(hps: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The ``distribution`` dict whose hyperparameters are ``hps`` (decoded values).
+
+    ``sagemaker_mpi_num_of_processes_per_host`` is sent by several strategies;
+    it is given back to torch_distributed, else mpi, else smdistributed
+    dataparallel, which produces the same hyperparameters.
+    """
+    distribution: dict[str, Any] = {}
+    per_host = hps.get("sagemaker_mpi_num_of_processes_per_host")
+    per_host_taken = False
+
+    def with_per_host(section: dict[str, Any]) -> dict[str, Any]:
+        nonlocal per_host_taken
+        if per_host is not None and not per_host_taken:
+            section["processes_per_host"] = per_host
+            per_host_taken = True
+        return section
+
+    if "sagemaker_torch_distributed_enabled" in hps:
+        distribution["torch_distributed"] = with_per_host(
+            {"enabled": bool(hps["sagemaker_torch_distributed_enabled"])}
+        )
+    if "sagemaker_mpi_enabled" in hps:
+        section: dict[str, Any] = {"enabled": bool(hps["sagemaker_mpi_enabled"])}
+        options = hps.get("sagemaker_mpi_custom_mpi_options")
+        if options:
+            section["custom_mpi_options"] = options
+        distribution["mpi"] = with_per_host(section)
+    if "mp_parameters" in hps:
+        distribution["smdistributed"] = {
+            "modelparallel": {"enabled": True, "parameters": hps["mp_parameters"]}
+        }
+    elif "sagemaker_distributed_dataparallel_enabled" in hps:
+        section = {"enabled": bool(hps["sagemaker_distributed_dataparallel_enabled"])}
+        options = hps.get("sagemaker_distributed_dataparallel_custom_mpi_options")
+        if options:
+            section["custom_mpi_options"] = options
+        distribution["smdistributed"] = {"dataparallel": with_per_host(section)}
+    if "sagemaker_parameter_server_enabled" in hps:
+        distribution["parameter_server"] = {
+            "enabled": bool(hps["sagemaker_parameter_server_enabled"])
+        }
+    if "sagemaker_multi_worker_mirrored_strategy_enabled" in hps:
+        distribution["multi_worker_mirrored_strategy"] = {
+            "enabled": bool(hps["sagemaker_multi_worker_mirrored_strategy_enabled"])
+        }
+    if "sagemaker_distribution_instance_groups" in hps:
+        distribution["instance_groups"] = list(hps["sagemaker_distribution_instance_groups"])
+    return distribution or None
+
+
+def _repository(image: str) -> str:
+    match = re.match(r"^(?:.+/)?([^:/]+)(?::[^:/]+)?$", image)
+    return match.group(1) if match else image
+
+
+def _framework_of_image(image: str) -> str | None:
+    repository = _repository(image)
+    for framework, names in _FRAMEWORK_REPOSITORIES.items():
+        if any(name in repository for name in names):
+            return framework
+    return None
+
+
+def _versions_from_image(image: str) -> tuple[str, str] | None:
+    """``(framework_version, py_version)`` from a Deep Learning Container tag."""
+    tag = image.rsplit(":", 1)[1] if ":" in image.rsplit("/", 1)[-1] else ""
+    match = _TAG_RE.match(tag)
+    return (match.group("version"), match.group("py")) if match else None
+
+
+def _image_params(
+    framework: str | None,
+    image: str,
+    name: str,
+    instance_type: str | None,
+    region: str | None,
+    distribution: Mapping[str, Any] | None,
+) -> dict[str, Any]:
+    if framework is None:
+        return {"image_uri": image}
+    found = _framework_of_image(image)
+    if found is not None and found != framework:
+        raise ConfigurationError(
+            f"Training job {name!r} ran the {found} image {image!r}, not a {framework} image: "
+            f"attach it with launchbay.{found}.{'PyTorch' if found == 'pytorch' else 'TensorFlow'}"
+            ".attach (or launchbay.Estimator.attach).",
+            argument="training_job_name",
+            value=name,
+        )
+    versions = _versions_from_image(image) if found == framework else None
+    if versions is None:
+        return {"image_uri": image}
+    params: dict[str, Any] = {"framework_version": versions[0], "py_version": versions[1]}
+    rebuilt = None
+    if instance_type and region:
+        from launchbay import image_uris
+
+        try:
+            rebuilt = image_uris.training_image_uri(
+                framework, versions[0], versions[1], instance_type, region, distribution
+            )
+        except LaunchbayError:
+            rebuilt = None
+    if rebuilt != image:
+        params["image_uri"] = image
+    return params
+
+
+def _debugger(config: Mapping[str, Any] | None) -> DebuggerHookConfig | bool:
+    if not config:
+        return False
+    collections = [
+        CollectionConfig(c["CollectionName"], c.get("CollectionParameters"))
+        for c in config.get("CollectionConfigurations") or []
+    ]
+    return DebuggerHookConfig(
+        s3_output_path=config.get("S3OutputPath"),
+        container_local_output_path=config.get("LocalPath"),
+        hook_parameters=config.get("HookParameters"),
+        collection_configs=collections or None,
+    )
+
+
+def init_params_from_description(
+    cls: type,
+    description: Mapping[str, Any],
+    model_channel_name: str = "model",
+    *,
+    region: str | None = None,
+) -> dict[str, Any]:
+    """The ``cls(...)`` keyword arguments that rebuild the job's request (module docstring)."""
+    framework = getattr(cls, "_framework_name", None)
+    name = str(description["TrainingJobName"])
+    params: dict[str, Any] = {"role": description["RoleArn"]}
+
+    resources = description.get("ResourceConfig") or {}
+    if resources.get("InstanceGroups"):
+        params["instance_groups"] = [
+            InstanceGroup(g["InstanceGroupName"], g["InstanceType"], g["InstanceCount"])
+            for g in resources["InstanceGroups"]
+        ]
+        first_type = resources["InstanceGroups"][0]["InstanceType"]
+    else:
+        params["instance_count"] = resources.get("InstanceCount")
+        params["instance_type"] = first_type = resources.get("InstanceType")
+    params["volume_size"] = resources.get("VolumeSizeInGB", 30)
+    if resources.get("VolumeKmsKeyId"):
+        params["volume_kms_key"] = resources["VolumeKmsKeyId"]
+    if resources.get("KeepAlivePeriodInSeconds") is not None:
+        params["keep_alive_period_in_seconds"] = resources["KeepAlivePeriodInSeconds"]
+
+    stopping = description.get("StoppingCondition") or {}
+    if stopping.get("MaxRuntimeInSeconds"):
+        params["max_run"] = stopping["MaxRuntimeInSeconds"]
+    if stopping.get("MaxWaitTimeInSeconds"):
+        params["max_wait"] = stopping["MaxWaitTimeInSeconds"]
+
+    algorithm = description.get("AlgorithmSpecification") or {}
+    params["input_mode"] = algorithm.get("TrainingInputMode", "File")
+    for key, argument in (
+        ("MetricDefinitions", "metric_definitions"),
+        ("EnableSageMakerMetricsTimeSeries", "enable_sagemaker_metrics"),
+        ("ContainerEntrypoint", "container_entry_point"),
+        ("ContainerArguments", "container_arguments"),
+    ):
+        if algorithm.get(key) is not None:
+            params[argument] = algorithm[key]
+
+    output = description.get("OutputDataConfig") or {}
+    params["output_path"] = output.get("S3OutputPath")
+    if output.get("KmsKeyId"):
+        params["output_kms_key"] = output["KmsKeyId"]
+    if output.get("CompressionType") == "NONE":
+        params["disable_output_compression"] = True
+
+    vpc = description.get("VpcConfig") or {}
+    if vpc.get("Subnets") or vpc.get("SecurityGroupIds"):
+        params["subnets"] = list(vpc.get("Subnets") or [])
+        params["security_group_ids"] = list(vpc.get("SecurityGroupIds") or [])
+    isolated = bool(description.get("EnableNetworkIsolation"))
+    if isolated:
+        params["enable_network_isolation"] = True
+    if description.get("EnableInterContainerTrafficEncryption"):
+        params["encrypt_inter_container_traffic"] = True
+    if description.get("EnableManagedSpotTraining"):
+        params["use_spot_instances"] = True
+    checkpoint = description.get("CheckpointConfig") or {}
+    if checkpoint.get("S3Uri"):
+        params["checkpoint_s3_uri"] = checkpoint["S3Uri"]
+        if checkpoint.get("LocalPath"):
+            params["checkpoint_local_path"] = checkpoint["LocalPath"]
+    if description.get("Environment"):
+        params["environment"] = dict(description["Environment"])
+    retry = description.get("RetryStrategy") or {}
+    if retry.get("MaximumRetryAttempts") is not None:
+        params["max_retry_attempts"] = retry["MaximumRetryAttempts"]
+    params["debugger_hook_config"] = _debugger(description.get("DebugHookConfig"))
+    if (description.get("ProfilerConfig") or {}).get("DisableProfiler"):
+        params["disable_profiler"] = True
+    stamped = _STAMP_RE.match(name)
+    if stamped:
+        params["base_job_name"] = stamped.group("base")
+
+    code_channel = None
+    for channel in description.get("InputDataConfig") or []:
+        source = (channel.get("DataSource") or {}).get("S3DataSource") or {}
+        if (
+            channel.get("ChannelName") == model_channel_name
+            and channel.get("ContentType") == MODEL_CONTENT_TYPE
+            and source.get("S3Uri")
+        ):
+            params["model_uri"] = source["S3Uri"]
+            params["model_channel_name"] = model_channel_name
+        elif isolated and channel.get("ChannelName") == "code" and source.get("S3Uri"):
+            code_channel = source["S3Uri"]
+
+    raw = dict(description.get("HyperParameters") or {})
+    script_mode = "sagemaker_program" in raw
+    decoded = {k: _decode(v) for k, v in raw.items()}
+    keep_raw = framework is None and "sagemaker_submit_directory" not in raw
+    hyperparameters = {
+        k: (raw[k] if keep_raw else decoded[k])
+        for k in raw
+        if not k.startswith("sagemaker_") and k != "mp_parameters"
+    }
+    if script_mode:
+        params["entry_point"] = decoded["sagemaker_program"]
+        submit = decoded.get("sagemaker_submit_directory")
+        if submit == NETWORK_ISOLATION_CODE_PATH and code_channel:
+            submit = code_channel
+        if submit:
+            params["source_dir"] = submit
+        if isinstance(decoded.get("sagemaker_container_log_level"), int):
+            params["container_log_level"] = decoded["sagemaker_container_log_level"]
+    distribution = distribution_from_hyperparameters(decoded)
+    if distribution:
+        params["distribution"] = distribution
+
+    image = str(algorithm.get("TrainingImage", ""))
+    params.update(_image_params(framework, image, name, first_type, region, distribution))
+
+    if framework == "tensorflow":
+        model_dir = hyperparameters.pop("model_dir", None)
+        if model_dir is None:
+            params["model_dir"] = False
+        else:
+            mpi = bool((distribution or {}).get("mpi", {}).get("enabled"))
+            out = str(params.get("output_path") or "")
+            default = "/opt/ml/model" if mpi else f"{out.rstrip('/')}/{name}/model"
+            if model_dir != default:
+                params["model_dir"] = model_dir
+    if hyperparameters:
+        params["hyperparameters"] = hyperparameters
+    return params
