@@ -52,6 +52,7 @@ import time
 from collections.abc import Mapping
 from typing import Any, TextIO
 
+from launchbay._logs import LogPrinter, show_logs
 from launchbay.backends._local import (
     JobLayout,
     LocalStager,
@@ -66,6 +67,9 @@ from launchbay.runtime._procs import descendants
 __all__ = ["ProcessBackend", "DEFAULT_GRACE_SECONDS"]
 
 logger = logging.getLogger("launchbay.backends.process")
+
+#: The shared printer of job logs (:mod:`launchbay._logs`), under its former private name.
+_LogPrinter = LogPrinter
 
 #: Seconds between SIGTERM and SIGKILL when a job is stopped (``LAUNCHBAY_GRACE_SECONDS``).
 DEFAULT_GRACE_SECONDS = 10.0
@@ -84,7 +88,6 @@ _FAILURE_CAUSE_ORDER = {
     "setup": 5,
     "signal": 6,
 }
-_COLOURS = ("36", "33", "35", "32", "34", "31", "96", "93", "95", "92", "94", "91")
 _REQUEST_KEYS_NOT_DESCRIBED = ("Tags",)
 
 
@@ -209,57 +212,85 @@ def _killpg(pgid: int, sig: int) -> None:
         os.killpg(pgid, sig)
 
 
-# --------------------------------------------------------------------------- logs
-
-
-class _LogPrinter:
-    """Prints ``host | line``; the prefix is coloured per host on a terminal."""
-
-    def __init__(self, hosts: list[str], stream: TextIO | None = None) -> None:
-        self.stream = stream or sys.stdout
-        try:
-            tty = self.stream.isatty()
-        except (AttributeError, ValueError):
-            tty = False
-        self.colour = tty and not os.environ.get("NO_COLOR")
-        width = max((len(h) for h in hosts), default=0)
-        self.prefixes = {}
-        for index, host in enumerate(hosts):
-            label = host.ljust(width)
-            if self.colour:
-                label = f"\033[{_COLOURS[index % len(_COLOURS)]}m{label}\033[0m"
-            self.prefixes[host] = label + " | "
-
-    def print(self, lines: list[tuple[str, str]]) -> None:
-        if not lines:
-            return
-        text = "".join(f"{self.prefixes.get(h, h + ' | ')}{line}\n" for h, line in lines)
-        try:
-            self.stream.write(text)
-            self.stream.flush()
-        except (OSError, ValueError):
-            pass
-
-
-def _print_logs(logs: Any) -> bool:
-    return bool(logs) and logs != "None"
-
-
 # --------------------------------------------------------------------------- one job
+
+
+class _SigintFlag:
+    """Turns SIGINT into a flag while a caller waits (main thread only).
+
+    A KeyboardInterrupt raised at an arbitrary bytecode can land between a
+    lock's acquire and the ``with`` block that releases it, leaving the lock
+    held and the supervisor thread blocked on it forever. Counting the signal
+    and raising at a known point avoids that.
+    """
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.seen = 0
+        self._previous: Any = None
+        self._installed = False
+
+    def __enter__(self) -> _SigintFlag:
+        if threading.current_thread() is threading.main_thread():
+            try:
+                self._previous = signal.signal(signal.SIGINT, self._handler)
+                self._installed = True
+            except ValueError:  # not the main interpreter
+                self._installed = False
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._installed:
+            signal.signal(signal.SIGINT, self._previous)
+
+    def _handler(self, signum: int, frame: Any) -> None:
+        self.count += 1
+
+    def pending(self) -> bool:
+        """True once for every Ctrl-C not yet raised."""
+        if self.count > self.seen:
+            self.seen = self.count
+            return True
+        return False
+
+
+def _print_new_lines(printer: LogPrinter, host: str, path: str, offset: int, final: bool) -> int:
+    """Print the complete lines of ``path`` after byte ``offset``; returns the new offset.
+
+    With ``final``, a last line without a newline is printed too.
+    """
+    try:
+        with open(path, "rb") as f:
+            f.seek(offset)
+            data = f.read()
+    except OSError:
+        return offset
+    end = len(data) if final else data.rfind(b"\n") + 1
+    if end <= 0:
+        return offset
+    text = data[:end].decode("utf-8", errors="replace")
+    printer.print([(host, line.rstrip("\r")) for line in text.splitlines()])
+    return offset + end
 
 
 class _Follower:
     """Prints a job's lines as they come, remembering how far it got."""
 
-    def __init__(self, job: _LocalJob, printer: _LogPrinter | None) -> None:
+    def __init__(self, job: _LocalJob, printer: LogPrinter | None) -> None:
         self.job = job
         self.printer = printer
         self.cursor = 0
 
-    def follow(self) -> None:
-        """Print new lines until the job is done and every line is printed."""
+    def follow(self, interrupts: _SigintFlag | None = None) -> None:
+        """Print new lines until the job is done and every line is printed.
+
+        A Ctrl-C noted by ``interrupts`` is raised here, between two polls, never
+        while a lock the supervisor thread needs is held.
+        """
         job = self.job
         while True:
+            if interrupts is not None and interrupts.pending():
+                raise KeyboardInterrupt
             finished = job.done.is_set()
             lines, cursor, missed = job.lines_since(self.cursor, 0.2)
             self.cursor = cursor
@@ -543,23 +574,24 @@ class ProcessBackend:
         job = self._find(name)
         if job is None:
             return self._wait_detached(name, logs)
-        follower = _Follower(job, _LogPrinter(job.hosts) if _print_logs(logs) else None)
-        try:
-            follower.follow()
-        except KeyboardInterrupt:
-            logger.warning(
-                "Interrupted: stopping local training job %s (Ctrl-C again to kill at once)",
-                name,
-            )
-            job.stop_reason = job.stop_reason or "interrupted (KeyboardInterrupt)"
-            job.stop_requested.set()
-            while True:
-                try:
-                    follower.follow()
-                    break
-                except KeyboardInterrupt:
-                    job.force_kill.set()
-            raise
+        follower = _Follower(job, LogPrinter(job.hosts) if show_logs(logs) else None)
+        with _SigintFlag() as interrupts:
+            try:
+                follower.follow(interrupts)
+            except KeyboardInterrupt:
+                logger.warning(
+                    "Interrupted: stopping local training job %s (Ctrl-C again to kill at once)",
+                    name,
+                )
+                job.stop_reason = job.stop_reason or "interrupted (KeyboardInterrupt)"
+                job.stop_requested.set()
+                while True:
+                    try:
+                        follower.follow(interrupts)
+                        break
+                    except KeyboardInterrupt:
+                        job.force_kill.set()
+                raise
         return job.describe()
 
     def stop(self, name: str) -> None:
@@ -580,6 +612,84 @@ class ProcessBackend:
         job.stop_reason = job.stop_reason or "stopped by request (stop())"
         job.stop_requested.set()
         job.done.wait()
+
+    def print_logs(self, name: str, follow: bool = False, stream: TextIO | None = None) -> None:
+        """Print the job's log lines as ``algo-1 | line`` (from ``logs/<host>.log``).
+
+        Without ``follow``, prints what the hosts wrote so far, host by host. With
+        ``follow``, keeps printing new lines until the job ends (also for a job
+        another process runs); a job of this process is followed line by line as
+        :meth:`wait` prints it.
+
+        Raises:
+            JobError: there is no local job of that name.
+        """
+        job = self._find(name)
+        if job is not None and follow:
+            _Follower(job, LogPrinter(job.hosts, stream)).follow()
+            return
+        description = self.describe(name)
+        hosts = host_names(description)
+        printer = LogPrinter(hosts, stream)
+        offsets = dict.fromkeys(hosts, 0)
+        gone = 0
+        while True:
+            if follow:
+                description = self.describe(name)
+            finished = description["TrainingJobStatus"] in TERMINAL_STATUSES
+            for host in hosts:
+                path = os.path.join(self.job_dir(name), "logs", f"{host}.log")
+                offsets[host] = _print_new_lines(
+                    printer, host, path, offsets[host], final=finished or not follow
+                )
+            if not follow or finished:
+                return
+            training = description.get("SecondaryStatus") == "Training"
+            gone = gone + 1 if training and not _job_processes(self.job_dir(name)) else 0
+            if gone >= 3:  # no host process for a while: whoever ran the job is gone
+                return
+            time.sleep(0.5)
+
+    def list_jobs(self, max_results: int = 20, status: str | None = None) -> list[dict[str, Any]]:
+        """Local jobs under :attr:`job_root`, newest first, as ListTrainingJobs summaries.
+
+        Each summary has ``TrainingJobName``, ``TrainingJobArn``, ``TrainingJobStatus``,
+        ``SecondaryStatus``, ``CreationTime``, ``LastModifiedTime``,
+        ``TrainingEndTime`` (once ended) and ``LocalJobDir``. ``status`` keeps the
+        jobs in that state only.
+        """
+        try:
+            names = os.listdir(self.job_root)
+        except OSError:
+            return []
+        summaries = []
+        keys = (
+            "TrainingJobName",
+            "TrainingJobArn",
+            "TrainingJobStatus",
+            "SecondaryStatus",
+            "CreationTime",
+            "LastModifiedTime",
+            "TrainingEndTime",
+            "LocalJobDir",
+        )
+        for name in names:
+            if not os.path.isfile(os.path.join(self.job_dir(name), "status.json")):
+                continue
+            try:
+                description = self.describe(name)
+            except JobError:
+                continue
+            if status is not None and description.get("TrainingJobStatus") != status:
+                continue
+            summaries.append({k: description[k] for k in keys if k in description})
+
+        def created(summary: dict[str, Any]) -> float:
+            value = summary.get("CreationTime")
+            return value.timestamp() if isinstance(value, _dt.datetime) else 0.0
+
+        summaries.sort(key=created, reverse=True)
+        return summaries[: max(int(max_results), 0)]
 
     def job_dir(self, name: str) -> str:
         """The job directory of ``name``."""
@@ -616,9 +726,9 @@ class ProcessBackend:
                 break
             time.sleep(1.0)
             description = self._load(name)
-        if _print_logs(logs):
+        if show_logs(logs):
             hosts = host_names(description)
-            printer = _LogPrinter(hosts)
+            printer = LogPrinter(hosts)
             for host in hosts:
                 path = os.path.join(self.job_dir(name), "logs", f"{host}.log")
                 with contextlib.suppress(OSError), open(path, encoding="utf-8") as f:
