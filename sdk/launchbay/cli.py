@@ -1,27 +1,779 @@
-"""The ``launchbay`` command. Subcommands arrive with the CLI issue; for now it prints help."""
+"""The ``launchbay`` command: submit YAML job specs and follow training jobs, from a shell or CI.
+
+::
+
+    launchbay submit job.yaml [--wait | --no-wait] [--instance-type TYPE] [--set KEY=VALUE ...]
+                              [--job-name NAME] [--dry-run] [--output text|json]
+                              [--stop-on-interrupt]
+    launchbay validate job.yaml [--instance-type TYPE] [--set KEY=VALUE ...]
+    launchbay status JOB [--output text|json]
+    launchbay logs JOB [--follow]
+    launchbay stop JOB
+    launchbay list [--max N] [--status STATUS] [--backend all|local_process|sagemaker]
+
+Exit codes (what a CI step can rely on):
+
+* 0: the job completed (or was submitted, with ``--no-wait``); other commands succeeded;
+* 1: the job failed or was stopped (the reason is on stderr), or AWS refused a call;
+* 2: an invalid spec or invalid arguments (each problem names its file, line and key path);
+* 130: interrupted (Ctrl-C; 143 for SIGTERM). A local job is always stopped; a
+  SageMaker job only with ``--stop-on-interrupt``.
+
+With ``--output json`` stdout carries exactly one JSON object (job name, status,
+model data, failure reason, timings, instance type) and the job's logs go to
+stderr. Jobs are found by name: local ones under ``$LAUNCHBAY_HOME/jobs`` first,
+then SageMaker's.
+
+This module is the thin outer layer: argument parsing, printing and exit codes.
+The spec is :mod:`launchbay.jobspec`, the job runs through the estimator and its
+backend.
+"""
 
 from __future__ import annotations
 
 import argparse
+import contextlib
+import datetime as _dt
+import json
+import logging
+import os
+import signal
+import subprocess
 import sys
+import time
+import warnings
+from collections.abc import Iterator, Mapping
+from typing import Any, TextIO
 
 from launchbay import __version__
+from launchbay.errors import (
+    ConfigurationError,
+    JobError,
+    JobFailedError,
+    LaunchbayError,
+    MissingDependencyError,
+)
+from launchbay.jobspec import JobSpecError
+
+__all__ = ["main", "build_parser", "summarize"]
+
+EXIT_OK = 0
+EXIT_FAILED = 1
+EXIT_USAGE = 2
+EXIT_INTERRUPTED = 130
+EXIT_TERMINATED = 143
+
+LOCAL_PROCESS = "local_process"
+SAGEMAKER = "sagemaker"
+STATUSES = ("InProgress", "Completed", "Failed", "Stopping", "Stopped")
+TERMINAL = ("Completed", "Failed", "Stopped")
+#: Seconds ``submit --no-wait`` waits for a detached local job to start.
+DETACH_START_TIMEOUT = 120.0
+
+logger = logging.getLogger("launchbay.cli")
+
+
+# --------------------------------------------------------------------------- parser
 
 
 def build_parser() -> argparse.ArgumentParser:
+    """The ``launchbay`` argument parser."""
     parser = argparse.ArgumentParser(
         prog="launchbay",
         description="Run distributed ML training jobs locally or on SageMaker.",
+        epilog="Exit codes: 0 completed, 1 job failed or stopped, 2 invalid spec or "
+        "arguments, 130 interrupted. See docs/ci.md and docs/jobspec.md.",
     )
     parser.add_argument("--version", action="version", version=f"launchbay {__version__}")
+    parser.add_argument(
+        "-v", "--verbose", action="store_true", help="show debug messages on stderr"
+    )
+    commands = parser.add_subparsers(dest="command", metavar="COMMAND")
+
+    def output_option(sub: argparse.ArgumentParser) -> None:
+        sub.add_argument(
+            "--output",
+            choices=("text", "json"),
+            default="text",
+            help="text for people; json prints one JSON object on stdout (logs go to stderr)",
+        )
+
+    def spec_options(sub: argparse.ArgumentParser) -> None:
+        sub.add_argument("spec", metavar="SPEC", help="the YAML job spec (docs/jobspec.md)")
+        sub.add_argument(
+            "--instance-type",
+            metavar="TYPE",
+            help="run on TYPE instead of the spec's: local_process, local, or an ml.* type",
+        )
+        sub.add_argument(
+            "--set",
+            dest="overrides",
+            action="append",
+            default=[],
+            metavar="KEY=VALUE",
+            help="replace a key of the spec (dotted path, e.g. hyperparameters.epochs=3); "
+            "the value is read as YAML; repeatable",
+        )
+        sub.add_argument("--job-name", metavar="NAME", help="the job's exact name")
+
+    submit = commands.add_parser(
+        "submit",
+        help="submit the job a spec describes and (by default) follow it to the end",
+        description="Submit the training job a YAML spec describes. With --wait (the default) "
+        "its logs are streamed and the exit code says how it ended.",
+    )
+    spec_options(submit)
+    submit.add_argument(
+        "--wait",
+        action=argparse.BooleanOptionalAction,
+        default=True,
+        help="follow the job until it ends (default); --no-wait returns once it is submitted",
+    )
+    submit.add_argument(
+        "--dry-run",
+        action="store_true",
+        help="print the exact CreateTrainingJob request as JSON; upload and create nothing",
+    )
+    output_option(submit)
+    submit.add_argument(
+        "--stop-on-interrupt",
+        action="store_true",
+        help="on Ctrl-C, stop the SageMaker job too (local jobs are always stopped)",
+    )
+    submit.set_defaults(func=_cmd_submit)
+
+    validate = commands.add_parser(
+        "validate",
+        help="check a spec without running anything (no AWS call)",
+        description="Load and check a job spec and build its estimator; touch nothing.",
+    )
+    spec_options(validate)
+    validate.set_defaults(func=_cmd_validate)
+
+    status = commands.add_parser("status", help="show a job's status")
+    status.add_argument("job", metavar="JOB", help="the job's name")
+    output_option(status)
+    status.set_defaults(func=_cmd_status)
+
+    logs = commands.add_parser("logs", help="print a job's logs (host-prefixed lines)")
+    logs.add_argument("job", metavar="JOB", help="the job's name")
+    logs.add_argument(
+        "-f", "--follow", action="store_true", help="keep printing until the job ends"
+    )
+    logs.set_defaults(func=_cmd_logs)
+
+    stop = commands.add_parser("stop", help="stop a running job")
+    stop.add_argument("job", metavar="JOB", help="the job's name")
+    output_option(stop)
+    stop.set_defaults(func=_cmd_stop)
+
+    listing = commands.add_parser("list", help="list recent jobs, local and SageMaker")
+    listing.add_argument(
+        "--max", type=_positive_int, default=20, metavar="N", help="at most N jobs (default 20)"
+    )
+    listing.add_argument("--status", choices=STATUSES, help="only jobs in this state")
+    listing.add_argument(
+        "--backend",
+        choices=("all", LOCAL_PROCESS, SAGEMAKER),
+        default="all",
+        help="where to look (default: local jobs and SageMaker jobs)",
+    )
+    output_option(listing)
+    listing.set_defaults(func=_cmd_list)
     return parser
 
 
+def _positive_int(text: str) -> int:
+    try:
+        value = int(text)
+    except ValueError:
+        value = 0
+    if value < 1:
+        raise argparse.ArgumentTypeError(f"expected an integer 1 or more, got {text!r}")
+    return value
+
+
+# --------------------------------------------------------------------------- entry point
+
+
+_TERMINATED = False
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    # Handled exactly like Ctrl-C: whoever handles SIGINT now (the local backend's
+    # safe flag while it waits, else KeyboardInterrupt) sees it. CI systems cancel
+    # a step with SIGTERM, so the local job is stopped and nothing is left running.
+    global _TERMINATED
+    _TERMINATED = True
+    os.kill(os.getpid(), signal.SIGINT)
+
+
 def main(argv: list[str] | None = None) -> int:
+    """Run the command; returns the exit code."""
+    global _TERMINATED
     parser = build_parser()
-    parser.parse_args(argv)
-    parser.print_help()
-    return 0
+    args = parser.parse_args(argv)
+    if args.command is None:
+        parser.print_help()
+        return EXIT_OK
+    _TERMINATED = False
+    with _console(args.verbose):
+        try:
+            return int(args.func(args))
+        except KeyboardInterrupt:
+            _error("interrupted")
+            return _interrupted_code()
+        except JobSpecError as exc:
+            for problem in exc.problems:
+                print(f"launchbay: error: {problem}", file=sys.stderr)
+            return EXIT_USAGE
+        except (ConfigurationError, MissingDependencyError) as exc:
+            _error(str(exc))
+            return EXIT_USAGE
+        except LaunchbayError as exc:
+            _error(str(exc))
+            return EXIT_FAILED
+        except BrokenPipeError:  # `launchbay logs JOB | head`
+            with contextlib.suppress(OSError):
+                sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - silence the flush at exit
+            return EXIT_OK
+
+
+@contextlib.contextmanager
+def _console(verbose: bool) -> Iterator[None]:
+    """Messages and warnings on stderr as ``launchbay: ...``; SIGINT/SIGTERM as interrupts.
+
+    Everything is put back on exit, so ``main()`` can also run inside another program.
+    """
+    handler = logging.StreamHandler(sys.stderr)
+    handler.setFormatter(_Formatter())
+    package = logging.getLogger("launchbay")
+    saved_logging = (package.level, package.propagate)
+    package.addHandler(handler)
+    package.setLevel(logging.DEBUG if verbose else logging.INFO)
+    package.propagate = False
+
+    def show(message: Any, category: Any, filename: str, lineno: int, *_: Any) -> None:
+        print(f"launchbay: warning: {message}", file=sys.stderr)
+
+    saved_showwarning = warnings.showwarning
+    warnings.showwarning = show
+    saved_signals: dict[int, Any] = {}
+    with contextlib.suppress(ValueError):  # not the main thread: leave signals alone
+        saved_signals[signal.SIGINT] = signal.signal(signal.SIGINT, signal.default_int_handler)
+        saved_signals[signal.SIGTERM] = signal.signal(signal.SIGTERM, _on_sigterm)
+    try:
+        yield
+    finally:
+        for signum, previous in saved_signals.items():
+            signal.signal(signum, previous)
+        warnings.showwarning = saved_showwarning
+        package.removeHandler(handler)
+        package.setLevel(saved_logging[0])
+        package.propagate = saved_logging[1]
+
+
+def _interrupted_code() -> int:
+    return EXIT_TERMINATED if _TERMINATED else EXIT_INTERRUPTED
+
+
+class _Formatter(logging.Formatter):
+    def format(self, record: logging.LogRecord) -> str:
+        prefix = "launchbay: " if record.levelno < logging.WARNING else "launchbay: warning: "
+        if record.levelno >= logging.ERROR:
+            prefix = "launchbay: error: "
+        return prefix + record.getMessage()
+
+
+def _error(message: str) -> None:
+    lines = str(message).splitlines() or [""]
+    print(f"launchbay: error: {lines[0]}", file=sys.stderr)
+    for line in lines[1:]:
+        print(f"  {line}" if line else "", file=sys.stderr)
+
+
+def _info(message: str) -> None:
+    print(f"launchbay: {message}", file=sys.stderr)
+
+
+def _json_default(value: Any) -> Any:
+    if isinstance(value, (_dt.datetime, _dt.date)):
+        return value.isoformat()
+    return str(value)
+
+
+def _print_json(value: Any, stream: TextIO | None = None) -> None:
+    stream = stream or sys.stdout
+    stream.write(json.dumps(value, indent=2, default=_json_default) + "\n")
+    stream.flush()
+
+
+# --------------------------------------------------------------------------- job summaries
+
+
+def _iso(value: Any) -> str | None:
+    if isinstance(value, _dt.datetime):
+        return value.isoformat()
+    return str(value) if value else None
+
+
+def summarize(description: Mapping[str, Any], backend: str) -> dict[str, Any]:
+    """The JSON summary of a DescribeTrainingJob response (``--output json``)."""
+    resources = description.get("ResourceConfig") or {}
+    groups = resources.get("InstanceGroups") or []
+    if groups:
+        instance_type = groups[0].get("InstanceType")
+        count = sum(int(g.get("InstanceCount") or 0) for g in groups)
+    else:
+        instance_type = resources.get("InstanceType")
+        count = resources.get("InstanceCount")
+    summary = {
+        "job_name": description.get("TrainingJobName"),
+        "status": description.get("TrainingJobStatus"),
+        "secondary_status": description.get("SecondaryStatus"),
+        "model_data": (description.get("ModelArtifacts") or {}).get("S3ModelArtifacts"),
+        "failure_reason": description.get("FailureReason"),
+        "timings": {
+            "created": _iso(description.get("CreationTime")),
+            "start": _iso(description.get("TrainingStartTime")),
+            "end": _iso(description.get("TrainingEndTime")),
+            "training_seconds": description.get("TrainingTimeInSeconds"),
+            "billable_seconds": description.get("BillableTimeInSeconds"),
+        },
+        "instance_type": instance_type,
+        "instance_count": count,
+        "backend": backend,
+    }
+    if description.get("LocalJobDir"):
+        summary["local_job_dir"] = description["LocalJobDir"]
+    return summary
+
+
+def _print_summary(summary: Mapping[str, Any], stream: TextIO | None = None) -> None:
+    stream = stream or sys.stdout
+    timings = summary.get("timings") or {}
+    rows = [
+        ("Job", summary.get("job_name")),
+        ("Status", _status_text(summary)),
+        ("Where", f"{summary.get('backend')}, {summary.get('instance_count')} x "
+                  f"{summary.get('instance_type')}"),
+        ("Created", timings.get("created")),
+        ("Started", timings.get("start")),
+        ("Ended", timings.get("end")),
+        ("Training", _seconds(timings.get("training_seconds"))),
+        ("Billable", _seconds(timings.get("billable_seconds"))),
+        ("Model", summary.get("model_data")),
+        ("Job dir", summary.get("local_job_dir")),
+        ("Reason", summary.get("failure_reason")),
+    ]  # fmt: skip
+    for label, value in rows:
+        if value is None:
+            continue
+        text = str(value).replace("\n", "\n" + " " * 11)
+        stream.write(f"{label + ':':<10} {text}\n")
+    stream.flush()
+
+
+def _status_text(summary: Mapping[str, Any]) -> str:
+    status = str(summary.get("status"))
+    secondary = summary.get("secondary_status")
+    return f"{status} ({secondary})" if secondary and secondary != status else status
+
+
+def _seconds(value: Any) -> str | None:
+    return None if value is None else f"{value} s"
+
+
+# --------------------------------------------------------------------------- backends
+
+
+def _local_backend() -> Any:
+    from launchbay.backends.process import ProcessBackend
+
+    return ProcessBackend()
+
+
+def _sagemaker_backend() -> Any:
+    from launchbay.backends.sagemaker import SageMakerBackend
+    from launchbay.session import Session
+
+    return SageMakerBackend(Session())
+
+
+def _is_local_job(name: str) -> bool:
+    from launchbay.backends._local import default_job_root
+
+    return os.path.isfile(os.path.join(default_job_root(), name, "status.json"))
+
+
+def _backend_for_job(name: str) -> tuple[Any, str]:
+    """The backend that knows job ``name``: local (``$LAUNCHBAY_HOME/jobs``) or SageMaker."""
+    from launchbay.estimator import validate_job_name
+
+    validate_job_name(name, "JOB")
+    if _is_local_job(name):
+        return _local_backend(), LOCAL_PROCESS
+    return _sagemaker_backend(), SAGEMAKER
+
+
+# --------------------------------------------------------------------------- submit
+
+
+def _load_spec(args: argparse.Namespace) -> Any:
+    from launchbay import jobspec
+
+    values = {"instance_type": args.instance_type, "job_name": args.job_name}
+    return jobspec.load(args.spec, overrides=args.overrides, values=values)
+
+
+def _cmd_validate(args: argparse.Namespace) -> int:
+    from launchbay.errors import ImageNotFoundError
+
+    spec = _load_spec(args)
+    estimator = spec.build()
+    if not estimator.is_local:
+        # The image tables are local data: a wrong framework_version/py_version shows
+        # here. Without a configured region (or boto3) the check is left to submit.
+        try:
+            estimator.training_image_uri()
+        except ImageNotFoundError as exc:
+            raise spec.error_for(exc) from exc
+        except (ConfigurationError, MissingDependencyError) as exc:
+            logger.debug("Image check skipped: %s", exc)
+    print(
+        f"{args.spec}: valid ({type(estimator).__name__} on {spec.instance_type}, "
+        f"job name: {spec.job_name or 'generated at submission'})"
+    )
+    return EXIT_OK
+
+
+def _cmd_submit(args: argparse.Namespace) -> int:
+    spec = _load_spec(args)
+    estimator = spec.build()
+    inputs, job_name = estimator.spec_inputs, estimator.spec_job_name
+    json_mode = args.output == "json"
+    if args.dry_run:
+        try:
+            request = estimator.create_training_job_request(inputs, job_name=job_name)
+        except ConfigurationError as exc:
+            raise spec.error_for(exc) from exc
+        _print_json(request)
+        return EXIT_OK
+    local = estimator.instance_type == LOCAL_PROCESS or any(
+        g.instance_type == LOCAL_PROCESS for g in estimator.instance_groups or []
+    )
+    if local and not args.wait:
+        return _submit_detached(args, spec, estimator)
+
+    # Logs and progress go to stderr in JSON mode; stdout gets the one JSON object.
+    stdout = sys.stdout
+    log_stream = sys.stderr if json_mode else sys.stdout
+    job = None
+    try:
+        with contextlib.redirect_stdout(log_stream):
+            try:
+                job = estimator.fit(inputs, wait=False, job_name=job_name)
+            except ConfigurationError as exc:
+                raise spec.error_for(exc) from exc
+            backend_kind = LOCAL_PROCESS if local else SAGEMAKER
+            _info(f"submitted training job {job.name} ({backend_kind})")
+            if local:  # lets `launchbay stop JOB` in another shell reach this process
+                _write_pid_file(job.name, os.getpid())
+            if not args.wait:
+                summary = summarize(job.describe(), backend_kind)
+                _report(summary, stdout, json_mode, submitted=True)
+                return EXIT_OK
+            try:
+                job.wait(logs="All")
+                code = EXIT_OK
+            except JobFailedError as exc:
+                _error(str(exc))
+                code = EXIT_FAILED
+            summary = summarize(job.describe(), backend_kind)
+    except KeyboardInterrupt:
+        return _interrupted(args, job, local, stdout, json_mode)
+    if code == EXIT_OK and summary["status"] != "Completed":
+        _error(f"training job {summary['job_name']} ended with status {summary['status']}")
+        code = EXIT_FAILED
+    if code != EXIT_OK and not json_mode:
+        summary = dict(summary, failure_reason=None)  # already on stderr, in full
+    _report(summary, stdout, json_mode)
+    return code
+
+
+def _report(
+    summary: Mapping[str, Any], stdout: TextIO, json_mode: bool, submitted: bool = False
+) -> None:
+    if json_mode:
+        _print_json(summary, stdout)
+        return
+    if submitted:
+        stdout.write(
+            f"Submitted {summary['job_name']}: follow it with `launchbay logs "
+            f"{summary['job_name']} --follow`, see it with `launchbay status "
+            f"{summary['job_name']}`.\n"
+        )
+    _print_summary(summary, stdout)
+
+
+def _interrupted(
+    args: argparse.Namespace, job: Any, local: bool, stdout: TextIO, json_mode: bool
+) -> int:
+    """Ctrl-C during submit: stop the job where that is the rule, report, exit 130."""
+    if job is None:
+        _error("interrupted before the job was submitted")
+        return _interrupted_code()
+    try:
+        if local:
+            # The local backend stops the job itself when Ctrl-C lands while it waits;
+            # this also covers an interrupt between submission and waiting.
+            job.stop()
+            _error(f"interrupted: local training job {job.name} was stopped")
+        elif args.stop_on_interrupt:
+            job.stop()
+            _error(f"interrupted: stop requested for SageMaker training job {job.name}")
+        else:
+            _error(
+                f"interrupted: SageMaker training job {job.name} keeps running "
+                f"(stop it with `launchbay stop {job.name}`, or pass --stop-on-interrupt)"
+            )
+        summary = summarize(job.describe(), LOCAL_PROCESS if local else SAGEMAKER)
+    except KeyboardInterrupt:
+        return _interrupted_code()
+    except LaunchbayError as exc:
+        _error(str(exc))
+        return _interrupted_code()
+    if json_mode:
+        _print_json(summary, stdout)
+    return _interrupted_code()
+
+
+# -- local --no-wait: the job runs in a detached `launchbay submit --wait` --------
+
+
+def _cli_dir() -> str:
+    from launchbay.backends._local import local_home
+
+    return os.path.join(local_home(), "cli")
+
+
+def _pid_file(name: str) -> str:
+    return os.path.join(_cli_dir(), f"{name}.pid")
+
+
+def _submit_detached(args: argparse.Namespace, spec: Any, estimator: Any) -> int:
+    """Run a local job in a detached ``launchbay submit --wait``; return once it started."""
+    try:
+        request = estimator.create_training_job_request(
+            estimator.spec_inputs, job_name=estimator.spec_job_name
+        )
+    except ConfigurationError as exc:
+        raise spec.error_for(exc) from exc
+    name = request["TrainingJobName"]
+    backend = _local_backend()
+    os.makedirs(_cli_dir(), exist_ok=True)
+    command = [
+        sys.executable, "-m", "launchbay.cli", "submit", os.path.abspath(args.spec),
+        "--wait", "--output", "json", "--job-name", name,
+    ]  # fmt: skip
+    if args.instance_type:
+        command += ["--instance-type", args.instance_type]
+    for item in args.overrides:
+        command += ["--set", item]
+    status_file = os.path.join(backend.job_dir(name), "status.json")
+    started = time.time()
+    log_path = os.path.join(_cli_dir(), f"{name}.log")
+    with open(log_path, "wb") as log:
+        proc = subprocess.Popen(
+            command,
+            stdin=subprocess.DEVNULL,
+            stdout=log,
+            stderr=subprocess.STDOUT,
+            start_new_session=True,  # Ctrl-C in this terminal does not reach it
+        )
+    _write_pid_file(name, proc.pid)
+    deadline = time.monotonic() + DETACH_START_TIMEOUT
+    while True:
+        if _fresh(status_file, started):
+            break
+        code = proc.poll()
+        if code is not None or time.monotonic() > deadline:
+            with contextlib.suppress(OSError), open(log_path, encoding="utf-8") as f:
+                sys.stderr.write(f.read()[-4000:])
+            _error(f"the local job {name} did not start (see {log_path})")
+            return EXIT_USAGE if code == EXIT_USAGE else EXIT_FAILED
+        time.sleep(0.1)
+    _info(f"submitted local training job {name} (runner pid {proc.pid}, output in {log_path})")
+    _report(summarize(backend.describe(name), LOCAL_PROCESS), sys.stdout,
+            args.output == "json", submitted=True)  # fmt: skip
+    return EXIT_OK
+
+
+def _write_pid_file(name: str, pid: int) -> None:
+    try:
+        os.makedirs(_cli_dir(), exist_ok=True)
+        with open(_pid_file(name), "w", encoding="utf-8") as f:
+            f.write(f"{pid}\n")
+    except OSError as exc:
+        logger.debug("Could not write %s: %s", _pid_file(name), exc)
+
+
+def _fresh(path: str, since: float) -> bool:
+    try:
+        return os.stat(path).st_mtime >= since - 1.0
+    except OSError:
+        return False
+
+
+def _runner_pid(name: str) -> int | None:
+    """The pid of the detached ``launchbay submit`` that runs local job ``name``, if alive."""
+    try:
+        with open(_pid_file(name), encoding="utf-8") as f:
+            pid = int(f.read().strip())
+    except (OSError, ValueError):
+        return None
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            cmdline = f.read().split(b"\0")
+    except OSError:
+        try:
+            os.kill(pid, 0)
+        except OSError:
+            return None
+        return pid  # no /proc: trust the pid file
+    if b"launchbay.cli" in cmdline and name.encode() in cmdline:
+        return pid
+    return None
+
+
+# --------------------------------------------------------------------------- status, logs, stop, list
+
+
+def _cmd_status(args: argparse.Namespace) -> int:
+    backend, kind = _backend_for_job(args.job)
+    summary = summarize(backend.describe(args.job), kind)
+    if args.output == "json":
+        _print_json(summary)
+    else:
+        _print_summary(summary)
+    return EXIT_OK
+
+
+def _cmd_logs(args: argparse.Namespace) -> int:
+    backend, _ = _backend_for_job(args.job)
+    backend.print_logs(args.job, follow=args.follow, stream=sys.stdout)
+    return EXIT_OK
+
+
+def _cmd_stop(args: argparse.Namespace) -> int:
+    backend, kind = _backend_for_job(args.job)
+    description = backend.describe(args.job)
+    status = description.get("TrainingJobStatus")
+    if status in TERMINAL:
+        _info(f"training job {args.job} already ended ({status}); nothing to stop")
+    elif kind == LOCAL_PROCESS:
+        description = _stop_local(backend, args.job)
+    else:
+        backend.stop(args.job)
+        _info(f"stop requested for SageMaker training job {args.job}")
+        description = backend.describe(args.job)
+    summary = summarize(description, kind)
+    if args.output == "json":
+        _print_json(summary)
+    else:
+        _print_summary(summary)
+    return EXIT_OK
+
+
+def _stop_local(backend: Any, name: str) -> dict[str, Any]:
+    """Stop a local job run by a detached ``launchbay submit`` (SIGTERM to it), and wait."""
+    pid = _runner_pid(name)
+    if pid is None:
+        raise JobError(
+            f"Local training job {name!r} was not started by the launchbay command, or the "
+            "process that runs it is gone: stop it from the process that started it."
+        )
+    os.kill(pid, signal.SIGTERM)
+    _info(f"stopping local training job {name} (runner pid {pid})")
+    from launchbay.backends.process import DEFAULT_GRACE_SECONDS
+
+    grace = float(os.environ.get("LAUNCHBAY_GRACE_SECONDS") or DEFAULT_GRACE_SECONDS)
+    deadline = time.monotonic() + grace + 60.0
+    while True:
+        description = backend.describe(name)
+        if description.get("TrainingJobStatus") in TERMINAL:
+            return description
+        if time.monotonic() > deadline:
+            raise JobError(f"Local training job {name!r} did not stop in time.")
+        time.sleep(0.2)
+
+
+def _cmd_list(args: argparse.Namespace) -> int:
+    jobs: list[dict[str, Any]] = []
+    if args.backend in ("all", LOCAL_PROCESS):
+        for item in _local_backend().list_jobs(max_results=args.max, status=args.status):
+            jobs.append(dict(item, Backend=LOCAL_PROCESS))
+    if args.backend in ("all", SAGEMAKER):
+        try:
+            backend = _sagemaker_backend()
+            remote = backend.list_jobs(max_results=args.max, status=args.status)
+        except (LaunchbayError, ImportError) as exc:
+            if args.backend == SAGEMAKER:
+                raise
+            _info(f"SageMaker jobs not listed: {str(exc).splitlines()[0]}")
+            remote = []
+        for item in remote:
+            jobs.append(dict(item, Backend=SAGEMAKER))
+    jobs.sort(key=_created, reverse=True)
+    jobs = jobs[: args.max]
+    if args.output == "json":
+        _print_json(
+            {
+                "jobs": [
+                    {
+                        "job_name": j.get("TrainingJobName"),
+                        "status": j.get("TrainingJobStatus"),
+                        "secondary_status": j.get("SecondaryStatus"),
+                        "created": _iso(j.get("CreationTime")),
+                        "end": _iso(j.get("TrainingEndTime")),
+                        "backend": j["Backend"],
+                    }
+                    for j in jobs
+                ]
+            }
+        )
+        return EXIT_OK
+    for line in _table(jobs):
+        print(line)
+    return EXIT_OK
+
+
+def _created(job: Mapping[str, Any]) -> float:
+    value = job.get("CreationTime")
+    if isinstance(value, _dt.datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=_dt.timezone.utc)
+        return value.timestamp()
+    return 0.0
+
+
+def _table(jobs: list[dict[str, Any]]) -> Iterator[str]:
+    rows = [("NAME", "STATUS", "CREATED", "BACKEND")]
+    for job in jobs:
+        created = job.get("CreationTime")
+        if isinstance(created, _dt.datetime):
+            created = created.astimezone().strftime("%Y-%m-%d %H:%M:%S")
+        rows.append(
+            (
+                str(job.get("TrainingJobName")),
+                str(job.get("TrainingJobStatus")),
+                str(created or "-"),
+                str(job["Backend"]),
+            )
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    for row in rows:
+        yield "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
 
 
 if __name__ == "__main__":  # pragma: no cover

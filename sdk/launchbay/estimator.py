@@ -824,16 +824,35 @@ class EstimatorBase:
         self,
         inputs: Any = None,
         wait: bool = True,
-        logs: str | bool = "All",
+        logs: str | bool | None = "All",
         job_name: str | None = None,
     ) -> Any:
         """Stage code and start the training job; with ``wait`` follow it to the end.
 
+        Args:
+            inputs: Channels: an S3 URI, a :class:`~launchbay.inputs.TrainingInput`,
+                or a dict of channel name to either.
+            wait: Follow the job until it ends (status changes and logs); with
+                ``False``, return as soon as the job is created.
+            logs: SDK v2's values: ``"All"``/``True`` shows every host's log lines
+                with the status, ``"None"``/``False``/``None`` the status only.
+            job_name: The job's name (default: base name plus a timestamp).
+
         Returns the :class:`launchbay.job.TrainingJob` handle (also kept as
         ``latest_training_job``).
+
+        Raises:
+            JobFailedError: with ``wait``, the job ended Failed or Stopped; it
+                carries the failure reason and the failing host's last log lines.
         """
+        from launchbay._logs import show_logs
         from launchbay.backends import backend_for
 
+        show_logs(logs)  # a bad value fails before anything is submitted
+        if inputs is None:  # an estimator from a job spec keeps the spec's inputs and name
+            inputs = getattr(self, "spec_inputs", None)
+        if job_name is None:
+            job_name = getattr(self, "spec_job_name", None)
         request, bundle, code_uri = self._plan(inputs, job_name)
         if self.instance_type == "local_process":
             self._check_installed_framework()
@@ -898,10 +917,80 @@ class EstimatorBase:
 
     @property
     def model_data(self) -> str | None:
-        """The model artifact URI of the latest job (``.../output/model.tar.gz``)."""
+        """The model artifact URI of the latest job (``.../output/model.tar.gz``).
+
+        ``None`` before any job, or for a failed job that left no artifact.
+        """
         if self.latest_training_job is None:
             return None
         return self.latest_training_job.model_data
+
+    @classmethod
+    def attach(
+        cls,
+        training_job_name: str,
+        sagemaker_session: Any = None,
+        model_channel_name: str = "model",
+    ) -> Any:
+        """Rebuild an estimator from a running or finished SageMaker training job.
+
+        The job's description gives back the arguments (see
+        :mod:`launchbay._attach`): ``create_training_job_request(job_name=<same
+        name>)`` of the result reproduces the job's request, and
+        ``latest_training_job`` is the job, so ``.wait()``, ``.model_data`` and
+        ``.stop()`` work.
+
+        Args:
+            training_job_name: The job's name.
+            sagemaker_session: The :class:`launchbay.Session` (default: a new one).
+            model_channel_name: The channel that carried ``model_uri``, if any.
+
+        Raises:
+            JobError: the job cannot be described (no such job, no permission).
+            ConfigurationError: the job ran another framework's image.
+        """
+        from launchbay import _attach
+
+        return _attach.attach(cls, training_job_name, sagemaker_session, model_channel_name)
+
+    # -- job specs (YAML) ----------------------------------------------------------
+
+    @classmethod
+    def from_yaml(cls, path: str | os.PathLike[str], **overrides: Any) -> EstimatorBase:
+        """Build the estimator a YAML job spec describes (see docs/jobspec.md).
+
+        ``Estimator.from_yaml`` returns the class the spec names (``framework:
+        pytorch`` -> :class:`~launchbay.pytorch.PyTorch`, ``tensorflow`` ->
+        :class:`~launchbay.tensorflow.TensorFlow`, else the generic
+        :class:`Estimator`); ``PyTorch.from_yaml`` insists on its framework.
+        ``${VAR}`` references are filled from the environment and relative paths
+        resolve against the spec file's directory. ``overrides`` are estimator
+        arguments that replace the spec's (``instance_type="local_process"``,
+        ``sagemaker_session=...``; ``inputs``/``job_name`` too).
+
+        The spec's ``inputs`` and ``job_name`` are kept as ``spec_inputs`` and
+        ``spec_job_name``: ``est.fit(est.spec_inputs, job_name=est.spec_job_name)``.
+
+        Raises:
+            launchbay.jobspec.JobSpecError: the spec is invalid; the message names
+                the file, line and key path of each problem.
+        """
+        from launchbay import jobspec
+
+        spec = jobspec.load(path)
+        return spec.build(cls, **overrides)
+
+    def to_yaml(self, path: str | os.PathLike[str]) -> None:
+        """Write this estimator as a YAML job spec that :meth:`from_yaml` reads back.
+
+        Arguments at their default are left out; paths under the spec's directory
+        are written relative to it; ``spec_inputs``/``spec_job_name`` are included
+        when set. The session is not part of a spec.
+        """
+        from launchbay import jobspec
+
+        directory = os.path.dirname(os.path.abspath(os.fspath(path)))
+        jobspec.dump(jobspec.spec_from_estimator(self, directory), path)
 
 
 class Estimator(EstimatorBase):

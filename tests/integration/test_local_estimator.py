@@ -69,3 +69,27 @@ def test_matching_framework_version_does_not_warn(local_env):
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)
         estimator(local_env / "src").fit(logs=False, job_name="same-torch")
+
+
+def test_fit_uses_the_job_spec_inputs_and_name(local_env):
+    from launchbay import Estimator
+
+    data = local_env / "data"
+    data.mkdir()
+    (data / "a.csv").write_text("1,2\n")
+    spec = local_env / "job.yaml"
+    spec.write_text(
+        "framework: pytorch\n"
+        "framework_version: '2.13'\n"
+        "py_version: py311\n"
+        "entry_point: noop.py\n"
+        "source_dir: src\n"
+        "instance_type: local_process\n"
+        "job_name: from-spec\n"
+        f"inputs:\n  train: file://{data}\n"
+    )
+    est = Estimator.from_yaml(spec)
+    job = est.fit(logs=False)
+    assert job.name == "from-spec"
+    config = local_env / "home" / "jobs" / "from-spec" / "algo-1" / "input" / "config"
+    assert list(json.loads((config / "inputdataconfig.json").read_text())) == ["train"]

@@ -1,0 +1,1220 @@
+"""YAML job specs: a training job as a file, for CI and the ``launchbay`` command.
+
+A job spec holds what an estimator holds. Every key is the estimator argument of
+the same name (``role``, ``instance_type``, ``hyperparameters`` ...), plus:
+
+* ``framework`` (``pytorch`` | ``tensorflow``) picks the framework estimator;
+  without it ``image_uri`` makes a generic :class:`launchbay.Estimator`;
+* ``inputs``: the channels ``fit()`` gets (a URI, or channel -> URI /
+  TrainingInput fields / FileSystemInput fields);
+* ``job_name``: the exact job name;
+* ``vpc: {stack: NAME}``: reserved for VPC stacks (an error until they land);
+* ``x-*`` keys are ignored: a place for YAML anchors (``x-defaults: &defaults``).
+
+Loading a spec (:func:`load`) goes through these steps, each reporting every
+problem it finds with ``file:line: key.path: message``:
+
+1. parse the YAML, keeping the line of every key and value (PyYAML node marks);
+   duplicate keys are errors;
+2. fill ``${VAR}``, ``${VAR:-default}``, ``${VAR-default}``, ``${VAR:?message}``
+   from the environment (``$$`` is a literal ``$``); an unset variable is an error
+   naming it and the key path. A plain (unquoted) value that is exactly one
+   reference takes the YAML type of what it expands to (``instance_count:
+   ${COUNT}`` is an integer), except where the schema wants a string;
+3. apply overrides (``--set key.path=value``, parsed as YAML the same way);
+4. validate against ``schemas/jobspec.schema.json`` (JSON Schema 2020-12); an
+   unknown key is reported with the closest known one;
+5. check what the schema cannot say, and resolve relative paths (``source_dir``,
+   ``dependencies``, ``entry_point`` without ``source_dir``) against the spec
+   file's directory.
+
+:meth:`JobSpec.build` then makes the estimator; an estimator error is reported
+at the line of the key it names. :func:`spec_from_estimator` and :func:`dump`
+are the way back (``Estimator.to_yaml``).
+"""
+
+from __future__ import annotations
+
+import copy
+import difflib
+import importlib.resources
+import json
+import logging
+import os
+import re
+from collections.abc import Iterable, Mapping, Sequence
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING, Any
+
+from launchbay.errors import ConfigurationError
+
+if TYPE_CHECKING:  # pragma: no cover
+    import yaml
+
+    from launchbay.estimator import EstimatorBase
+
+__all__ = [
+    "JobSpec",
+    "JobSpecError",
+    "Problem",
+    "load",
+    "loads",
+    "parse_set",
+    "schema",
+    "spec_from_estimator",
+    "dump",
+]
+
+logger = logging.getLogger("launchbay.jobspec")
+
+KeyPath = tuple[str | int, ...]
+
+#: Keys that are not estimator arguments.
+SPEC_ONLY_KEYS = ("framework", "inputs", "job_name", "vpc")
+#: TrainingInput / FileSystemInput fields of a channel mapping.
+TRAINING_INPUT_FIELDS = (
+    "s3_data",
+    "distribution",
+    "compression",
+    "content_type",
+    "record_wrapping",
+    "s3_data_type",
+    "instance_groups",
+    "input_mode",
+    "attribute_names",
+    "target_attribute_name",
+    "shuffle_config",
+)
+FILE_SYSTEM_FIELDS = (
+    "file_system_id",
+    "file_system_type",
+    "directory_path",
+    "file_system_access_mode",
+    "content_type",
+)
+_SCALAR_TAGS = {
+    "tag:yaml.org,2002:null",
+    "tag:yaml.org,2002:bool",
+    "tag:yaml.org,2002:int",
+    "tag:yaml.org,2002:float",
+    "tag:yaml.org,2002:str",
+}
+_NULLS = ("", "~", "null", "Null", "NULL")
+_REFERENCE = re.compile(r"\$\$|\$\{([^}]*)\}|\$\{")
+_WHOLE_REFERENCE = re.compile(r"^\$\{[^}]*\}$")
+_REFERENCE_BODY = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(?:(:-|-|:\?|\?)(.*))?", re.S)
+_ARGUMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)((?:\[[^\]]*\])*)")
+_LOG_LEVELS = {"CRITICAL": 50, "ERROR": 40, "WARNING": 30, "INFO": 20, "DEBUG": 10, "NOTSET": 0}
+_EXPECTED = {
+    "string": "a string",
+    "integer": "an integer",
+    "number": "a number",
+    "boolean": "true or false",
+    "object": "a mapping",
+    "array": "a list",
+    "null": "null",
+}
+
+
+# --------------------------------------------------------------------------- errors
+
+
+@dataclass(frozen=True)
+class Problem:
+    """One thing wrong with a spec: where (``job.yaml:12`` or ``--set ...``), key path, message."""
+
+    where: str
+    key: str
+    message: str
+    line: int | None = None
+
+    def __str__(self) -> str:
+        key = f"{self.key}: " if self.key else ""
+        return f"{self.where}: {key}{self.message}"
+
+
+class JobSpecError(ConfigurationError):
+    """An invalid job spec. ``problems`` lists each one; the message has one per line."""
+
+    def __init__(self, problems: Sequence[Problem]) -> None:
+        ordered = sorted(problems, key=lambda p: (p.line is None, p.line or 0))
+        self.problems = list(ordered)
+        first = self.problems[0] if self.problems else None
+        super().__init__(
+            "\n".join(str(p) for p in self.problems),
+            argument=first.key if first else None,
+        )
+
+
+def dotted(path: KeyPath) -> str:
+    """``("inputs", "train", "s3_data")`` -> ``inputs.train.s3_data``; ``("tags", 0)`` -> ``tags[0]``."""
+    text = ""
+    for part in path:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        else:
+            text += ("." if text else "") + part
+    return text
+
+
+@dataclass
+class _Locations:
+    """Where each key path came from: a line of the file, or an override."""
+
+    filename: str
+    key_lines: dict[KeyPath, int] = field(default_factory=dict)
+    value_lines: dict[KeyPath, int] = field(default_factory=dict)
+    origins: dict[KeyPath, str] = field(default_factory=dict)
+
+    def where(self, path: KeyPath, *, key: bool = False) -> tuple[str, int | None]:
+        """``("job.yaml:12", 12)`` for ``path`` (its key's line with ``key``), or an override."""
+        for end in range(len(path), -1, -1):
+            prefix = path[:end]
+            if prefix in self.origins:
+                return self.origins[prefix], None
+            if key and end == len(path) and prefix in self.key_lines:
+                line = self.key_lines[prefix]
+            elif prefix in self.value_lines:
+                line = self.value_lines[prefix]
+            else:
+                continue
+            return f"{self.filename}:{line}", line
+        return self.filename, None
+
+    def problem(self, path: KeyPath, message: str, *, key: bool = False) -> Problem:
+        where, line = self.where(path, key=key)
+        return Problem(where, dotted(path), message, line)
+
+
+# --------------------------------------------------------------------------- schema
+
+
+_SCHEMA: dict[str, Any] | None = None
+
+
+def schema() -> dict[str, Any]:
+    """The job spec's JSON Schema (``launchbay/schemas/jobspec.schema.json``)."""
+    global _SCHEMA
+    if _SCHEMA is None:
+        text = (
+            importlib.resources.files("launchbay")
+            .joinpath("schemas/jobspec.schema.json")
+            .read_text(encoding="utf-8")
+        )
+        _SCHEMA = json.loads(text)
+    return _SCHEMA
+
+
+def _expand(nodes: Iterable[Any], root: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """Subschemas with ``$ref``, ``anyOf``, ``oneOf`` and ``allOf`` followed."""
+    out: list[dict[str, Any]] = []
+    stack = [n for n in nodes if isinstance(n, dict)]
+    while stack:
+        node = stack.pop()
+        out.append(node)
+        ref = node.get("$ref")
+        if isinstance(ref, str) and ref.startswith("#/"):
+            target: Any = root
+            for part in ref[2:].split("/"):
+                target = target.get(part, {}) if isinstance(target, dict) else {}
+            stack.append(target)
+        for keyword in ("anyOf", "oneOf", "allOf"):
+            stack.extend(n for n in node.get(keyword, []) if isinstance(n, dict))
+    return out
+
+
+def _schemas_at(path: KeyPath) -> list[dict[str, Any]]:
+    root = schema()
+    nodes = _expand([root], root)
+    for part in path:
+        found: list[Any] = []
+        for node in nodes:
+            if isinstance(part, int):
+                if isinstance(node.get("items"), dict):
+                    found.append(node["items"])
+            elif part in node.get("properties", {}):
+                found.append(node["properties"][part])
+            elif isinstance(node.get("additionalProperties"), dict):
+                found.append(node["additionalProperties"])
+        nodes = _expand(found, root)
+    return nodes
+
+
+def _accepts_string(path: KeyPath) -> bool:
+    """True when the schema accepts a string at ``path`` (so an expanded value stays text)."""
+    for node in _schemas_at(path):
+        kind = node.get("type")
+        kinds = [kind] if isinstance(kind, str) else list(kind or [])
+        if "string" in kinds:
+            return True
+        if any(isinstance(v, str) for v in node.get("enum", [])):
+            return True
+    return False
+
+
+# --------------------------------------------------------------------------- parsing
+
+
+class _Composer:
+    """YAML text -> plain data, remembering the line of every key and value."""
+
+    def __init__(self, text: str, locations: _Locations) -> None:
+        self.text = text
+        self.locations = locations
+        self.problems: list[Problem] = []
+        self.whole_references: set[KeyPath] = set()
+
+    def compose(self) -> Any:
+        import yaml
+
+        loader = yaml.SafeLoader(self.text)
+        try:
+            try:
+                node = loader.get_single_node()
+            except yaml.MarkedYAMLError as exc:
+                mark = exc.problem_mark or exc.context_mark
+                line = mark.line + 1 if mark else None
+                where = f"{self.locations.filename}:{line}" if line else self.locations.filename
+                problem = " ".join(str(p) for p in (exc.context, exc.problem) if p)
+                raise JobSpecError([Problem(where, "", f"invalid YAML: {problem}", line)]) from exc
+            except yaml.YAMLError as exc:
+                raise JobSpecError(
+                    [Problem(self.locations.filename, "", f"invalid YAML: {exc}")]
+                ) from exc
+            if node is None:
+                raise JobSpecError(
+                    [Problem(self.locations.filename, "", "the job spec is empty", 1)]
+                )
+            data = self._build(loader, node, (), set())
+        finally:
+            loader.dispose()
+        if self.problems:
+            raise JobSpecError(self.problems)
+        if not isinstance(data, dict):
+            raise JobSpecError(
+                [
+                    self.locations.problem(
+                        (), f"the job spec must be a mapping of keys, not {_kind(data)}"
+                    )
+                ]
+            )
+        return data
+
+    def _build(
+        self, loader: yaml.SafeLoader, node: yaml.Node, path: KeyPath, stack: set[int]
+    ) -> Any:
+        import yaml
+
+        if path:
+            self.locations.value_lines.setdefault(path, node.start_mark.line + 1)
+        if id(node) in stack:
+            self.problems.append(self.locations.problem(path, "a YAML alias refers to itself"))
+            return None
+        if isinstance(node, yaml.MappingNode):
+            try:
+                loader.flatten_mapping(node)  # YAML merge keys (<<)
+            except yaml.MarkedYAMLError as exc:
+                self.problems.append(self.locations.problem(path, f"invalid merge: {exc.problem}"))
+                return {}
+            out: dict[str, Any] = {}
+            for key_node, value_node in node.value:
+                if not isinstance(key_node, yaml.ScalarNode):
+                    line = key_node.start_mark.line + 1
+                    self.problems.append(
+                        Problem(f"{self.locations.filename}:{line}", dotted(path),
+                                "keys must be plain names, not lists or mappings", line)
+                    )  # fmt: skip
+                    continue
+                key = str(key_node.value)
+                child = (*path, key)
+                if key in out:
+                    line = key_node.start_mark.line + 1
+                    first = self.locations.key_lines.get(child)
+                    self.problems.append(
+                        Problem(f"{self.locations.filename}:{line}", dotted(child),
+                                f"duplicate key (first given on line {first})", line)
+                    )  # fmt: skip
+                    continue
+                self.locations.key_lines[child] = key_node.start_mark.line + 1
+                out[key] = self._build(loader, value_node, child, stack | {id(node)})
+            return out
+        if isinstance(node, yaml.SequenceNode):
+            return [
+                self._build(loader, item, (*path, index), stack | {id(node)})
+                for index, item in enumerate(node.value)
+            ]
+        assert isinstance(node, yaml.ScalarNode)
+        if node.tag not in _SCALAR_TAGS:
+            # Timestamps and the like stay text; launchbay has no use for them.
+            if node.tag.startswith("tag:yaml.org,2002:"):
+                return str(node.value)
+            self.problems.append(self.locations.problem(path, f"unsupported YAML tag {node.tag!r}"))
+            return None
+        value = loader.construct_object(node, deep=True)
+        if (
+            node.tag == "tag:yaml.org,2002:str"
+            and node.style is None
+            and _WHOLE_REFERENCE.match(node.value)
+        ):
+            self.whole_references.add(path)
+        return value
+
+
+def _kind(value: Any) -> str:
+    if value is None:
+        return "null"
+    if isinstance(value, bool):
+        return f"the boolean {str(value).lower()}"
+    if isinstance(value, (int, float)):
+        return f"the number {value!r}"
+    if isinstance(value, str):
+        return f"the string {value!r}"
+    if isinstance(value, dict):
+        return "a mapping"
+    if isinstance(value, list):
+        return "a list"
+    return type(value).__name__
+
+
+def _scalar_from_text(text: str, *, collections: bool) -> Any:
+    """``text`` read as a YAML value (``3`` -> 3, ``true`` -> True); else the text itself."""
+    import yaml
+
+    if text.strip() in _NULLS:
+        return None
+    try:
+        value = yaml.safe_load(text)
+    except yaml.YAMLError:
+        return text
+    if isinstance(value, (bool, int, float)) or value is None:
+        return value
+    if collections and isinstance(value, (list, dict)):
+        return value
+    return text
+
+
+# --------------------------------------------------------------------------- ${VAR}
+
+
+def substitute(text: str, environ: Mapping[str, str]) -> str:
+    """Fill ``${VAR}`` references of ``text`` from ``environ`` (raises ``ValueError``)."""
+
+    def replace(match: re.Match[str]) -> str:
+        whole = match.group(0)
+        if whole == "$$":
+            return "$"
+        body = match.group(1)
+        if body is None:
+            raise ValueError("'${' is not closed: write ${NAME}, or $${ for a literal '${'")
+        parsed = _REFERENCE_BODY.fullmatch(body)
+        if not parsed:
+            raise ValueError(
+                f"invalid reference ${{{body}}}: accepted ${{NAME}}, ${{NAME:-default}}, "
+                "${NAME-default}, ${NAME:?message}"
+            )
+        name, operator, argument = parsed.groups()
+        value = environ.get(name)
+        empty = value is None or value == ""
+        if operator in (":-", "-"):
+            if value is None or (operator == ":-" and empty):
+                return argument or ""
+            return value
+        if operator in (":?", "?"):
+            if value is None or (operator == ":?" and empty):
+                raise ValueError(
+                    f"environment variable {name} is not set: {argument or 'required'}"
+                )
+            return value
+        if value is None:
+            raise ValueError(
+                f"environment variable {name} is not set (set it, or write ${{{name}:-default}})"
+            )
+        return value
+
+    return _REFERENCE.sub(replace, text)
+
+
+def _escape(value: Any) -> Any:
+    """Strings with ``$`` doubled, so that loading gives them back unchanged."""
+    if isinstance(value, str):
+        return value.replace("$", "$$")
+    if isinstance(value, dict):
+        return {k: _escape(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_escape(v) for v in value]
+    return value
+
+
+# --------------------------------------------------------------------------- overrides
+
+
+def parse_set(items: Iterable[str]) -> list[tuple[KeyPath, str, str]]:
+    """``["hyperparameters.epochs=3"]`` -> ``[(("hyperparameters", "epochs"), "3", item)]``.
+
+    Raises :class:`JobSpecError` for an item without ``=`` or with an empty key.
+    """
+    out = []
+    problems = []
+    for item in items:
+        key, sep, value = item.partition("=")
+        parts = key.strip().split(".") if key.strip() else []
+        if not sep or not parts or any(not p for p in parts):
+            problems.append(
+                Problem(
+                    f"--set {item}", "", "expected KEY.PATH=VALUE, e.g. hyperparameters.epochs=3"
+                )
+            )
+            continue
+        path: KeyPath = tuple(int(p) if p.isdigit() else p for p in parts)
+        out.append((path, value, item))
+    if problems:
+        raise JobSpecError(problems)
+    return out
+
+
+def _assign(data: dict[str, Any], path: KeyPath, value: Any) -> str | None:
+    """Put ``value`` at ``path`` (making mappings on the way); returns an error or None."""
+    target: Any = data
+    for depth, part in enumerate(path[:-1]):
+        if isinstance(target, list) and isinstance(part, int):
+            if part >= len(target):
+                return f"{dotted(path[: depth + 1])} is past the end of its list"
+        elif isinstance(target, dict):
+            part = str(part)
+            if not isinstance(target.get(part), (dict, list)):
+                target[part] = [] if isinstance(path[depth + 1], int) else {}
+        else:
+            return f"{dotted(path[:depth])} is {_kind(target)}, which has no key {part!r}"
+        target = target[part]
+    last = path[-1]
+    if isinstance(target, list) and isinstance(last, int):
+        if last > len(target):
+            return f"the list has {len(target)} item(s); give an index up to {len(target)}"
+        if last == len(target):
+            target.append(value)
+        else:
+            target[last] = value
+    elif isinstance(target, dict):
+        target[str(last)] = value
+    else:
+        return f"{dotted(path[:-1])} is {_kind(target)}, which has no key {last!r}"
+    return None
+
+
+def _get(data: Any, path: KeyPath) -> Any:
+    for part in path:
+        if isinstance(data, dict):
+            data = data.get(str(part))
+        elif isinstance(data, list) and isinstance(part, int) and part < len(data):
+            data = data[part]
+        else:
+            return None
+    return data
+
+
+# --------------------------------------------------------------------------- validation
+
+
+def _schema_problems(data: dict[str, Any], locations: _Locations) -> list[Problem]:
+    import jsonschema
+
+    validator = jsonschema.Draft202012Validator(schema())
+    problems: list[Problem] = []
+    for error in validator.iter_errors(data):
+        problems.extend(_describe(error, locations))
+    unique: dict[str, Problem] = {}
+    for problem in problems:
+        unique.setdefault(str(problem), problem)
+    return list(unique.values())
+
+
+def _describe(error: Any, locations: _Locations) -> list[Problem]:
+    """Readable problems for one jsonschema error."""
+    path: KeyPath = tuple(error.absolute_path)
+    kind = error.validator
+    sub = error.schema if isinstance(error.schema, dict) else {}
+    if kind == "additionalProperties":
+        known = sorted(sub.get("properties", {}))
+        patterns = [re.compile(p) for p in sub.get("patternProperties", {})]
+        extra = [
+            k
+            for k in error.instance
+            if k not in sub.get("properties", {}) and not any(p.search(k) for p in patterns)
+        ]
+        out = []
+        for key in extra:
+            close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+            if close:
+                hint = f" Did you mean {close[0]!r}?"
+            elif known:
+                hint = " Known keys: " + ", ".join(known) + "."
+            else:
+                hint = ""
+            out.append(locations.problem((*path, key), f"unknown key.{hint}", key=True))
+        return out
+    if kind == "required":
+        where, line = locations.where(path)
+        return [
+            Problem(where, dotted((*path, k)), "missing required key", line)
+            for k in error.validator_value
+            if k not in error.instance
+        ]
+    if kind in ("anyOf", "oneOf"):
+        return _describe_alternatives(error, path, sub, locations)
+    if kind == "type":
+        expected = error.validator_value
+        kinds = [expected] if isinstance(expected, str) else list(expected)
+        text = " or ".join(_EXPECTED.get(k, k) for k in kinds)
+        hint = ""
+        if "string" in kinds and isinstance(error.instance, (int, float)):
+            hint = " (put it in quotes to make it a string)"
+        return [locations.problem(path, f"expected {text}, got {_kind(error.instance)}{hint}")]
+    if kind in ("enum", "const"):
+        values = error.validator_value if kind == "enum" else [error.validator_value]
+        accepted = ", ".join(json.dumps(v) for v in values)
+        return [
+            locations.problem(path, f"{_kind(error.instance)} is not accepted: one of {accepted}")
+        ]
+    if kind == "pattern":
+        accepted = sub.get("x-accepted") or f"text matching {error.validator_value}"
+        return [locations.problem(path, f"{_kind(error.instance)} is not accepted: {accepted}")]
+    if kind in ("minimum", "maximum"):
+        bound = "at least" if kind == "minimum" else "at most"
+        return [
+            locations.problem(
+                path, f"{_kind(error.instance)} is not accepted: {bound} {error.validator_value}"
+            )
+        ]
+    if kind == "minLength":
+        return [locations.problem(path, "must not be empty")]
+    if kind == "minItems":
+        return [locations.problem(path, f"needs at least {error.validator_value} item(s)")]
+    return [locations.problem(path, error.message)]
+
+
+def _describe_alternatives(
+    error: Any, path: KeyPath, sub: Mapping[str, Any], locations: _Locations
+) -> list[Problem]:
+    """anyOf / oneOf: report the alternative that fits the value's kind."""
+    context = list(error.context or [])
+    missing = sub.get("x-missing")
+    if missing and all(
+        e.validator in ("required", "not", "oneOf", "anyOf") and not e.relative_path
+        for e in context
+    ):
+        verb = "needs exactly one of" if error.validator == "oneOf" else "needs"
+        where = "the job spec" if not path else "this entry"
+        return [locations.problem(path, f"{where} {verb}: {missing}")]
+    branches: dict[int, list[Any]] = {}
+    for item in context:
+        branches.setdefault(item.schema_path[0], []).append(item)
+    fitting = {
+        index: errors
+        for index, errors in branches.items()
+        if not any(e.validator == "type" and not e.relative_path for e in errors)
+    }
+    if fitting and len(fitting) < len(error.validator_value):
+        # The value has the kind of some alternatives; report what is wrong inside them.
+        best = min(fitting.values(), key=len)
+        out: list[Problem] = []
+        for item in best:
+            out.extend(_describe(item, locations))
+        return out
+    kinds: list[str] = []
+    for alternative in error.validator_value:
+        kind = alternative.get("type")
+        if kind is None and "const" in alternative:
+            kinds.append(json.dumps(alternative["const"]))
+        elif kind is None and "enum" in alternative:
+            kinds.append("one of " + ", ".join(json.dumps(v) for v in alternative["enum"]))
+        else:
+            for k in [kind] if isinstance(kind, str) else list(kind or []):
+                if alternative.get("x-accepted") and k == "string":
+                    kinds.append(alternative["x-accepted"])
+                else:
+                    kinds.append(_EXPECTED.get(k, k))
+    text = " or ".join(dict.fromkeys(kinds)) or "another value"
+    return [locations.problem(path, f"expected {text}, got {_kind(error.instance)}")]
+
+
+# --------------------------------------------------------------------------- the spec
+
+
+@dataclass
+class JobSpec:
+    """A loaded, validated job spec.
+
+    Attributes:
+        data: The spec after ``${VAR}`` substitution and overrides, with relative
+            paths resolved (plain YAML data).
+        path: The spec file (None for a spec read from text).
+        locations: Where each key came from, for error messages.
+    """
+
+    data: dict[str, Any]
+    path: str | None
+    locations: _Locations
+
+    @property
+    def framework(self) -> str | None:
+        """``pytorch``, ``tensorflow`` or None (the generic Estimator)."""
+        return self.data.get("framework")
+
+    @property
+    def job_name(self) -> str | None:
+        """The spec's ``job_name`` (None: the estimator generates one)."""
+        return self.data.get("job_name")
+
+    @property
+    def instance_type(self) -> str | None:
+        """The instance type (of the first instance group when there are groups)."""
+        if "instance_type" in self.data:
+            return self.data["instance_type"]
+        groups = self.data.get("instance_groups") or [{}]
+        return groups[0].get("instance_type")
+
+    # -- errors -----------------------------------------------------------------
+    def problem(self, path: KeyPath, message: str) -> Problem:
+        """A :class:`Problem` located at ``path``."""
+        return self.locations.problem(path, message)
+
+    def error_for(self, exc: ConfigurationError) -> JobSpecError:
+        """``exc`` (from the estimator) located at the key its ``argument`` names."""
+        if isinstance(exc, JobSpecError):
+            return exc
+        path = self._path_of(getattr(exc, "argument", None))
+        if path is None:
+            return JobSpecError([Problem(self.locations.filename, "", str(exc))])
+        return JobSpecError([self.locations.problem(path, str(exc))])
+
+    def _path_of(self, argument: Any) -> KeyPath | None:
+        if not isinstance(argument, str):
+            return None
+        if argument.startswith("InstanceGroup."):
+            return ("instance_groups",) if "instance_groups" in self.data else None
+        match = _ARGUMENT.match(argument)
+        if not match:
+            return None
+        head = match.group(1)
+        if head in self.data or head in schema()["properties"]:
+            parts: list[str | int] = [head]
+            for item in re.findall(r"\[([^\]]*)\]", match.group(2)):
+                item = item.strip("'\"")
+                parts.append(int(item) if item.isdigit() else item)
+            path = tuple(parts)
+            while len(path) > 1 and _get(self.data, path) is None:
+                path = path[:-1]
+            return path
+        return None
+
+    # -- the estimator ------------------------------------------------------------
+    def estimator_class(self, requested: type | None = None) -> type[EstimatorBase]:
+        """The estimator class the spec asks for (checked against ``requested``)."""
+        from launchbay.estimator import Estimator, EstimatorBase, Framework
+
+        if self.framework == "pytorch":
+            from launchbay.pytorch import PyTorch
+
+            chosen: type[EstimatorBase] = PyTorch
+        elif self.framework == "tensorflow":
+            from launchbay.tensorflow import TensorFlow
+
+            chosen = TensorFlow
+        else:
+            chosen = Estimator
+        if requested is None or requested in (EstimatorBase, Estimator, Framework):
+            if requested is Framework and not self.framework:
+                raise JobSpecError(
+                    [self.problem((), "Framework.from_yaml needs framework: pytorch or tensorflow")]
+                )
+            return chosen
+        wanted = getattr(requested, "_framework_name", None)
+        if wanted == self.framework or (
+            self.framework is None and (wanted is not None or issubclass(requested, Estimator))
+        ):
+            return requested
+        raise JobSpecError(
+            [
+                self.problem(
+                    ("framework",),
+                    f"{requested.__name__}.from_yaml cannot build framework: {self.framework}. "
+                    "Use Estimator.from_yaml to build whatever the spec describes.",
+                )
+            ]
+        )
+
+    def estimator_kwargs(self) -> dict[str, Any]:
+        """The estimator's keyword arguments (everything but inputs, job_name, framework)."""
+        from launchbay.debugger import CollectionConfig, DebuggerHookConfig
+        from launchbay.inputs import InstanceGroup
+
+        kwargs = {
+            k: copy.deepcopy(v)
+            for k, v in self.data.items()
+            if k not in SPEC_ONLY_KEYS and not k.startswith("x-")
+        }
+        if "instance_groups" in kwargs:
+            kwargs["instance_groups"] = [InstanceGroup(**g) for g in kwargs["instance_groups"]]
+        else:
+            kwargs.setdefault("instance_count", 1)
+        if isinstance(kwargs.get("environment"), dict):
+            kwargs["environment"] = {k: _text(v) for k, v in kwargs["environment"].items()}
+        if isinstance(kwargs.get("tags"), dict):
+            kwargs["tags"] = {k: _text(v) for k, v in kwargs["tags"].items()}
+        level = kwargs.get("container_log_level")
+        if isinstance(level, str):
+            kwargs["container_log_level"] = _LOG_LEVELS[level.upper()]
+        hook = kwargs.get("debugger_hook_config")
+        if isinstance(hook, dict):
+            kwargs["debugger_hook_config"] = DebuggerHookConfig(
+                s3_output_path=hook.get("s3_output_path"),
+                container_local_output_path=hook.get("container_local_output_path"),
+                hook_parameters=hook.get("hook_parameters"),
+                collection_configs=[
+                    CollectionConfig(c["name"], c.get("parameters"))
+                    for c in hook.get("collection_configs") or []
+                ]
+                or None,
+            )
+        return kwargs
+
+    def inputs(self) -> Any:
+        """``fit()``'s inputs: a URI, or channel -> URI / TrainingInput / FileSystemInput."""
+        from launchbay.inputs import FileSystemInput, TrainingInput
+
+        inputs = self.data.get("inputs")
+        if inputs is None or isinstance(inputs, str):
+            return inputs
+        out: dict[str, Any] = {}
+        problems = []
+        for channel, value in inputs.items():
+            if isinstance(value, str):
+                out[channel] = value
+                continue
+            try:
+                if "s3_data" in value:
+                    out[channel] = TrainingInput(**value)
+                else:
+                    out[channel] = FileSystemInput(**value)
+            except ConfigurationError as exc:
+                argument = getattr(exc, "argument", None)
+                path: KeyPath = ("inputs", channel)
+                if argument in value:
+                    path = (*path, argument)
+                problems.append(self.problem(path, str(exc)))
+        if problems:
+            raise JobSpecError(problems)
+        return out
+
+    def build(self, estimator_class: type | None = None, **overrides: Any) -> EstimatorBase:
+        """Make the estimator; ``overrides`` are estimator arguments (and ``inputs``/``job_name``).
+
+        The spec's inputs and job name are kept on the estimator as ``spec_inputs``
+        and ``spec_job_name``.
+
+        Raises:
+            JobSpecError: the estimator refused an argument (located at its key).
+        """
+        cls = self.estimator_class(estimator_class)
+        inputs = overrides.pop("inputs") if "inputs" in overrides else self.inputs()
+        job_name = overrides.pop("job_name", None) or self.job_name
+        kwargs = self.estimator_kwargs()
+        kwargs.update(overrides)
+        try:
+            estimator = cls(**kwargs)
+        except ConfigurationError as exc:
+            raise self.error_for(exc) from exc
+        estimator.spec_inputs = inputs
+        estimator.spec_job_name = job_name
+        return estimator
+
+
+def _text(value: Any) -> str:
+    if isinstance(value, bool):
+        return "true" if value else "false"
+    return str(value)
+
+
+def load(
+    path: str | os.PathLike[str],
+    *,
+    overrides: Iterable[str] = (),
+    values: Mapping[str, Any] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> JobSpec:
+    """Read, fill, override and validate the job spec at ``path``.
+
+    Args:
+        path: The YAML file.
+        overrides: ``KEY.PATH=VALUE`` strings (``--set``); values are read as YAML.
+        values: Top-level keys to replace, already typed (``--instance-type``, ``--job-name``);
+            ``{"instance_type": ...}`` also replaces the type of every instance group.
+        environ: Where ``${VAR}`` come from (default ``os.environ``).
+
+    Raises:
+        JobSpecError: with every problem found, each naming its line and key path.
+    """
+    filename = os.fspath(path)
+    try:
+        with open(filename, encoding="utf-8") as f:
+            text = f.read()
+    except OSError as exc:
+        raise JobSpecError(
+            [Problem(filename, "", f"cannot read the job spec: {exc.strerror or exc}")]
+        ) from exc
+    return loads(
+        text,
+        filename=filename,
+        base_dir=os.path.dirname(os.path.abspath(filename)),
+        overrides=overrides,
+        values=values,
+        environ=environ,
+    )
+
+
+def loads(
+    text: str,
+    *,
+    filename: str = "<spec>",
+    base_dir: str | None = None,
+    overrides: Iterable[str] = (),
+    values: Mapping[str, Any] | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> JobSpec:
+    """:func:`load` for spec text; relative paths resolve against ``base_dir`` (default: cwd)."""
+    environ = os.environ if environ is None else environ
+    locations = _Locations(filename)
+    composer = _Composer(text, locations)
+    data = composer.compose()
+
+    # ${VAR}
+    problems: list[Problem] = []
+    coercible: set[KeyPath] = set()
+
+    def fill(value: Any, path: KeyPath) -> Any:
+        if isinstance(value, str):
+            if "$" not in value:
+                return value
+            try:
+                filled = substitute(value, environ)
+            except ValueError as exc:
+                problems.append(locations.problem(path, str(exc)))
+                return value
+            if path in composer.whole_references:
+                coercible.add(path)
+            return filled
+        if isinstance(value, dict):
+            return {k: fill(v, (*path, k)) for k, v in value.items()}
+        if isinstance(value, list):
+            return [fill(v, (*path, i)) for i, v in enumerate(value)]
+        return value
+
+    # x-* keys are ignored (YAML anchors live there); what they lend is filled where used.
+    data = {k: v if k.startswith("x-") else fill(v, (k,)) for k, v in data.items()}
+    if problems:
+        raise JobSpecError(problems)
+
+    # Overrides
+    for key, value in (values or {}).items():
+        if value is None:
+            continue
+        if key == "instance_type" and isinstance(data.get("instance_groups"), list):
+            for index, group in enumerate(data["instance_groups"]):
+                if isinstance(group, dict):
+                    group["instance_type"] = value
+                    locations.origins[("instance_groups", index, "instance_type")] = (
+                        f"--instance-type {value}"
+                    )
+            continue
+        data[key] = value
+        locations.origins[(key,)] = f"--{key.replace('_', '-')} {value}"
+    for path, raw, item in parse_set(overrides):
+        created = next(
+            (path[:depth] for depth in range(1, len(path)) if _get(data, path[:depth]) is None),
+            path,
+        )
+        error = _assign(data, path, raw)
+        if error:
+            problems.append(Problem(f"--set {item}", dotted(path), error))
+            continue
+        locations.origins[created] = locations.origins[path] = f"--set {item}"
+        coercible.add(path)
+    if problems:
+        raise JobSpecError(problems)
+
+    # Types of expanded values and --set values. At the top level, an empty or null
+    # value means "not given" (``role: ${ROLE:-}``, ``--set output_path=null``).
+    for path in sorted(coercible, key=len):
+        current = _get(data, path)
+        if not isinstance(current, str):
+            continue
+        if len(path) == 1 and current.strip() in _NULLS:
+            value: Any = None
+        elif _accepts_string(path):
+            continue
+        else:
+            value = _scalar_from_text(current, collections=path not in composer.whole_references)
+        _assign(data, path, value)
+    data = {k: v for k, v in data.items() if v is not None}
+
+    problems = _schema_problems(data, locations)
+    if problems:
+        raise JobSpecError(problems)
+    spec = JobSpec(data, filename if filename != "<spec>" else None, locations)
+    _check(spec)
+    _resolve_paths(spec, base_dir or os.getcwd())
+    return spec
+
+
+def _check(spec: JobSpec) -> None:
+    """Rules the schema does not state."""
+    data = spec.data
+    problems = []
+    if "vpc" in data:
+        problems.append(
+            spec.problem(
+                ("vpc", "stack"),
+                "VPC stacks need launchbay's VPC support (provisioning with CloudFormation), "
+                "which this version does not have yet. Give subnets and security_group_ids "
+                "instead.",
+            )
+        )
+    if data.get("framework") is None:
+        for key in ("framework_version", "py_version"):
+            if key in data:
+                problems.append(
+                    spec.problem(
+                        (key,),
+                        f"{key} applies to framework estimators only: add framework: pytorch "
+                        f"or framework: tensorflow, or remove {key}",
+                    )
+                )
+    if "model_dir" in data and data.get("framework") != "tensorflow":
+        problems.append(
+            spec.problem(("model_dir",), "model_dir applies to framework: tensorflow only")
+        )
+    if "instance_groups" in data:
+        for key in ("instance_type", "instance_count"):
+            if key in data:
+                problems.append(
+                    spec.problem(
+                        (key,),
+                        f"{key} cannot be combined with instance_groups: give either "
+                        "instance_groups or instance_type/instance_count",
+                    )
+                )
+    if problems:
+        raise JobSpecError(problems)
+
+
+def _is_uri(value: str) -> bool:
+    return "://" in value
+
+
+def _resolve_paths(spec: JobSpec, base_dir: str) -> None:
+    data = spec.data
+
+    def resolve(value: str) -> str:
+        if _is_uri(value):
+            return value
+        return os.path.normpath(os.path.join(base_dir, os.path.expanduser(value)))
+
+    if isinstance(data.get("source_dir"), str):
+        data["source_dir"] = resolve(data["source_dir"])
+    elif isinstance(data.get("entry_point"), str):
+        data["entry_point"] = resolve(data["entry_point"])
+    if isinstance(data.get("dependencies"), list):
+        data["dependencies"] = [resolve(d) for d in data["dependencies"]]
+
+
+# --------------------------------------------------------------------------- estimator -> spec
+
+
+def _default(name: str) -> Any:
+    import inspect
+
+    from launchbay.estimator import EstimatorBase
+
+    param = inspect.signature(EstimatorBase.__init__).parameters.get(name)
+    return None if param is None else param.default
+
+
+def _relative(path: str, base_dir: str) -> str:
+    if _is_uri(path):
+        return path
+    absolute = os.path.abspath(os.path.expanduser(path))
+    try:
+        relative = os.path.relpath(absolute, base_dir)
+    except ValueError:  # another drive (Windows)
+        return absolute
+    return absolute if relative.startswith("..") else relative
+
+
+def _channel_spec(value: Any) -> Any:
+    from launchbay.inputs import FileSystemInput, TrainingInput
+
+    if isinstance(value, str):
+        return value
+    if isinstance(value, FileSystemInput):
+        source = value.config["DataSource"]["FileSystemDataSource"]
+        out = {
+            "file_system_id": source["FileSystemId"],
+            "file_system_type": source["FileSystemType"],
+            "directory_path": source["DirectoryPath"],
+        }
+        if source.get("FileSystemAccessMode", "ro") != "ro":
+            out["file_system_access_mode"] = source["FileSystemAccessMode"]
+        if value.config.get("ContentType"):
+            out["content_type"] = value.config["ContentType"]
+        return out
+    if isinstance(value, TrainingInput):
+        if value.config == TrainingInput(value.uri).config:
+            return value.uri
+        config = value.config
+        source = config["DataSource"]["S3DataSource"]
+        out = {"s3_data": source["S3Uri"]}
+        fields = {
+            "distribution": source.get("S3DataDistributionType"),
+            "compression": config.get("CompressionType"),
+            "content_type": config.get("ContentType"),
+            "record_wrapping": config.get("RecordWrapperType"),
+            "s3_data_type": source.get("S3DataType"),
+            "instance_groups": source.get("InstanceGroupNames"),
+            "input_mode": config.get("InputMode"),
+            "attribute_names": source.get("AttributeNames"),
+            "target_attribute_name": config.get("TargetAttributeName"),
+            "shuffle_config": (config.get("ShuffleConfig") or {}).get("Seed"),
+        }
+        if fields["s3_data_type"] == "S3Prefix":
+            fields["s3_data_type"] = None
+        if fields["distribution"] == "FullyReplicated" and not fields["target_attribute_name"]:
+            fields["distribution"] = None
+        out.update({k: copy.deepcopy(v) for k, v in fields.items() if v is not None})
+        return out
+    raise ConfigurationError.invalid(
+        "inputs", value, "an S3/file URI, a TrainingInput or a FileSystemInput"
+    )
+
+
+def spec_from_estimator(estimator: EstimatorBase, base_dir: str | None = None) -> dict[str, Any]:
+    """The job spec of ``estimator`` as plain data (keys at their default are left out).
+
+    Paths inside ``base_dir`` (the directory the spec is written to) are written
+    relative to it. The estimator's ``spec_inputs`` and ``spec_job_name`` are
+    included when set.
+    """
+    base = os.path.abspath(base_dir or os.getcwd())
+    est: Any = estimator
+    spec: dict[str, Any] = {}
+
+    def put(key: str, value: Any, default: Any = None) -> None:
+        if value is None or value == default:
+            return
+        spec[key] = copy.deepcopy(value)
+
+    framework = getattr(est, "_framework_name", None)
+    put("framework", framework)
+    put("image_uri", est.image_uri)
+    put("framework_version", getattr(est, "framework_version", None))
+    put("py_version", getattr(est, "py_version", None))
+    source_dir = est.source_dir
+    if est.entry_point is not None:
+        entry = est.entry_point
+        if source_dir is None:
+            entry = _relative(entry, base)
+        elif os.path.isabs(entry) and not _is_uri(source_dir):
+            entry = os.path.relpath(entry, os.path.abspath(source_dir))
+        put("entry_point", entry)
+    if source_dir is not None:
+        put("source_dir", _relative(os.fspath(source_dir), base))
+    put("dependencies", [_relative(os.fspath(d), base) for d in est.dependencies], [])
+    put("role", est.role)
+    if est.instance_groups:
+        spec["instance_groups"] = [
+            {
+                "instance_group_name": g.instance_group_name,
+                "instance_type": g.instance_type,
+                "instance_count": g.instance_count,
+            }
+            for g in est.instance_groups
+        ]
+    else:
+        put("instance_type", est.instance_type)
+        spec["instance_count"] = est.instance_count
+    put("distribution", est.distribution, {})
+    put("hyperparameters", dict(est._hyperparameters), {})
+    inputs = getattr(est, "spec_inputs", None)
+    if isinstance(inputs, Mapping):
+        spec["inputs"] = {name: _channel_spec(v) for name, v in inputs.items()}
+    elif inputs is not None:
+        spec["inputs"] = _channel_spec(inputs)
+    for name in (
+        "output_path",
+        "code_location",
+        "base_job_name",
+    ):
+        put(name, getattr(est, name))
+    put("job_name", getattr(est, "spec_job_name", None))
+    put("subnets", est.subnets)
+    put("security_group_ids", est.security_group_ids)
+    put("use_spot_instances", est.use_spot_instances, False)
+    put("max_wait", est.max_wait)
+    put("max_run", est.max_run, _default("max_run"))
+    put("checkpoint_s3_uri", est.checkpoint_s3_uri)
+    put("checkpoint_local_path", est.checkpoint_local_path)
+    put("max_retry_attempts", est.max_retry_attempts)
+    put("environment", est.environment)
+    if est.tags:
+        keys = [t["Key"] for t in est.tags]
+        if len(set(keys)) == len(keys):
+            spec["tags"] = {t["Key"]: t["Value"] for t in est.tags}
+        else:
+            spec["tags"] = copy.deepcopy(est.tags)
+    put("volume_size", est.volume_size, _default("volume_size"))
+    put("volume_kms_key", est.volume_kms_key)
+    put("output_kms_key", est.output_kms_key)
+    put("input_mode", est.input_mode, "File")
+    put("keep_alive_period_in_seconds", est.keep_alive_period_in_seconds)
+    put("enable_network_isolation", est.enable_network_isolation(), False)
+    put("encrypt_inter_container_traffic", est.encrypt_inter_container_traffic, False)
+    put("enable_sagemaker_metrics", est.enable_sagemaker_metrics)
+    put("disable_profiler", est.disable_profiler, False)
+    put("disable_output_compression", est.disable_output_compression, False)
+    put("model_uri", est.model_uri)
+    put("model_channel_name", est.model_channel_name, "model")
+    put("metric_definitions", est.metric_definitions)
+    put("container_log_level", est.container_log_level, logging.INFO)
+    put("container_entry_point", est.container_entry_point)
+    put("container_arguments", est.container_arguments)
+    if framework == "tensorflow":
+        put("model_dir", getattr(est, "model_dir", None))
+    hook = est.debugger_hook_config
+    if hook is False:
+        spec["debugger_hook_config"] = False
+    elif hook is not None:
+        config: dict[str, Any] = {}
+        if hook.s3_output_path:
+            config["s3_output_path"] = hook.s3_output_path
+        if hook.container_local_output_path is not None:
+            config["container_local_output_path"] = hook.container_local_output_path
+        if hook.hook_parameters is not None:
+            config["hook_parameters"] = dict(hook.hook_parameters)
+        if hook.collection_configs:
+            config["collection_configs"] = [
+                {"name": c.name, **({"parameters": dict(c.parameters)} if c.parameters else {})}
+                for c in hook.collection_configs
+            ]
+        spec["debugger_hook_config"] = config or True
+    return spec
+
+
+def dump(spec: Mapping[str, Any], path: str | os.PathLike[str]) -> None:
+    """Write ``spec`` (plain data) as YAML; ``$`` is written as ``$$`` so it loads back as is."""
+    import yaml
+
+    text = yaml.safe_dump(
+        _escape(dict(spec)), sort_keys=False, default_flow_style=False, allow_unicode=True
+    )
+    with open(os.fspath(path), "w", encoding="utf-8") as f:
+        f.write("# launchbay job spec (docs/jobspec.md)\n")
+        f.write(text)
