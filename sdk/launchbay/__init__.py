@@ -21,6 +21,7 @@ from launchbay.errors import (
     JobFailedError,
     LaunchbayError,
     MissingDependencyError,
+    ProvisioningError,
     TransferError,
     UnknownArgumentError,
 )
@@ -54,6 +55,7 @@ __all__ = [
     "JobFailedError",
     "LaunchbayError",
     "MissingDependencyError",
+    "ProvisioningError",
     "PyTorch",
     "Session",
     "TensorFlow",

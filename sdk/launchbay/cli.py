@@ -10,11 +10,14 @@
     launchbay logs JOB [--follow]
     launchbay stop JOB
     launchbay list [--max N] [--status STATUS] [--backend all|local_process|sagemaker]
+    launchbay vpc up|down|show [--stack NAME] [--region R] [--cidr C]
+                               [--interface-endpoints] [--timeout S] [--output text|json]
 
 Exit codes (what a CI step can rely on):
 
 * 0: the job completed (or was submitted, with ``--no-wait``); other commands succeeded;
-* 1: the job failed or was stopped (the reason is on stderr), or AWS refused a call;
+* 1: the job failed or was stopped (the reason is on stderr), or AWS refused a call
+  (for ``vpc``: the stack failed, timed out or is missing);
 * 2: an invalid spec or invalid arguments (each problem names its file, line and key path);
 * 130: interrupted (Ctrl-C; 143 for SIGTERM). A local job is always stopped; a
   SageMaker job only with ``--stop-on-interrupt``.
@@ -180,6 +183,55 @@ def build_parser() -> argparse.ArgumentParser:
     )
     output_option(listing)
     listing.set_defaults(func=_cmd_list)
+
+    vpc = commands.add_parser(
+        "vpc",
+        help="make, show or delete the training VPC (a CloudFormation stack)",
+        description="Manage the training VPC made from launchbay's CloudFormation template "
+        "(docs/vpc.md): private subnets in two zones, an S3 endpoint, and a security group "
+        "open to itself on all ports. CloudFormation's events are printed while it works.",
+    )
+    actions = vpc.add_subparsers(dest="vpc_command", metavar="ACTION", required=True)
+
+    def stack_options(sub: argparse.ArgumentParser, waits: bool) -> None:
+        sub.add_argument(
+            "--stack", default="launchbay-vpc", metavar="NAME", help="stack name (launchbay-vpc)"
+        )
+        sub.add_argument("--region", metavar="R", help="AWS region (default: the configured one)")
+        if waits:
+            sub.add_argument(
+                "--timeout",
+                type=_positive_float,
+                default=1800.0,
+                metavar="S",
+                help="seconds to wait for CloudFormation (default 1800)",
+            )
+
+    up = actions.add_parser(
+        "up", help="create the stack, or update it when the parameters changed; print its ids"
+    )
+    stack_options(up, waits=True)
+    up.add_argument(
+        "--cidr",
+        metavar="C",
+        help="the VPC's IPv4 CIDR, /16 to /27 (new stacks: 10.0.0.0/16; existing: unchanged)",
+    )
+    up.add_argument(
+        "--interface-endpoints",
+        action=argparse.BooleanOptionalAction,
+        default=None,
+        help="add (or remove) interface endpoints for CloudWatch Logs, ECR, STS and the "
+        "SageMaker API; billed hourly (new stacks: off; existing: unchanged)",
+    )
+    output_option(up)
+    up.set_defaults(func=_cmd_vpc_up)
+    down = actions.add_parser("down", help="delete the stack and wait until it is gone")
+    stack_options(down, waits=True)
+    down.set_defaults(func=_cmd_vpc_down)
+    show = actions.add_parser("show", help="print the stack's VPC, subnets and security group")
+    stack_options(show, waits=False)
+    output_option(show)
+    show.set_defaults(func=_cmd_vpc_show)
     return parser
 
 
@@ -190,6 +242,16 @@ def _positive_int(text: str) -> int:
         value = 0
     if value < 1:
         raise argparse.ArgumentTypeError(f"expected an integer 1 or more, got {text!r}")
+    return value
+
+
+def _positive_float(text: str) -> float:
+    try:
+        value = float(text)
+    except ValueError:
+        value = 0.0
+    if not value > 0:
+        raise argparse.ArgumentTypeError(f"expected a number of seconds above 0, got {text!r}")
     return value
 
 
@@ -430,7 +492,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     from launchbay.errors import ImageNotFoundError
 
     spec = _load_spec(args)
-    estimator = spec.build()
+    estimator = spec.build(resolve_vpc=False)  # validate makes no AWS call
     if not estimator.is_local:
         # The image tables are local data: a wrong framework_version/py_version shows
         # here. Without a configured region (or boto3) the check is left to submit.
@@ -442,7 +504,9 @@ def _cmd_validate(args: argparse.Namespace) -> int:
             logger.debug("Image check skipped: %s", exc)
     print(
         f"{args.spec}: valid ({type(estimator).__name__} on {spec.instance_type}, "
-        f"job name: {spec.job_name or 'generated at submission'})"
+        f"job name: {spec.job_name or 'generated at submission'}"
+        + (f", VPC of stack {spec.vpc_stack} read at submission" if spec.vpc_stack else "")
+        + ")"
     )
     return EXIT_OK
 
@@ -774,6 +838,58 @@ def _table(jobs: list[dict[str, Any]]) -> Iterator[str]:
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     for row in rows:
         yield "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
+
+
+# --------------------------------------------------------------------------- vpc
+
+
+def _print_vpc(args: argparse.Namespace, config: Any) -> None:
+    if args.output == "json":
+        _print_json(
+            {
+                "stack": args.stack,
+                "vpc_id": config.vpc_id,
+                "subnets": list(config.subnets),
+                "security_group_ids": list(config.security_group_ids),
+            }
+        )
+        return
+    print(f"stack:              {args.stack}")
+    print(f"vpc_id:             {config.vpc_id}")
+    print(f"subnets:            {', '.join(config.subnets)}")
+    print(f"security_group_ids: {', '.join(config.security_group_ids)}")
+
+
+def _cmd_vpc_up(args: argparse.Namespace) -> int:
+    from launchbay import vpc
+
+    config = vpc.provision(
+        args.stack,
+        args.region,
+        cidr=args.cidr,
+        interface_endpoints=args.interface_endpoints,
+        timeout=args.timeout,
+        progress=True,
+    )
+    _print_vpc(args, config)
+    return EXIT_OK
+
+
+def _cmd_vpc_show(args: argparse.Namespace) -> int:
+    from launchbay import vpc
+
+    _print_vpc(args, vpc.describe(args.stack, args.region))
+    return EXIT_OK
+
+
+def _cmd_vpc_down(args: argparse.Namespace) -> int:
+    from launchbay import vpc
+
+    if vpc.teardown(args.stack, args.region, timeout=args.timeout, progress=True):
+        _info(f"deleted stack {args.stack}")
+    else:
+        _info(f"no stack {args.stack}: nothing to delete")
+    return EXIT_OK
 
 
 if __name__ == "__main__":  # pragma: no cover

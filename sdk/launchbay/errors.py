@@ -14,6 +14,8 @@ OSError from a transfer) are translated at the boundary with ``raise ... from``.
     │   └── ImageNotFoundError               no image for framework/version/py
     ├── MissingDependencyError (ImportError) an optional extra is not installed
     ├── TransferError (RuntimeError)         an S3 upload/download failed
+    ├── ProvisioningError (RuntimeError)     a CloudFormation stack (launchbay.vpc)
+    │                                        failed, timed out or is missing
     └── JobError (RuntimeError)              a submitted job could not be started
         └── JobFailedError                   the job ended Failed or Stopped
 """
@@ -32,6 +34,7 @@ __all__ = [
     "ImageNotFoundError",
     "MissingDependencyError",
     "TransferError",
+    "ProvisioningError",
     "JobError",
     "JobFailedError",
 ]
@@ -101,6 +104,35 @@ class MissingDependencyError(LaunchbayError, ImportError):
 
 class TransferError(LaunchbayError, RuntimeError):
     """Uploading to or downloading from S3 failed."""
+
+
+class ProvisioningError(LaunchbayError, RuntimeError):
+    """A CloudFormation stack could not be created, updated, read or deleted.
+
+    The message names the stack and its region and, for a failed stack, quotes
+    the first failed resource's status reason.
+
+    Attributes:
+        stack_name: The stack's name.
+        region: The stack's region.
+        status: The stack's last known status (``""`` when unknown or missing).
+        reason: The first failure reason found (``""`` when there is none).
+    """
+
+    def __init__(
+        self,
+        message: str,
+        *,
+        stack_name: str = "",
+        region: str = "",
+        status: str = "",
+        reason: str = "",
+    ):
+        super().__init__(message)
+        self.stack_name = stack_name
+        self.region = region
+        self.status = status
+        self.reason = reason
 
 
 class JobError(LaunchbayError, RuntimeError):

@@ -27,6 +27,7 @@ from launchbay.debugger import DebuggerHookConfig
 from launchbay.distribution import LOCAL_INSTANCE_TYPES, Distribution, parse_distribution
 from launchbay.errors import ConfigurationError, UnknownArgumentError
 from launchbay.inputs import InstanceGroup, check_uri
+from launchbay.vpc import VpcConfig
 
 __all__ = ["EstimatorBase", "Estimator", "Framework"]
 
@@ -232,6 +233,7 @@ class EstimatorBase:
         disable_output_compression: bool = False,
         image_uri: str | None = None,
         distribution: Mapping[str, Any] | None = None,
+        vpc_config: VpcConfig | Mapping[str, Any] | None = None,
         **kwargs: Any,
     ) -> None:
         legacy = self._pop_legacy(
@@ -373,6 +375,16 @@ class EstimatorBase:
         self.model_channel_name = model_channel_name
 
         # Network
+        if vpc_config is not None:
+            if subnets is not None or security_group_ids is not None:
+                raise ConfigurationError(
+                    "vpc_config cannot be combined with subnets/security_group_ids: give either "
+                    f"vpc_config (got {vpc_config!r}) or subnets and security_group_ids.",
+                    argument="vpc_config",
+                    value=vpc_config,
+                )
+            config = VpcConfig.from_value(vpc_config)
+            subnets, security_group_ids = list(config.subnets), list(config.security_group_ids)
         subnets = _str_list("subnets", subnets)
         security_group_ids = _str_list("security_group_ids", security_group_ids)
         if (subnets is None) != (security_group_ids is None):

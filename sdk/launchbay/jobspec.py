@@ -8,7 +8,10 @@ the same name (``role``, ``instance_type``, ``hyperparameters`` ...), plus:
 * ``inputs``: the channels ``fit()`` gets (a URI, or channel -> URI /
   TrainingInput fields / FileSystemInput fields);
 * ``job_name``: the exact job name;
-* ``vpc: {stack: NAME}``: reserved for VPC stacks (an error until they land);
+* ``vpc: {stack: NAME}``: the VPC of a stack made by ``launchbay vpc up``
+  (:mod:`launchbay.vpc`), instead of ``subnets``/``security_group_ids``; it is
+  looked up (``launchbay.vpc.describe``) when the estimator is built for
+  submission or a dry run, not by ``validate``;
 * ``x-*`` keys are ignored: a place for YAML anchors (``x-defaults: &defaults``).
 
 Loading a spec (:func:`load`) goes through these steps, each reporting every
@@ -806,19 +809,59 @@ class JobSpec:
             raise JobSpecError(problems)
         return out
 
-    def build(self, estimator_class: type | None = None, **overrides: Any) -> EstimatorBase:
+    @property
+    def vpc_stack(self) -> str | None:
+        """The stack named by ``vpc: {stack: NAME}`` (None without ``vpc``)."""
+        vpc = self.data.get("vpc")
+        return vpc.get("stack") if isinstance(vpc, dict) else None
+
+    def vpc_config(self, region: str | None = None, *, session: Any = None) -> Any:
+        """The :class:`launchbay.vpc.VpcConfig` of the spec's ``vpc`` stack (None without one).
+
+        The stack's outputs are read now (``launchbay.vpc.describe``).
+
+        Raises:
+            ProvisioningError: the stack is missing or unusable; the message starts
+                with the spec's file, line and ``vpc.stack``.
+        """
+        stack = self.vpc_stack
+        if stack is None:
+            return None
+        from launchbay import vpc
+        from launchbay.errors import ProvisioningError
+
+        try:
+            return vpc.describe(stack, region, session=session)
+        except ProvisioningError as exc:
+            raise ProvisioningError(
+                str(self.problem(("vpc", "stack"), str(exc))),
+                stack_name=exc.stack_name,
+                region=exc.region,
+                status=exc.status,
+                reason=exc.reason,
+            ) from exc
+
+    def build(
+        self, estimator_class: type | None = None, *, resolve_vpc: bool = True, **overrides: Any
+    ) -> EstimatorBase:
         """Make the estimator; ``overrides`` are estimator arguments (and ``inputs``/``job_name``).
 
         The spec's inputs and job name are kept on the estimator as ``spec_inputs``
-        and ``spec_job_name``.
+        and ``spec_job_name``. ``vpc: {stack: NAME}`` becomes ``vpc_config`` by
+        reading the stack now (an AWS call), unless ``resolve_vpc`` is false (then
+        the estimator has no VPC: what ``launchbay validate`` checks) or
+        ``vpc_config`` is among ``overrides``.
 
         Raises:
             JobSpecError: the estimator refused an argument (located at its key).
+            ProvisioningError: the ``vpc`` stack is missing or unusable.
         """
         cls = self.estimator_class(estimator_class)
         inputs = overrides.pop("inputs") if "inputs" in overrides else self.inputs()
         job_name = overrides.pop("job_name", None) or self.job_name
         kwargs = self.estimator_kwargs()
+        if resolve_vpc and self.vpc_stack is not None and "vpc_config" not in overrides:
+            kwargs["vpc_config"] = self.vpc_config(session=overrides.get("sagemaker_session"))
         kwargs.update(overrides)
         try:
             estimator = cls(**kwargs)
@@ -971,14 +1014,15 @@ def _check(spec: JobSpec) -> None:
     data = spec.data
     problems = []
     if "vpc" in data:
-        problems.append(
-            spec.problem(
-                ("vpc", "stack"),
-                "VPC stacks need launchbay's VPC support (provisioning with CloudFormation), "
-                "which this version does not have yet. Give subnets and security_group_ids "
-                "instead.",
-            )
-        )
+        for key in ("subnets", "security_group_ids"):
+            if key in data:
+                problems.append(
+                    spec.problem(
+                        (key,),
+                        f"{key} cannot be combined with vpc: give either vpc: {{stack: NAME}} "
+                        "or subnets and security_group_ids",
+                    )
+                )
     if data.get("framework") is None:
         for key in ("framework_version", "py_version"):
             if key in data:

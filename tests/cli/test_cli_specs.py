@@ -167,9 +167,9 @@ def test_estimator_errors_point_at_the_key(run_cli, project):
 
 
 def test_reserved_and_unsupported(run_cli, project):
-    spec = project.spec(GOOD + "vpc:\n  stack: my-vpc\n")
+    spec = project.spec(GOOD + "vpc:\n  stack: my-vpc\nsubnets: [subnet-1]\n")
     check_usage_error(
-        run_cli("validate", spec), "job.yaml:11: vpc.stack: VPC stacks need launchbay's VPC support"
+        run_cli("validate", spec), "job.yaml:12: subnets: subnets cannot be combined with vpc"
     )
     spec = project.spec(GOOD)
     check_usage_error(

@@ -11,8 +11,9 @@ from launchbay import errors
 PUBLIC = [
     "CollectionConfig", "ConfigurationError", "DebuggerHookConfig", "DistributionError",
     "Estimator", "FileSystemInput", "Framework", "ImageNotFoundError", "InputError", "JobError",
-    "JobFailedError", "LaunchbayError", "MissingDependencyError", "PyTorch", "Session",
-    "TensorFlow", "TrainingInput", "TransferError", "UnknownArgumentError", "__version__",
+    "JobFailedError", "LaunchbayError", "MissingDependencyError", "ProvisioningError", "PyTorch",
+    "Session", "TensorFlow", "TrainingInput", "TransferError", "UnknownArgumentError",
+    "__version__",
 ]  # fmt: skip
 
 
@@ -29,6 +30,7 @@ def test_error_tree():
     assert issubclass(errors.UnknownArgumentError, TypeError)
     assert issubclass(errors.JobFailedError, (errors.JobError, RuntimeError))
     assert issubclass(errors.TransferError, RuntimeError)
+    assert issubclass(errors.ProvisioningError, (errors.LaunchbayError, RuntimeError))
     assert issubclass(errors.MissingDependencyError, ImportError)
 
 
