@@ -249,24 +249,25 @@ def read_input_data_config(p: ContractPaths | None = None) -> dict[str, Any]:
     return _read_json(p.input_data_config_file, {})
 
 
+def _read_with_local_path(p: ContractPaths, path: str, default: str) -> dict[str, Any] | None:
+    """A config file whose ``LocalPath`` (or ``default``) is mapped under the base dir."""
+    if not os.path.exists(path):
+        return None
+    config = dict(_read_json(path))
+    config["LocalPath"] = p.container_path(config.get("LocalPath") or default)
+    return config
+
+
 def read_debug_hook_config(p: ContractPaths | None = None) -> dict[str, Any] | None:
     """``debughookconfig.json`` with ``LocalPath`` mapped under the base dir, or ``None``."""
     p = p or paths()
-    if not os.path.exists(p.debug_hook_config_file):
-        return None
-    config = dict(_read_json(p.debug_hook_config_file))
-    config["LocalPath"] = p.container_path(config.get("LocalPath") or DEFAULT_TENSORS_PATH)
-    return config
+    return _read_with_local_path(p, p.debug_hook_config_file, DEFAULT_TENSORS_PATH)
 
 
 def read_checkpoint_config(p: ContractPaths | None = None) -> dict[str, Any] | None:
     """``checkpointconfig.json`` with ``LocalPath`` mapped under the base dir, or ``None``."""
     p = p or paths()
-    if not os.path.exists(p.checkpoint_config_file):
-        return None
-    config = dict(_read_json(p.checkpoint_config_file))
-    config["LocalPath"] = p.container_path(config.get("LocalPath") or DEFAULT_CHECKPOINT_PATH)
-    return config
+    return _read_with_local_path(p, p.checkpoint_config_file, DEFAULT_CHECKPOINT_PATH)
 
 
 # --------------------------------------------------------------------------- writer
