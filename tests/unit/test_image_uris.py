@@ -77,7 +77,6 @@ def v2() -> Iterator[ModuleType]:
     """sagemaker.image_uris, with botocore's endpoint table loaded once instead of per call."""
     with pytest.MonkeyPatch.context() as mp:
         mp.setenv("SAGEMAKER_SUPPRESS_V2_WARNING", "1")
-        pytest.importorskip("sagemaker")
         import sagemaker.utils
         from sagemaker import image_uris as v2_image_uris
 
