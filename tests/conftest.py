@@ -18,6 +18,7 @@ from __future__ import annotations
 import os
 import urllib.request
 from collections.abc import Iterator
+from pathlib import Path
 from typing import TYPE_CHECKING
 
 import pytest
@@ -91,3 +92,19 @@ def session(aws: str) -> Session:
     import launchbay
 
     return launchbay.Session(region_name=MOTO_REGION)
+
+
+@pytest.fixture
+def src(tmp_path: os.PathLike[str], monkeypatch: pytest.MonkeyPatch) -> Path:
+    """A ``src/`` with ``train.py``, ``util.py`` and ``run.sh``; the test runs in its parent.
+
+    Estimators in the tests use ``source_dir="src"`` relative to that directory.
+    Test files with other needs define their own ``src``.
+    """
+    root = Path(tmp_path) / "src"
+    root.mkdir()
+    (root / "train.py").write_text("print('train')\n")
+    (root / "util.py").write_text("X = 1\n")
+    (root / "run.sh").write_text("echo run\n")
+    monkeypatch.chdir(tmp_path)
+    return root

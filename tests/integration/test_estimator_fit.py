@@ -17,16 +17,6 @@ ROLE = "arn:aws:iam::123456789012:role/SageMakerRole"
 BUCKET = "sagemaker-us-west-2-123456789012"
 
 
-@pytest.fixture
-def src(tmp_path, monkeypatch):
-    root = tmp_path / "src"
-    root.mkdir()
-    (root / "train.py").write_text("print('train')\n")
-    (root / "util.py").write_text("X = 1\n")
-    monkeypatch.chdir(tmp_path)
-    return root
-
-
 def torch_estimator(session, **overrides):
     kwargs = dict(
         entry_point="train.py",

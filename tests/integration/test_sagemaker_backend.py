@@ -188,15 +188,6 @@ def count_calls(client, operation: str) -> list[dict]:
     return calls
 
 
-@pytest.fixture
-def src(tmp_path, monkeypatch):
-    root = tmp_path / "src"
-    root.mkdir()
-    (root / "train.py").write_text("print('train')\n")
-    monkeypatch.chdir(tmp_path)
-    return root
-
-
 @pytest.fixture(autouse=True)
 def _colours(monkeypatch):
     monkeypatch.delenv("NO_COLOR", raising=False)

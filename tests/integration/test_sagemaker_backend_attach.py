@@ -33,16 +33,6 @@ INPUTS = {
 }
 
 
-@pytest.fixture
-def src(tmp_path, monkeypatch):
-    root = tmp_path / "src"
-    root.mkdir()
-    (root / "train.py").write_text("print('train')\n")
-    (root / "util.py").write_text("X = 1\n")
-    monkeypatch.chdir(tmp_path)
-    return root
-
-
 def described(request: dict, status: str = "InProgress") -> dict:
     """What DescribeTrainingJob returns for a job created with ``request``."""
     description = {k: copy.deepcopy(v) for k, v in request.items() if k != "Tags"}

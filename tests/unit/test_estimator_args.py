@@ -13,16 +13,6 @@ from launchbay.tensorflow import TensorFlow
 ROLE = "arn:aws:iam::123456789012:role/SageMakerRole"
 
 
-@pytest.fixture
-def src(tmp_path, monkeypatch):
-    root = tmp_path / "src"
-    root.mkdir()
-    (root / "train.py").write_text("print('train')\n")
-    (root / "run.sh").write_text("echo run\n")
-    monkeypatch.chdir(tmp_path)
-    return root
-
-
 def pytorch(**overrides):
     kwargs = dict(
         entry_point="train.py",
