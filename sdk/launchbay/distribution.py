@@ -29,11 +29,11 @@ import difflib
 import json
 import logging
 import os
-import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
 
+from launchbay._instances import instance_family, version_tuple
 from launchbay.errors import DistributionError
 
 __all__ = [
@@ -87,7 +87,6 @@ _STRATEGIES = (
     "multi_worker_mirrored_strategy",
     "instance_groups",
 )
-_INSTANCE_RE = re.compile(r"^ml[._]([a-z\d\-]+)\.?\w*$")
 
 # SDK v2's checks on smdistributed modelparallel parameters (the parts we can check).
 _MP_CHOICES = {
@@ -107,10 +106,7 @@ _MP_BOOL = (
 
 
 def _instance_family(instance_type: str | None) -> str:
-    if not isinstance(instance_type, str):
-        return ""
-    match = _INSTANCE_RE.match(instance_type)
-    return match[1] if match else ""
+    return instance_family(instance_type) if isinstance(instance_type, str) else ""
 
 
 def is_gpu_instance(instance_type: str | None) -> bool:
@@ -123,25 +119,15 @@ def is_trainium_instance(instance_type: str | None) -> bool:
     return _instance_family(instance_type).startswith("trn")
 
 
-def _version_tuple(version: str | None) -> tuple[int, ...]:
-    parts = []
-    for piece in str(version or "").split("."):
-        digits = re.match(r"\d+", piece)
-        if not digits:
-            break
-        parts.append(int(digits.group()))
-    return tuple(parts)
-
-
 def _version_in(version: str | None, supported: Sequence[str]) -> bool:
     """Exact match, or a short version ("2.3") whose newest patch is supported."""
     if version in supported:
         return True
-    want = _version_tuple(version)
+    want = version_tuple(version)
     return (
         bool(want)
         and len(want) < 3
-        and any(_version_tuple(v)[: len(want)] == want for v in supported)
+        and any(version_tuple(v)[: len(want)] == want for v in supported)
     )
 
 
@@ -764,7 +750,7 @@ def _validate(
                 argument=_path("multi_worker_mirrored_strategy"),
                 value=dist["multi_worker_mirrored_strategy"],
             )
-        if framework_version and _version_tuple(framework_version) < MWMS_MIN_TF_VERSION:
+        if framework_version and version_tuple(framework_version) < MWMS_MIN_TF_VERSION:
             raise DistributionError(
                 f"Invalid framework_version={framework_version!r} for "
                 "multi_worker_mirrored_strategy: accepted TensorFlow 2.9 or newer.",

@@ -23,6 +23,7 @@ from collections.abc import Mapping, Sequence
 from typing import Any
 
 from launchbay import _request
+from launchbay._instances import version_tuple
 from launchbay.debugger import DebuggerHookConfig
 from launchbay.distribution import LOCAL_INSTANCE_TYPES, Distribution, parse_distribution
 from launchbay.errors import ConfigurationError, UnknownArgumentError
@@ -897,8 +898,8 @@ class EstimatorBase:
                 stacklevel=3,
             )
             return
-        want = _version(wanted)
-        if _version(installed)[: len(want)] != want:
+        want = version_tuple(wanted)
+        if version_tuple(installed)[: len(want)] != want:
             warnings.warn(
                 f"framework_version={wanted!r} but this Python has {package} {installed}; the "
                 "local_process job runs with the installed version.",
@@ -1097,7 +1098,10 @@ class Framework(EstimatorBase):
     def _sagemaker_metrics(self) -> bool | None:
         if self.enable_sagemaker_metrics is not None:
             return self.enable_sagemaker_metrics
-        if self.framework_version and _version(self.framework_version) >= self._metrics_min_version:
+        if (
+            self.framework_version
+            and version_tuple(self.framework_version) >= self._metrics_min_version
+        ):
             return True
         return None
 
@@ -1133,13 +1137,3 @@ def local_home_uri(*parts: str) -> str:
     """``file://`` URI under the local root: ``$LAUNCHBAY_HOME`` or ``~/.launchbay``."""
     root = os.path.abspath(os.path.expanduser(os.environ.get("LAUNCHBAY_HOME") or "~/.launchbay"))
     return "file://" + os.path.join(root, *parts)
-
-
-def _version(text: str) -> tuple[int, ...]:
-    parts = []
-    for piece in text.split("."):
-        match = re.match(r"\d+", piece)
-        if not match:
-            break
-        parts.append(int(match.group()))
-    return tuple(parts)

@@ -34,6 +34,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from launchbay._image_data import DATA
+from launchbay._instances import instance_family
 from launchbay.errors import ConfigurationError, ImageNotFoundError
 
 __all__ = [
@@ -164,26 +165,6 @@ def py_versions(framework: str, framework_version: str, scope: str = "training")
     """
     key = resolve_version(framework, framework_version, scope)
     return list(_images(framework, scope)["versions"][key]["py"])
-
-
-def instance_family(instance_type: str) -> str:
-    """The family of ``ml.<family>.<size>`` or ``ml_<family>`` (``"g4dn"``), else ``""``.
-
-    Same reading as SageMaker SDK v2: a lower-case family of letters, digits and
-    dashes after ``ml.`` or ``ml_``, then an optional dot and a word.
-    """
-    if not isinstance(instance_type, str) or instance_type[:3] not in ("ml.", "ml_"):
-        return ""
-    rest = instance_type[3:]
-    end = 0
-    while end < len(rest) and (rest[end] in "-0123456789" or "a" <= rest[end] <= "z"):
-        end += 1
-    family, tail = rest[:end], rest[end:]
-    if tail.startswith("."):
-        tail = tail[1:]
-    if not family or not all(ch.isalnum() or ch == "_" for ch in tail):
-        return ""
-    return family
 
 
 def processor_for(instance_type: str) -> str:
