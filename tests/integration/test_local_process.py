@@ -413,14 +413,14 @@ def test_stop_and_max_run_end_stopped_with_checkpoints_saved(home, tmp_path, how
 
 def test_log_prefixes_are_coloured_on_a_terminal(monkeypatch):
     monkeypatch.delenv("NO_COLOR", raising=False)
-    from launchbay.backends.process import _LogPrinter
+    from launchbay._logs import LogPrinter
 
     class Terminal(io.StringIO):
         def isatty(self):
             return True
 
     stream = Terminal()
-    _LogPrinter(["algo-1", "algo-2"], stream=stream).print([("algo-2", "hi")])
+    LogPrinter(["algo-1", "algo-2"], stream=stream).print([("algo-2", "hi")])
     assert stream.getvalue() == "\033[33malgo-2\033[0m | hi\n"
 
 

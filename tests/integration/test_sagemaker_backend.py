@@ -779,7 +779,7 @@ def test_in_a_notebook_the_status_is_live_and_overwritten_with_blanks(monkeypatc
 def test_both_backends_share_one_printer():
     from launchbay.backends import process
 
-    assert process._LogPrinter is LogPrinter
+    assert process.LogPrinter is LogPrinter
     assert not any(
         isinstance(value, type) and value.__name__.endswith("Printer") and value is not LogPrinter
         for value in vars(process).values()

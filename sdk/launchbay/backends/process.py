@@ -68,9 +68,6 @@ __all__ = ["ProcessBackend", "DEFAULT_GRACE_SECONDS"]
 
 logger = logging.getLogger("launchbay.backends.process")
 
-#: The shared printer of job logs (:mod:`launchbay._logs`), under its former private name.
-_LogPrinter = LogPrinter
-
 #: Seconds between SIGTERM and SIGKILL when a job is stopped (``LAUNCHBAY_GRACE_SECONDS``).
 DEFAULT_GRACE_SECONDS = 10.0
 #: Extra time a host's runtime gets after the grace period to report and exit.
