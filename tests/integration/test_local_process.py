@@ -19,7 +19,7 @@ from pathlib import Path
 import psutil
 import pytest
 
-from launchbay import ConfigurationError, JobFailedError
+from launchbay import ConfigurationError, JobError, JobFailedError
 from launchbay.inputs import FileSystemInput, TrainingInput
 from launchbay.pytorch import PyTorch
 from launchbay.tensorflow import TensorFlow
@@ -425,12 +425,12 @@ def test_log_prefixes_are_coloured_on_a_terminal(monkeypatch):
 
 
 def test_a_finished_job_is_described_from_its_directory(home, tmp_path, capsys):
-    from launchbay.backends import process
+    from launchbay.backends import _localjob, process
 
     est = pytorch("sleepy.py", output_path=file_uri(tmp_path / "out"))
     job = est.fit(logs=False)
     directory = str(job_dir(home, job))
-    process._JOBS.pop(directory)  # as if another Python process had run it
+    _localjob._JOBS.pop(directory)  # as if another Python process had run it
     backend = process.ProcessBackend()
     description = backend.describe(job.name)
     assert description["TrainingJobStatus"] == "Completed"
@@ -438,5 +438,5 @@ def test_a_finished_job_is_described_from_its_directory(home, tmp_path, capsys):
     assert description["TrainingEndTime"] >= description["TrainingStartTime"]
     backend.wait(job.name, logs=True)
     assert "algo-2 | [rank 1] goodbye from algo-2" in capsys.readouterr().out.splitlines()
-    with pytest.raises(process.JobError, match="No local training job"):
+    with pytest.raises(JobError, match="No local training job"):
         backend.describe("no-such-job")

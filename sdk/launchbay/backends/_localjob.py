@@ -1,0 +1,862 @@
+"""A local job's life, shared by the local backends (``local_process`` and Docker).
+
+:class:`LocalBackend` does everything SageMaker's control plane does for a
+training job, whatever runs the hosts:
+
+1. ``run(request)`` checks the request, makes the job directory (see
+   :mod:`launchbay.backends._local`) and returns a
+   :class:`~launchbay.job.TrainingJob` at once; a supervisor thread does the rest;
+2. *Downloading*: writes each host's ``input/config/*.json``, links the
+   channels, restores checkpoints (:meth:`LocalBackend._prepare`);
+3. *Training*: the subclass starts one host per instance
+   (:meth:`LocalBackend._start_hosts`). Every line a host prints goes to
+   ``logs/<host>.log`` and an in-memory buffer that :meth:`LocalBackend.wait`
+   prints, prefixed by the host;
+4. the first host to exit non-zero fails the job: the other hosts are stopped
+   at once (SIGTERM, SIGKILL after the grace period), every host's
+   ``output/launchbay-failure.json`` is read and the earliest failure is the root
+   cause; its report (or the host's ``output/failure``) becomes ``FailureReason``
+   (first 1024 characters, as SageMaker);
+5. *Uploading*: checkpoints are saved (in every end state: success, failure,
+   stop, Ctrl-C), then ``model.tar.gz``, ``output.tar.gz`` and the failure reason
+   are written under ``<output_path>/<job>/output/``;
+6. teardown (:meth:`LocalBackend._teardown`) always runs, also when the
+   interpreter exits with jobs still running.
+
+Subclasses implement how hosts start, report their exit codes, stop and are
+cleaned up; nothing else.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import copy
+import datetime as _dt
+import json
+import logging
+import os
+import signal
+import threading
+import time
+from collections.abc import Iterable, Mapping
+from typing import Any, TextIO
+
+from launchbay._logs import LogPrinter, show_logs
+from launchbay.backends._local import (
+    JobLayout,
+    LocalStager,
+    _write_json_atomic,
+    check_request,
+    default_job_root,
+    host_names,
+)
+from launchbay.errors import JobError, LaunchbayError
+from launchbay.job import TERMINAL_STATUSES, TrainingJob
+
+__all__ = ["LocalBackend", "DEFAULT_GRACE_SECONDS"]
+
+logger = logging.getLogger("launchbay.backends.local")
+
+#: Seconds between SIGTERM and SIGKILL when a job is stopped (``LAUNCHBAY_GRACE_SECONDS``).
+DEFAULT_GRACE_SECONDS = 10.0
+#: Extra time a host's runtime gets after the grace period to report and exit.
+RUNTIME_MARGIN = 5.0
+POLL = 0.05
+_READER_JOIN = 5.0
+_MAX_BUFFERED_LINES = 200_000
+_REASON_LIMIT = 1024
+_FAILURE_CAUSE_ORDER = {
+    "exception": 0,
+    "exit": 1,
+    "crash": 2,
+    "launcher": 3,
+    "host": 4,
+    "setup": 5,
+    "signal": 6,
+}
+_REQUEST_KEYS_NOT_DESCRIBED = ("Tags",)
+
+
+def _now() -> _dt.datetime:
+    return _dt.datetime.now(_dt.timezone.utc)
+
+
+def grace_from(request: Mapping[str, Any], explicit: float | None) -> float:
+    """The grace period: ``explicit``, else ``LAUNCHBAY_GRACE_SECONDS`` (request, then caller)."""
+    if explicit is not None:
+        return float(explicit)
+    raw = (request.get("Environment") or {}).get("LAUNCHBAY_GRACE_SECONDS") or os.environ.get(
+        "LAUNCHBAY_GRACE_SECONDS"
+    )
+    try:
+        return max(float(raw), 0.0) if raw not in (None, "") else DEFAULT_GRACE_SECONDS
+    except ValueError:
+        return DEFAULT_GRACE_SECONDS
+
+
+# --------------------------------------------------------------------------- one job
+
+
+class _SigintFlag:
+    """Turns SIGINT into a flag while a caller waits (main thread only).
+
+    A KeyboardInterrupt raised at an arbitrary bytecode can land between a
+    lock's acquire and the ``with`` block that releases it, leaving the lock
+    held and the supervisor thread blocked on it forever. Counting the signal
+    and raising at a known point avoids that.
+    """
+
+    def __init__(self) -> None:
+        self.count = 0
+        self.seen = 0
+        self._previous: Any = None
+        self._installed = False
+
+    def __enter__(self) -> _SigintFlag:
+        if threading.current_thread() is threading.main_thread():
+            try:
+                self._previous = signal.signal(signal.SIGINT, self._handler)
+                self._installed = True
+            except ValueError:  # not the main interpreter
+                self._installed = False
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        if self._installed:
+            signal.signal(signal.SIGINT, self._previous)
+
+    def _handler(self, signum: int, frame: Any) -> None:
+        self.count += 1
+
+    def pending(self) -> bool:
+        """True once for every Ctrl-C not yet raised."""
+        if self.count > self.seen:
+            self.seen = self.count
+            return True
+        return False
+
+
+def _print_new_lines(printer: LogPrinter, host: str, path: str, offset: int, final: bool) -> int:
+    """Print the complete lines of ``path`` after byte ``offset``; returns the new offset.
+
+    With ``final``, a last line without a newline is printed too.
+    """
+    try:
+        with open(path, "rb") as f:
+            f.seek(offset)
+            data = f.read()
+    except OSError:
+        return offset
+    end = len(data) if final else data.rfind(b"\n") + 1
+    if end <= 0:
+        return offset
+    text = data[:end].decode("utf-8", errors="replace")
+    printer.print([(host, line.rstrip("\r")) for line in text.splitlines()])
+    return offset + end
+
+
+class _Follower:
+    """Prints a job's lines as they come, remembering how far it got."""
+
+    def __init__(self, job: LocalJob, printer: LogPrinter | None) -> None:
+        self.job = job
+        self.printer = printer
+        self.cursor = 0
+
+    def follow(self, interrupts: _SigintFlag | None = None) -> None:
+        """Print new lines until the job is done and every line is printed.
+
+        A Ctrl-C noted by ``interrupts`` is raised here, between two polls, never
+        while a lock the supervisor thread needs is held.
+        """
+        job = self.job
+        while True:
+            if interrupts is not None and interrupts.pending():
+                raise KeyboardInterrupt
+            finished = job.done.is_set()
+            lines, cursor, missed = job.lines_since(self.cursor, 0.2)
+            self.cursor = cursor
+            if self.printer is not None:
+                if missed:
+                    note = f"... {missed} line(s) not kept in memory; see {job.layout.logs_dir}"
+                    self.printer.print([("launchbay", note)])
+                self.printer.print(lines)
+            if finished and not lines:
+                return
+
+
+class LocalJob:
+    """State of one running (or finished) job; touched by the supervisor and callers."""
+
+    def __init__(
+        self,
+        request: dict[str, Any],
+        layout: JobLayout,
+        stager: LocalStager,
+        grace: float,
+        backend: LocalBackend,
+    ) -> None:
+        self.request = request
+        self.backend = backend
+        self.name: str = request["TrainingJobName"]
+        self.layout = layout
+        self.hosts = list(layout.hosts)
+        self.stager = stager
+        self.grace = grace
+        self.lock = threading.Condition()
+        self.status = "InProgress"
+        self.secondary = "Starting"
+        self.transitions: list[dict[str, Any]] = []
+        self.failure_reason: str | None = None
+        self.model_artifacts: str | None = None
+        self.creation_time = _now()
+        self.start_time: _dt.datetime | None = None
+        self.end_time: _dt.datetime | None = None
+        #: What runs each host, by host name (a process, a container ...), backend's own.
+        self.procs: dict[str, Any] = {}
+        self.readers: list[threading.Thread] = []
+        self.stop_requested = threading.Event()
+        self.force_kill = threading.Event()
+        self.done = threading.Event()
+        self.stop_reason: str | None = None
+        self._lines: list[tuple[str, str]] = []
+        self._dropped = 0
+        self.thread: threading.Thread | None = None
+        self._set_secondary("Starting", "Preparing the instances for training")
+
+    # -- status -----------------------------------------------------------------
+    def _set_secondary(self, status: str, message: str) -> None:
+        now = _now()
+        with self.lock:
+            if self.transitions:
+                self.transitions[-1].setdefault("EndTime", now)
+            self.transitions.append({"Status": status, "StartTime": now, "StatusMessage": message})
+            self.secondary = status
+        self.save()
+
+    def describe(self) -> dict[str, Any]:
+        with self.lock:
+            described = {
+                k: copy.deepcopy(v)
+                for k, v in self.request.items()
+                if k not in _REQUEST_KEYS_NOT_DESCRIBED
+            }
+            region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "local"
+            described.update(
+                {
+                    "TrainingJobName": self.name,
+                    "TrainingJobArn": f"arn:aws:sagemaker:{region}:000000000000:training-job/"
+                    f"{self.name.lower()}",
+                    "TrainingJobStatus": self.status,
+                    "SecondaryStatus": self.secondary,
+                    "CreationTime": self.creation_time,
+                    "LastModifiedTime": _now(),
+                    "SecondaryStatusTransitions": copy.deepcopy(self.transitions),
+                    "LocalJobDir": self.layout.job_dir,
+                }
+            )
+            if self.start_time:
+                described["TrainingStartTime"] = self.start_time
+            if self.end_time:
+                described["TrainingEndTime"] = self.end_time
+                if self.start_time:
+                    seconds = int((self.end_time - self.start_time).total_seconds())
+                    described["TrainingTimeInSeconds"] = seconds
+            if self.failure_reason:
+                described["FailureReason"] = self.failure_reason
+            if self.model_artifacts:
+                described["ModelArtifacts"] = {"S3ModelArtifacts": self.model_artifacts}
+            return described
+
+    def save(self) -> None:
+        """Write the description to ``status.json`` (best effort)."""
+        try:
+            _write_json_atomic(self.layout.status_file, _to_json(self.describe()))
+        except OSError as exc:
+            logger.debug("Could not write %s: %s", self.layout.status_file, exc)
+
+    # -- logs -------------------------------------------------------------------
+    def add_line(self, host: str, line: str) -> None:
+        with self.lock:
+            self._lines.append((host, line))
+            if len(self._lines) > _MAX_BUFFERED_LINES:
+                drop = len(self._lines) // 2
+                del self._lines[:drop]
+                self._dropped += drop
+            self.lock.notify_all()
+
+    def lines_since(self, cursor: int, timeout: float) -> tuple[list[tuple[str, str]], int, int]:
+        """``(lines, new cursor, lines missed)`` after ``cursor``, waiting up to ``timeout``."""
+        with self.lock:
+            if cursor >= self._dropped + len(self._lines) and not self.done.is_set():
+                self.lock.wait(timeout)
+            missed = max(self._dropped - cursor, 0)
+            start = max(cursor - self._dropped, 0)
+            lines = self._lines[start:]
+            return lines, self._dropped + len(self._lines), missed
+
+    def notify(self) -> None:
+        with self.lock:
+            self.lock.notify_all()
+
+
+def _to_json(value: Any) -> Any:
+    if isinstance(value, _dt.datetime):
+        return value.isoformat()
+    if isinstance(value, dict):
+        return {k: _to_json(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_to_json(v) for v in value]
+    return value
+
+
+def _from_json(value: Any, key: str = "") -> Any:
+    if isinstance(value, str) and key.endswith("Time"):
+        with contextlib.suppress(ValueError):
+            return _dt.datetime.fromisoformat(value)
+    if isinstance(value, dict):
+        return {k: _from_json(v, k) for k, v in value.items()}
+    if isinstance(value, list):
+        return [_from_json(v, key) for v in value]
+    return value
+
+
+# Every job started in this interpreter, by job directory (for atexit and other backends).
+_JOBS: dict[str, LocalJob] = {}
+_JOBS_LOCK = threading.Lock()
+_ATEXIT_REGISTERED = False
+
+
+def _register(job: LocalJob) -> None:
+    global _ATEXIT_REGISTERED
+    with _JOBS_LOCK:
+        _JOBS[job.layout.job_dir] = job
+        if not _ATEXIT_REGISTERED:
+            atexit.register(_stop_all_at_exit)
+            _ATEXIT_REGISTERED = True
+
+
+def _stop_all_at_exit() -> None:
+    """Stop every job still running when the interpreter exits; leave no process behind."""
+    with _JOBS_LOCK:
+        running = [job for job in _JOBS.values() if not job.done.is_set()]
+    for job in running:
+        logger.warning("Stopping local training job %s (the Python process is exiting)", job.name)
+        job.stop_reason = job.stop_reason or "the Python process that started it exited"
+        job.stop_requested.set()
+    deadline = time.monotonic() + max((j.grace for j in running), default=0) + RUNTIME_MARGIN
+    for job in running:
+        job.done.wait(max(deadline - time.monotonic(), 0.1))
+        if not job.done.is_set():
+            job.force_kill.set()
+            try:
+                job.backend._hard_kill(job)
+            except Exception as exc:  # at exit: report, go on with the other jobs
+                logger.warning("Could not kill what is left of job %s: %s", job.name, exc)
+
+
+# --------------------------------------------------------------------------- the backend
+
+
+# --------------------------------------------------------------------------- the backend
+
+
+class LocalBackend:
+    """Runs CreateTrainingJob requests on this machine; subclasses say how hosts run.
+
+    Args:
+        session: A :class:`launchbay.Session` for ``s3://`` channels, outputs and
+            checkpoints; created on first S3 use when not given.
+        job_root: Where job directories go (default ``$LAUNCHBAY_HOME/jobs`` or
+            ``~/.launchbay/jobs``).
+        grace_seconds: Seconds between SIGTERM and SIGKILL when hosts are stopped
+            (default ``$LAUNCHBAY_GRACE_SECONDS`` from the request's Environment or
+            the caller's environment, else 10).
+    """
+
+    def __init__(
+        self,
+        session: Any = None,
+        job_root: str | os.PathLike[str] | None = None,
+        *,
+        grace_seconds: float | None = None,
+    ) -> None:
+        self.session = session
+        self._job_root = os.fspath(job_root) if job_root is not None else None
+        self.grace_seconds = grace_seconds
+        self._stager: LocalStager | None = None
+
+    #: How a host is called in messages ("local process", "container" ...).
+    host_kind = "host"
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(job_root={self.job_root!r})"
+
+    @property
+    def job_root(self) -> str:
+        """The directory job directories are made in."""
+        root = self._job_root or default_job_root()
+        return os.path.abspath(os.path.expanduser(root))
+
+    @property
+    def stager(self) -> LocalStager:
+        if self._stager is None:
+            self._stager = LocalStager(self.session)
+        return self._stager
+
+    # -- the Backend interface ----------------------------------------------------
+    def run(self, request: dict[str, Any]) -> TrainingJob:
+        """Start the job in the background and return its handle at once.
+
+        Raises:
+            ConfigurationError: the request asks for something that cannot run
+                locally (FileSystemInput channels, Pipe mode ...).
+            InputError: a ``file://`` channel path does not exist.
+            JobError: a job of that name is still running here.
+        """
+        request = copy.deepcopy(dict(request))
+        name = request["TrainingJobName"]
+        check_request(request)
+        hosts = host_names(request)
+        self._check_can_run(request, hosts)
+        job_dir = os.path.join(self.job_root, name)
+        with _JOBS_LOCK:
+            running = _JOBS.get(job_dir)
+        if running is not None and not running.done.is_set():
+            raise JobError(
+                f"A local training job named {name!r} is still running ({job_dir}). "
+                "Accepted: another job_name, or stop that job first."
+            )
+        layout = JobLayout.create(self.job_root, name, hosts)
+        layout.write_request(request)
+        job = LocalJob(request, layout, self.stager, grace_from(request, self.grace_seconds), self)
+        _register(job)
+        job.thread = threading.Thread(
+            target=self._supervise, args=(job,), name=f"launchbay-job-{name}", daemon=True
+        )
+        job.thread.start()
+        logger.info(
+            "Started local training job %s: %d host(s), job directory %s",
+            name,
+            len(hosts),
+            layout.job_dir,
+        )
+        return TrainingJob(name, self)
+
+    def describe(self, name: str) -> dict[str, Any]:
+        """The job's DescribeTrainingJob-shaped description (plus ``LocalJobDir``)."""
+        job = self._find(name)
+        if job is not None:
+            return job.describe()
+        return self._load(name)
+
+    def wait(self, name: str, logs: str | bool | None = "All") -> dict[str, Any]:
+        """Block until the job ends and return its description.
+
+        With ``logs`` truthy (``"All"``, ``True``), every line of every host is
+        printed from the start, prefixed by the host (coloured on a terminal);
+        with ``False``, ``None`` or ``"None"`` nothing is printed. Ctrl-C stops
+        every host (SIGTERM, SIGKILL after the grace period), waits for the
+        checkpoints to be saved, marks the job Stopped and re-raises
+        :class:`KeyboardInterrupt`.
+        """
+        job = self._find(name)
+        if job is None:
+            return self._wait_detached(name, logs)
+        follower = _Follower(job, LogPrinter(job.hosts) if show_logs(logs) else None)
+        with _SigintFlag() as interrupts:
+            try:
+                follower.follow(interrupts)
+            except KeyboardInterrupt:
+                logger.warning(
+                    "Interrupted: stopping local training job %s (Ctrl-C again to kill at once)",
+                    name,
+                )
+                job.stop_reason = job.stop_reason or "interrupted (KeyboardInterrupt)"
+                job.stop_requested.set()
+                while True:
+                    try:
+                        follower.follow(interrupts)
+                        break
+                    except KeyboardInterrupt:
+                        job.force_kill.set()
+                raise
+        return job.describe()
+
+    def stop(self, name: str) -> None:
+        """Stop the job (SIGTERM to every host, SIGKILL after the grace period) and wait.
+
+        Returns once the hosts are gone and checkpoints and outputs are saved;
+        the job ends Stopped. Stopping a finished job does nothing.
+        """
+        job = self._find(name)
+        if job is None:
+            if self._load(name)["TrainingJobStatus"] not in TERMINAL_STATUSES:
+                raise JobError(
+                    f"Local training job {name!r} was started by another process; stop it there."
+                )
+            return
+        if job.done.is_set():
+            return
+        job.stop_reason = job.stop_reason or "stopped by request (stop())"
+        job.stop_requested.set()
+        job.done.wait()
+
+    def print_logs(self, name: str, follow: bool = False, stream: TextIO | None = None) -> None:
+        """Print the job's log lines as ``algo-1 | line`` (from ``logs/<host>.log``).
+
+        Without ``follow``, prints what the hosts wrote so far, host by host. With
+        ``follow``, keeps printing new lines until the job ends (also for a job
+        another process runs); a job of this process is followed line by line as
+        :meth:`wait` prints it.
+
+        Raises:
+            JobError: there is no local job of that name.
+        """
+        job = self._find(name)
+        if job is not None and follow:
+            _Follower(job, LogPrinter(job.hosts, stream)).follow()
+            return
+        description = self.describe(name)
+        hosts = host_names(description)
+        printer = LogPrinter(hosts, stream)
+        offsets = dict.fromkeys(hosts, 0)
+        gone = 0
+        while True:
+            if follow:
+                description = self.describe(name)
+            finished = description["TrainingJobStatus"] in TERMINAL_STATUSES
+            for host in hosts:
+                path = os.path.join(self.job_dir(name), "logs", f"{host}.log")
+                offsets[host] = _print_new_lines(
+                    printer, host, path, offsets[host], final=finished or not follow
+                )
+            if not follow or finished:
+                return
+            training = description.get("SecondaryStatus") == "Training"
+            gone = gone + 1 if training and not self._runs_elsewhere(name) else 0
+            if gone >= 3:  # no host process for a while: whoever ran the job is gone
+                return
+            time.sleep(0.5)
+
+    def list_jobs(self, max_results: int = 20, status: str | None = None) -> list[dict[str, Any]]:
+        """Local jobs under :attr:`job_root`, newest first, as ListTrainingJobs summaries.
+
+        Each summary has ``TrainingJobName``, ``TrainingJobArn``, ``TrainingJobStatus``,
+        ``SecondaryStatus``, ``CreationTime``, ``LastModifiedTime``,
+        ``TrainingEndTime`` (once ended) and ``LocalJobDir``. ``status`` keeps the
+        jobs in that state only.
+        """
+        try:
+            names = os.listdir(self.job_root)
+        except OSError:
+            return []
+        summaries = []
+        keys = (
+            "TrainingJobName",
+            "TrainingJobArn",
+            "TrainingJobStatus",
+            "SecondaryStatus",
+            "CreationTime",
+            "LastModifiedTime",
+            "TrainingEndTime",
+            "LocalJobDir",
+        )
+        for name in names:
+            if not os.path.isfile(os.path.join(self.job_dir(name), "status.json")):
+                continue
+            try:
+                description = self.describe(name)
+            except JobError:
+                continue
+            if status is not None and description.get("TrainingJobStatus") != status:
+                continue
+            summaries.append({k: description[k] for k in keys if k in description})
+
+        def created(summary: dict[str, Any]) -> float:
+            value = summary.get("CreationTime")
+            return value.timestamp() if isinstance(value, _dt.datetime) else 0.0
+
+        summaries.sort(key=created, reverse=True)
+        return summaries[: max(int(max_results), 0)]
+
+    def job_dir(self, name: str) -> str:
+        """The job directory of ``name``."""
+        return os.path.join(self.job_root, name)
+
+    # -- lookup -------------------------------------------------------------------
+    def _find(self, name: str) -> LocalJob | None:
+        with _JOBS_LOCK:
+            return _JOBS.get(self.job_dir(name))
+
+    def _load(self, name: str) -> dict[str, Any]:
+        path = os.path.join(self.job_dir(name), "status.json")
+        try:
+            with open(path, encoding="utf-8") as f:
+                return _from_json(json.load(f))
+        except (OSError, ValueError) as exc:
+            raise JobError(
+                f"No local training job named {name!r} under {self.job_root} ({exc})."
+            ) from exc
+
+    def _wait_detached(self, name: str, logs: Any) -> dict[str, Any]:
+        """Wait for a job another process runs (its status file), then print its logs."""
+        description = self._load(name)
+        gone = 0
+        while description["TrainingJobStatus"] not in TERMINAL_STATUSES:
+            training = description.get("SecondaryStatus") == "Training"
+            gone = gone + 1 if training and not self._runs_elsewhere(name) else 0
+            if gone >= 3:  # no host process for a while: whoever ran the job is gone
+                description["TrainingJobStatus"] = "Failed"
+                description["FailureReason"] = (
+                    "The process that ran this local job ended before the job did; "
+                    f"see {self.job_dir(name)}"
+                )
+                break
+            time.sleep(1.0)
+            description = self._load(name)
+        if show_logs(logs):
+            hosts = host_names(description)
+            printer = LogPrinter(hosts)
+            for host in hosts:
+                path = os.path.join(self.job_dir(name), "logs", f"{host}.log")
+                with contextlib.suppress(OSError), open(path, encoding="utf-8") as f:
+                    printer.print([(host, line.rstrip("\n")) for line in f])
+        return description
+
+    # -- supervision ----------------------------------------------------------------
+    def _supervise(self, job: LocalJob) -> None:
+        outcome: tuple[str, str | None] = ("Failed", "InternalError: the job ended unexpectedly")
+        try:
+            outcome = self._run_job(job)
+        except LaunchbayError as exc:
+            outcome = ("Failed", f"ClientError: {exc}")
+            logger.error("Local training job %s could not start: %s", job.name, exc)
+        except Exception as exc:  # the supervisor must always finish the job
+            logger.exception("Local training job %s: unexpected error", job.name)
+            outcome = ("Failed", f"InternalError: {type(exc).__name__}: {exc}")
+        finally:
+            try:
+                self._teardown(job)
+                self._finish(job, *outcome)
+            finally:
+                if not job.done.is_set():  # _finish itself failed: still end the job
+                    with job.lock:
+                        job.status, job.end_time = "Failed", job.end_time or _now()
+                        job.failure_reason = job.failure_reason or outcome[1]
+                    job.done.set()
+                    job.notify()
+
+    def _run_job(self, job: LocalJob) -> tuple[str, str | None]:
+        job._set_secondary("Downloading", "Downloading input data")
+        self._prepare(job)
+        if job.stop_requested.is_set():
+            return "Stopped", None
+        job._set_secondary("Training", "Training image download completed. Training in progress.")
+        with job.lock:
+            job.start_time = _now()
+        self._start_hosts(job)
+        job.save()
+        return self._monitor(job)
+
+    def _prepare(self, job: LocalJob) -> None:
+        """Write each host's config files, link the channels, restore the checkpoints."""
+        from launchbay.runtime.contract import write_host_config
+
+        for host in job.hosts:
+            write_host_config(job.layout.host_dir(host), job.request, host, job.hosts)
+        job.stager.stage_channels(job.request, job.layout)
+        job.stager.restore_checkpoints(job.request, job.layout)
+
+    def _monitor(self, job: LocalJob) -> tuple[str, str | None]:
+        """Watch the hosts until the job ends; returns ``(status, failure reason)``."""
+        max_run = (job.request.get("StoppingCondition") or {}).get("MaxRuntimeInSeconds")
+        started = time.monotonic()
+        while True:
+            if job.stop_requested.is_set():
+                job.status = "Stopping"
+                job._set_secondary("Stopping", f"Stopping the training job: {job.stop_reason}")
+                self._terminate(job, self._running_hosts(job))
+                return "Stopped", None
+            if max_run and time.monotonic() - started > float(max_run):
+                job._set_secondary("MaxRuntimeExceeded", "Training job reached MaxRuntimeInSeconds")
+                self._terminate(job, self._running_hosts(job))
+                return "Stopped", (
+                    f"Training job exceeded MaxRuntimeInSeconds ({max_run} seconds) and was stopped."
+                )
+            codes = self._exit_codes(job)
+            failed = [host for host, code in codes.items() if code not in (None, 0)]
+            if failed:
+                logger.info(
+                    "Host %s of job %s exited with code %s: stopping the other hosts",
+                    failed[0],
+                    job.name,
+                    codes[failed[0]],
+                )
+                self._terminate(job, self._running_hosts(job))
+                return "Failed", self._failure_reason(job, failed[0], codes[failed[0]])
+            if codes and all(code == 0 for code in codes.values()):
+                return "Completed", None
+            job.stop_requested.wait(self.poll_interval)
+
+    def _running_hosts(self, job: LocalJob) -> list[str]:
+        return [host for host, code in self._exit_codes(job).items() if code is None]
+
+    #: Seconds between two looks at the hosts' exit codes.
+    poll_interval = POLL
+
+    # -- what subclasses implement ----------------------------------------------------
+    def _check_can_run(self, request: Mapping[str, Any], hosts: list[str]) -> None:
+        """Refuse, before anything is made, a request this backend cannot run."""
+
+    def _start_hosts(self, job: LocalJob) -> None:
+        """Start every host; fill ``job.procs`` and start ``job.readers`` (see :func:`pump_lines`)."""
+        raise NotImplementedError
+
+    def _exit_codes(self, job: LocalJob) -> dict[str, int | None]:
+        """Each started host's exit code, ``None`` while it runs."""
+        raise NotImplementedError
+
+    def _terminate(self, job: LocalJob, hosts: list[str]) -> None:
+        """Stop ``hosts``: SIGTERM, SIGKILL after ``job.grace`` (at once on ``job.force_kill``)."""
+        raise NotImplementedError
+
+    def _teardown(self, job: LocalJob) -> None:
+        """Leave nothing of the job running or allocated; let the log readers finish."""
+        raise NotImplementedError
+
+    def _hard_kill(self, job: LocalJob) -> None:
+        """Kill what is left of ``job`` at once (the interpreter is exiting)."""
+        raise NotImplementedError
+
+    def _runs_elsewhere(self, name: str) -> bool:
+        """Whether a job this process did not start still has something running."""
+        raise NotImplementedError
+
+    def _failure_reason(self, job: LocalJob, first_host: str, code: int | None) -> str:
+        """The root cause across hosts: the earliest failure any host reported."""
+        reports: list[tuple[dict[str, Any], str]] = []
+        for host in job.hosts:
+            path = os.path.join(job.layout.host_dir(host), "output", "launchbay-failure.json")
+            try:
+                with open(path, encoding="utf-8") as f:
+                    document = json.load(f)
+            except (OSError, ValueError):
+                continue
+            if isinstance(document, dict):
+                reports.append((document, host))
+        if reports:
+            document, host = min(
+                reports,
+                key=lambda r: (
+                    float(r[0].get("timestamp") or 0),
+                    _FAILURE_CAUSE_ORDER.get(str(r[0].get("cause")), 9),
+                    r[1] != r[0].get("host"),
+                ),
+            )
+            text = _read_text(os.path.join(job.layout.host_dir(host), "output", "failure"))
+            if not text:
+                text = _compose_reason(document)
+        else:
+            text = _read_text(os.path.join(job.layout.host_dir(first_host), "output", "failure"))
+            if not text:
+                tail = [line for h, line in job.lines_since(0, 0)[0] if h == first_host][-20:]
+                text = f"Host {first_host} failed with exit code {code}.\n" + "\n".join(tail)
+        return ("AlgorithmError: " + text.strip())[:_REASON_LIMIT]
+
+    def _finish(self, job: LocalJob, status: str, reason: str | None) -> None:
+        """Save checkpoints and outputs, then record the end state."""
+        if job.stop_requested.is_set() and status != "Completed":
+            status = "Stopped"
+            reason = reason or (
+                f"The job was stopped: {job.stop_reason}" if job.stop_reason else None
+            )
+        job._set_secondary("Uploading", "Uploading generated training model")
+        try:
+            job.stager.save_checkpoints(job.request, job.layout)
+        except Exception as exc:  # report it; the outputs must still be written
+            logger.error("Saving the checkpoints of job %s failed: %s", job.name, exc)
+            if status == "Completed":
+                status, reason = "Failed", f"ClientError: saving checkpoints failed: {exc}"
+        try:
+            job.model_artifacts = job.stager.collect_outputs(
+                job.request, job.layout, reason if status != "Completed" else None
+            )
+        except Exception as exc:  # report it; the job must still end
+            logger.error("Writing the outputs of job %s failed: %s", job.name, exc)
+            if status == "Completed":
+                status, reason = "Failed", f"ClientError: writing the outputs failed: {exc}"
+        job._set_secondary(status, _final_message(status, reason))
+        with job.lock:
+            job.end_time = job.transitions[-1]["StartTime"]
+            job.transitions[-1]["EndTime"] = job.end_time
+            job.status = status
+            job.failure_reason = reason[:_REASON_LIMIT] if reason else None
+        job.save()
+        job.done.set()
+        job.notify()
+        if status == "Completed":
+            logger.info("Local training job %s completed; model: %s", job.name, job.model_artifacts)
+        else:
+            logger.info(
+                "Local training job %s ended %s (logs: %s)", job.name, status, job.layout.logs_dir
+            )
+
+
+def _final_message(status: str, reason: str | None) -> str:
+    if status == "Completed":
+        return "Training job completed"
+    if reason:
+        return reason.splitlines()[0][:200]
+    return f"Training job {status.lower()}"
+
+
+def _read_text(path: str) -> str:
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return f.read(8192)
+    except OSError:
+        return ""
+
+
+def _compose_reason(document: Mapping[str, Any]) -> str:
+    host = document.get("host") or document.get("reporting_host") or "an unknown host"
+    rank = document.get("rank")
+    who = f"Rank {rank} on host {host}" if rank is not None else f"Host {host}"
+    text = f"{who} failed with exit code {document.get('exit_code')}: {document.get('error') or ''}"
+    tail = str(document.get("traceback_tail") or "").strip()
+    return text + ("\nLast lines:\n" + tail if tail else "")
+
+
+def pump_lines(job: LocalJob, host: str, lines: Iterable[str]) -> None:
+    """Copy every line ``host`` prints into its log file and the job's buffer (a reader thread)."""
+    try:
+        with open(job.layout.log_file(host), "a", encoding="utf-8") as log:
+            for line in lines:
+                log.write(line + "\n")
+                log.flush()
+                job.add_line(host, line)
+    except (OSError, ValueError) as exc:
+        logger.debug("Log reader of %s/%s stopped: %s", job.name, host, exc)
+    finally:
+        job.notify()
+
+
+def start_reader(job: LocalJob, host: str, lines: Iterable[str]) -> threading.Thread:
+    """Start a daemon thread running :func:`pump_lines` and remember it in ``job.readers``."""
+    reader = threading.Thread(
+        target=pump_lines,
+        args=(job, host, lines),
+        name=f"launchbay-log-{job.name}-{host}",
+        daemon=True,
+    )
+    reader.start()
+    job.readers.append(reader)
+    return reader
+
+
+def join_readers(job: LocalJob) -> None:
+    """Let the log reader threads finish (each at most a few seconds)."""
+    for reader in job.readers:
+        reader.join(_READER_JOIN)
