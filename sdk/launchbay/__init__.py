@@ -15,6 +15,7 @@ from typing import TYPE_CHECKING, Any
 from launchbay.errors import (
     ConfigurationError,
     DistributionError,
+    DockerError,
     ImageNotFoundError,
     InputError,
     JobError,
@@ -46,6 +47,7 @@ __all__ = [
     "ConfigurationError",
     "DebuggerHookConfig",
     "DistributionError",
+    "DockerError",
     "Estimator",
     "FileSystemInput",
     "Framework",

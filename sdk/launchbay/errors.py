@@ -16,6 +16,8 @@ OSError from a transfer) are translated at the boundary with ``raise ... from``.
     ├── TransferError (RuntimeError)         an S3 upload/download failed
     ├── ProvisioningError (RuntimeError)     a CloudFormation stack (launchbay.vpc)
     │                                        failed, timed out or is missing
+    ├── DockerError (RuntimeError)           the Docker engine cannot be reached,
+    │                                        refused a call, or an image build failed
     └── JobError (RuntimeError)              a submitted job could not be started
         └── JobFailedError                   the job ended Failed or Stopped
 """
@@ -35,6 +37,7 @@ __all__ = [
     "MissingDependencyError",
     "TransferError",
     "ProvisioningError",
+    "DockerError",
     "JobError",
     "JobFailedError",
 ]
@@ -133,6 +136,13 @@ class ProvisioningError(LaunchbayError, RuntimeError):
         self.region = region
         self.status = status
         self.reason = reason
+
+
+class DockerError(LaunchbayError, RuntimeError):
+    """The Docker engine cannot be reached, refused a call, or an image build or push failed.
+
+    The message says what was asked of the engine and what it answered.
+    """
 
 
 class JobError(LaunchbayError, RuntimeError):

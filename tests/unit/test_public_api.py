@@ -10,7 +10,7 @@ from launchbay import errors
 
 PUBLIC = [
     "CollectionConfig", "ConfigurationError", "DebuggerHookConfig", "DistributionError",
-    "Estimator", "FileSystemInput", "Framework", "ImageNotFoundError", "InputError", "JobError",
+    "DockerError", "Estimator", "FileSystemInput", "Framework", "ImageNotFoundError", "InputError", "JobError",
     "JobFailedError", "LaunchbayError", "MissingDependencyError", "ProvisioningError", "PyTorch",
     "Session", "TensorFlow", "TrainingInput", "TransferError", "UnknownArgumentError",
     "__version__",
@@ -32,6 +32,7 @@ def test_error_tree():
     assert issubclass(errors.TransferError, RuntimeError)
     assert issubclass(errors.ProvisioningError, (errors.LaunchbayError, RuntimeError))
     assert issubclass(errors.MissingDependencyError, ImportError)
+    assert issubclass(errors.DockerError, (errors.LaunchbayError, RuntimeError))
 
 
 def test_import_is_lazy_and_boto3_free():
