@@ -777,12 +777,13 @@ def test_in_a_notebook_the_status_is_live_and_overwritten_with_blanks(monkeypatc
 
 
 def test_both_backends_share_one_printer():
-    from launchbay.backends import process
+    from launchbay.backends import _localjob, docker, process
 
-    assert process.LogPrinter is LogPrinter
+    assert _localjob.LogPrinter is LogPrinter
     assert not any(
         isinstance(value, type) and value.__name__.endswith("Printer") and value is not LogPrinter
-        for value in vars(process).values()
+        for module in (_localjob, process, docker)
+        for value in vars(module).values()
     )
     plain = io.StringIO()
     LogPrinter(["algo-1", "algo-10"], plain).print([("algo-1", "x"), ("algo-10", "y")])

@@ -9,7 +9,6 @@ from __future__ import annotations
 from typing import Any, Protocol
 
 from launchbay.distribution import LOCAL_INSTANCE_TYPES
-from launchbay.errors import ConfigurationError
 
 __all__ = ["Backend", "backend_for"]
 
@@ -36,7 +35,9 @@ def backend_for(instance_type: str | None, session: Any) -> Backend:
     """The backend that runs jobs of ``instance_type``.
 
     ``local_process`` runs each host as a process group on this machine
-    (:class:`launchbay.backends.process.ProcessBackend`); ``ml.*`` types run on
+    (:class:`launchbay.backends.process.ProcessBackend`); ``local`` and
+    ``local_gpu`` as one Docker container per instance
+    (:class:`launchbay.backends.docker.DockerBackend`); ``ml.*`` types run on
     SageMaker.
     """
     if instance_type == "local_process":
@@ -44,13 +45,9 @@ def backend_for(instance_type: str | None, session: Any) -> Backend:
 
         return ProcessBackend(session)
     if instance_type in LOCAL_INSTANCE_TYPES:
-        raise ConfigurationError(
-            f"instance_type={instance_type!r}: Docker-based local runs are not available in "
-            "this version of launchbay yet. Accepted here: 'local_process' (processes on this "
-            "machine) or an ml.* instance type (a SageMaker job).",
-            argument="instance_type",
-            value=instance_type,
-        )
+        from launchbay.backends.docker import DockerBackend
+
+        return DockerBackend(session, gpu=instance_type == "local_gpu")
     from launchbay.backends.sagemaker import SageMakerBackend
 
     return SageMakerBackend(session)

@@ -198,6 +198,9 @@ class LocalJob:
         backend: LocalBackend,
     ) -> None:
         self.request = request
+        #: The request as the stager sees the hosts' trees on this machine (a
+        #: backend whose hosts see other paths, e.g. containers, adjusts it).
+        self.host_request: dict[str, Any] = request
         self.backend = backend
         self.name: str = request["TrainingJobName"]
         self.layout = layout
@@ -666,8 +669,8 @@ class LocalBackend:
 
         for host in job.hosts:
             write_host_config(job.layout.host_dir(host), job.request, host, job.hosts)
-        job.stager.stage_channels(job.request, job.layout)
-        job.stager.restore_checkpoints(job.request, job.layout)
+        job.stager.stage_channels(job.host_request, job.layout)
+        job.stager.restore_checkpoints(job.host_request, job.layout)
 
     def _monitor(self, job: LocalJob) -> tuple[str, str | None]:
         """Watch the hosts until the job ends; returns ``(status, failure reason)``."""
@@ -774,14 +777,14 @@ class LocalBackend:
             )
         job._set_secondary("Uploading", "Uploading generated training model")
         try:
-            job.stager.save_checkpoints(job.request, job.layout)
+            job.stager.save_checkpoints(job.host_request, job.layout)
         except Exception as exc:  # report it; the outputs must still be written
             logger.error("Saving the checkpoints of job %s failed: %s", job.name, exc)
             if status == "Completed":
                 status, reason = "Failed", f"ClientError: saving checkpoints failed: {exc}"
         try:
             job.model_artifacts = job.stager.collect_outputs(
-                job.request, job.layout, reason if status != "Completed" else None
+                job.host_request, job.layout, reason if status != "Completed" else None
             )
         except Exception as exc:  # report it; the job must still end
             logger.error("Writing the outputs of job %s failed: %s", job.name, exc)

@@ -372,13 +372,24 @@ def _write_json(path: str, obj: Any) -> None:
 
 
 def write_host_config(
-    base: str, request: Mapping[str, Any], current_host: str, hosts: list[str]
+    base: str,
+    request: Mapping[str, Any],
+    current_host: str,
+    hosts: list[str],
+    *,
+    container_base: str | None = None,
 ) -> None:
     """Write the config files SageMaker writes on ``current_host`` and create the contract dirs.
 
-    ``request`` is a CreateTrainingJob request (the dict boto3 takes).
+    ``request`` is a CreateTrainingJob request (the dict boto3 takes). The files
+    go under ``base``; the paths written *into* them (checkpoint and tensor
+    ``LocalPath``) are those a host sees under ``container_base``: ``base`` itself
+    for a local process, ``/opt/ml`` for a container whose ``/opt/ml`` is ``base``
+    mounted (then the checkpoint dir made here is ``<base>/checkpoints``, which
+    the container gets at its ``LocalPath``).
     """
     p = paths(base)
+    seen_base = p.base_dir if container_base is None else os.path.normpath(container_base)
     for directory in (
         p.input_config_dir,
         p.input_data_dir,
@@ -391,9 +402,10 @@ def write_host_config(
     _write_json(p.hyperparameters_file, dict(request.get("HyperParameters") or {}))
     _write_json(p.resource_config_file, resource_config_for(request, current_host, hosts))
     _write_json(p.input_data_config_file, input_data_config_for(request))
+    checkpoint = checkpoint_config_for(request, seen_base)
     optional = (
-        (p.debug_hook_config_file, debug_hook_config_for(request, p.base_dir)),
-        (p.checkpoint_config_file, checkpoint_config_for(request, p.base_dir)),
+        (p.debug_hook_config_file, debug_hook_config_for(request, seen_base)),
+        (p.checkpoint_config_file, checkpoint),
     )
     for path, config in optional:
         if config is None:
@@ -401,8 +413,7 @@ def write_host_config(
                 os.remove(path)
         else:
             _write_json(path, config)
-    checkpoint = checkpoint_config_for(request, p.base_dir)
-    if checkpoint:
+    if checkpoint and container_base is None:
         os.makedirs(checkpoint["LocalPath"], exist_ok=True)
 
 

@@ -1,0 +1,661 @@
+"""Local Docker mode (``instance_type="local"`` / ``"local_gpu"``): one container per instance.
+
+The job's life (staging, failure triage, outputs, Ctrl-C, teardown at exit) is
+:class:`launchbay.backends._localjob.LocalBackend`'s, the same code the
+``local_process`` backend runs. This module only runs the hosts, as SageMaker
+runs the training image: ``docker run IMAGE train`` on every instance, through
+the Docker Engine API (the ``docker`` package; no compose binary).
+
+Per job:
+
+* a bridge network ``launchbay-<job>`` (``internal``, with no route out of it,
+  when the request sets ``EnableNetworkIsolation``);
+* containers ``launchbay-<job>-algo-1`` ... with hostnames ``algo-1`` ...
+  (also their aliases on the job network), command ``train``, ``init`` on (signals
+  reach the runtime, zombies are reaped), labelled with the job directory and
+  the client's process;
+* bind mounts of the host's tree in the job directory: ``input/config`` and
+  each channel (read-only) under ``/opt/ml/input``, ``model``, ``output``, the
+  checkpoint dir at the request's checkpoint ``LocalPath``, and the unpacked
+  code at ``/opt/ml/code`` (a ``file://`` code package is unpacked on this
+  machine and ``sagemaker_submit_directory`` reads ``/opt/ml/code``, as SDK v2's
+  local mode does; ``s3://`` code is fetched by the container itself). Channels
+  are symlink trees: the directories their links point into (the S3 cache, the
+  ``file://`` source) are mounted read-only at the same path;
+* ``local_gpu``: all GPUs (a device request), for any instance count.
+
+The environment is the request's ``Environment``, ``TRAINING_JOB_NAME``,
+``TRAINING_JOB_ARN`` and ``LAUNCHBAY_GRACE_SECONDS``. AWS credentials reach the
+containers only when a channel, the code, the output or the checkpoints are on
+S3: their values go to the engine, and the compose file names them without
+values. ``AWS_ENDPOINT_URL`` (and the region) go along; an endpoint on this
+machine's loopback is rewritten to ``host.docker.internal`` so a container can
+reach a server (e.g. moto) listening on the host.
+
+``<job dir>/docker-compose.yaml`` reproduces the run by hand
+(``docker compose -f ... up``); it holds no credentials.
+
+Teardown always happens: after success, failure, stop, Ctrl-C, an exception in
+the client or the interpreter's exit, every container and the network of the
+job are removed. Containers whose client process died without teardown
+(``kill -9``) are removed by the next Docker job on this machine. Files the
+containers wrote as root are handed back to the caller's user before the job
+ends, so deleting a job directory never fails on them.
+"""
+
+from __future__ import annotations
+
+import codecs
+import concurrent.futures
+import contextlib
+import copy
+import json
+import logging
+import os
+import posixpath
+import shlex
+import socket
+import threading
+import time
+import urllib.parse
+from collections.abc import Iterable, Iterator, Mapping
+from dataclasses import dataclass, field
+from typing import Any
+
+from launchbay._docker import docker_client, docker_errors
+from launchbay.backends._local import file_uri_path
+from launchbay.backends._localjob import (
+    POLL,
+    RUNTIME_MARGIN,
+    LocalBackend,
+    LocalJob,
+    join_readers,
+    start_reader,
+)
+from launchbay.errors import DockerError, ImageNotFoundError
+from launchbay.s3uri import is_file_uri, is_s3_uri
+
+__all__ = ["DockerBackend", "compose_document", "COMPOSE_FILE"]
+
+logger = logging.getLogger("launchbay.backends.docker")
+
+COMPOSE_FILE = "docker-compose.yaml"
+CONTAINER_BASE = "/opt/ml"
+CODE_DIR = "/opt/ml/code"
+LABEL_JOB = "launchbay.job"
+LABEL_JOB_DIR = "launchbay.job-dir"
+LABEL_CLIENT = "launchbay.client"
+HOST_GATEWAY = "host.docker.internal"
+_SUBMIT_DIRECTORY = "sagemaker_submit_directory"
+_CREDENTIAL_NAMES = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
+_PASSED_AWS_NAMES = ("AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3")
+_LOOPBACK = ("localhost", "127.0.0.1", "::1", "0.0.0.0")
+
+
+@dataclass
+class _Container:
+    """One host's container: its id, name and exit code (set by a waiter thread)."""
+
+    host: str
+    name: str
+    id: str = ""
+    exit_code: int | None = None
+    started: bool = False
+    exited: threading.Event = field(default_factory=threading.Event)
+
+
+@dataclass
+class HostSpec:
+    """Everything one container of the job is made from (also what the compose file says)."""
+
+    host: str
+    container_name: str
+    binds: dict[str, dict[str, str]]  # host path -> {"bind": container path, "mode": ro|rw}
+    environment: dict[str, str]
+    secret_names: list[str]
+
+
+def _client_label() -> str:
+    return f"{socket.gethostname()}:{os.getpid()}"
+
+
+def _pid_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
+
+
+def _needs_aws(request: Mapping[str, Any]) -> bool:
+    uris = [
+        ((c.get("DataSource") or {}).get("S3DataSource") or {}).get("S3Uri", "")
+        for c in request.get("InputDataConfig") or []
+    ]
+    uris.append((request.get("OutputDataConfig") or {}).get("S3OutputPath", ""))
+    uris.append((request.get("CheckpointConfig") or {}).get("S3Uri", ""))
+    uris.append(_submit_directory(request) or "")
+    return any(is_s3_uri(uri) for uri in uris if uri)
+
+
+def _submit_directory(request: Mapping[str, Any]) -> str | None:
+    raw = (request.get("HyperParameters") or {}).get(_SUBMIT_DIRECTORY)
+    if raw is None:
+        return None
+    try:
+        value = json.loads(raw)
+    except (TypeError, ValueError):
+        value = raw
+    return str(value) if value else None
+
+
+def container_endpoint(url: str) -> str:
+    """``url`` as a container on the job network reaches it (loopback -> the host gateway)."""
+    parts = urllib.parse.urlsplit(url)
+    if parts.hostname not in _LOOPBACK:
+        return url
+    netloc = HOST_GATEWAY + (f":{parts.port}" if parts.port else "")
+    return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
+
+
+def _without_local_paths(request: Mapping[str, Any]) -> dict[str, Any]:
+    """The request with checkpoint/tensor ``LocalPath`` dropped: how the host trees look here."""
+    view = copy.deepcopy(dict(request))
+    for key in ("CheckpointConfig", "DebugHookConfig"):
+        if view.get(key):
+            view[key] = {k: v for k, v in view[key].items() if k != "LocalPath"}
+    return view
+
+
+def _link_roots(channel_dir: str) -> list[str]:
+    """The directories a channel's symlinks point into (mounted read-only at the same path)."""
+    targets: set[str] = set()
+    for root, dirs, files in os.walk(channel_dir):
+        for name in files + dirs:
+            path = os.path.join(root, name)
+            if os.path.islink(path):
+                target = os.path.realpath(path)
+                targets.add(target if os.path.isdir(target) else os.path.dirname(target))
+    roots: list[str] = []
+    for target in sorted(targets, key=len):
+        if not any(target == r or target.startswith(r.rstrip("/") + "/") for r in roots):
+            roots.append(target)
+    return roots
+
+
+def _split_lines(chunks: Iterable[bytes]) -> Iterator[str]:
+    """Lines of a byte stream whose chunks may end mid-line (or mid-character)."""
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    pending = ""
+    for chunk in chunks:
+        pending += decoder.decode(chunk)
+        *lines, pending = pending.split("\n")
+        for line in lines:
+            yield line.rstrip("\r")
+    pending += decoder.decode(b"", final=True)
+    if pending:
+        yield pending.rstrip("\r")
+
+
+class DockerBackend(LocalBackend):
+    """Runs CreateTrainingJob requests as local Docker containers, one per instance.
+
+    Args:
+        session: A :class:`launchbay.Session` for ``s3://`` channels, outputs,
+            checkpoints and the credentials handed to containers; created on first
+            S3 use when not given.
+        job_root: Where job directories go (default ``$LAUNCHBAY_HOME/jobs``).
+        grace_seconds: Seconds between SIGTERM and SIGKILL when containers are
+            stopped (default ``$LAUNCHBAY_GRACE_SECONDS``, else 10).
+        gpu: Give every container all GPUs (``instance_type="local_gpu"``).
+        client: A ``docker.DockerClient`` (default: from the environment).
+        owner: ``(uid, gid)`` the files containers write are given to when the job
+            ends (default: the caller's; nothing to do for root).
+    """
+
+    host_kind = "container"
+    poll_interval = 0.1
+
+    def __init__(
+        self,
+        session: Any = None,
+        job_root: str | os.PathLike[str] | None = None,
+        *,
+        grace_seconds: float | None = None,
+        gpu: bool = False,
+        client: Any = None,
+        owner: tuple[int, int] | None = None,
+    ) -> None:
+        super().__init__(session, job_root, grace_seconds=grace_seconds)
+        self.gpu = gpu
+        self._client = client
+        self._client_lock = threading.Lock()
+        self.owner = owner if owner is not None else (os.getuid(), os.getgid())
+        self._specs: dict[str, list[HostSpec]] = {}
+
+    @property
+    def client(self) -> Any:
+        """The ``docker.DockerClient`` (made, and the engine checked, on first use)."""
+        with self._client_lock:
+            if self._client is None:
+                self._client = docker_client("Local Docker mode (instance_type='local')")
+            return self._client
+
+    # -- before anything is made ----------------------------------------------------
+    def _check_can_run(self, request: Mapping[str, Any], hosts: list[str]) -> None:
+        self.remove_orphans()
+        image = (request.get("AlgorithmSpecification") or {}).get("TrainingImage") or ""
+        self._ensure_image(image)
+
+    def _ensure_image(self, image: str) -> None:
+        errors = docker_errors()
+        try:
+            self.client.images.get(image)
+            return
+        except errors.ImageNotFound:
+            pass
+        except errors.APIError as exc:
+            raise DockerError(
+                f"The Docker engine could not look up image {image!r}: {exc}"
+            ) from exc
+        from launchbay import images
+
+        command = images.build_command(image)
+        if command:
+            raise ImageNotFoundError(
+                f"The training image {image!r} is not on this machine's Docker engine. Build it "
+                f"with:\n    {command}\nor pass image_uri= an image you have.",
+                argument="image_uri",
+                value=image,
+            )
+        try:
+            logger.info("Pulling %s", image)
+            self.client.images.pull(image)
+        except errors.APIError as exc:
+            raise ImageNotFoundError(
+                f"The training image {image!r} is not on this machine's Docker engine and "
+                f"pulling it failed ({exc.explanation or exc}). Accepted: an image `docker "
+                "images` lists (build or pull it first; for ECR, `docker login` before), or "
+                "a launchbay image from `launchbay images build`.",
+                argument="image_uri",
+                value=image,
+            ) from exc
+
+    def remove_orphans(self) -> int:
+        """Remove containers and networks of jobs whose client process on this machine died.
+
+        Returns how many containers were removed.
+        """
+        me = socket.gethostname()
+        removed = 0
+        networks: set[str] = set()
+        for container in self.client.containers.list(all=True, filters={"label": LABEL_CLIENT}):
+            client = container.labels.get(LABEL_CLIENT, "")
+            host, _, pid = client.rpartition(":")
+            if host != me or not pid.isdigit() or _pid_alive(int(pid)):
+                continue
+            logger.warning(
+                "Removing container %s, left behind by launchbay process %s that is gone",
+                container.name,
+                pid,
+            )
+            networks.add(f"launchbay-{container.labels.get(LABEL_JOB, '')}")
+            with contextlib.suppress(docker_errors().NotFound, docker_errors().APIError):
+                container.remove(force=True, v=True)
+                removed += 1
+        for network in networks:
+            self._remove_network(network)
+        return removed
+
+    # -- the job's hosts ----------------------------------------------------------------
+    def _prepare(self, job: LocalJob) -> None:
+        from launchbay.runtime.code import fetch_code
+        from launchbay.runtime.contract import write_host_config
+
+        request, layout = job.request, job.layout
+        job.host_request = _without_local_paths(request)
+        seen = copy.deepcopy(request)
+        code = _submit_directory(request)
+        local_code = bool(code) and not is_s3_uri(code or "")
+        if local_code:
+            seen.setdefault("HyperParameters", {})[_SUBMIT_DIRECTORY] = json.dumps(CODE_DIR)
+        for host in job.hosts:
+            host_dir = layout.host_dir(host)
+            write_host_config(host_dir, seen, host, job.hosts, container_base=CONTAINER_BASE)
+            if local_code:
+                path = file_uri_path(code) if is_file_uri(code or "") else str(code)
+                fetch_code(path, os.path.join(host_dir, "code"))
+        job.stager.stage_channels(job.host_request, layout)
+        job.stager.restore_checkpoints(job.host_request, layout)
+        specs = self.host_specs(job.request, layout.job_dir, job.hosts, local_code=local_code)
+        job.procs = {s.host: _Container(s.host, s.container_name) for s in specs}
+        self.write_compose_file(job, specs)
+        self._specs[job.layout.job_dir] = specs
+
+    def host_specs(
+        self, request: Mapping[str, Any], job_dir: str, hosts: list[str], *, local_code: bool
+    ) -> list[HostSpec]:
+        """What each container is made of: mounts and environment."""
+        name = request["TrainingJobName"]
+        environment = {str(k): str(v) for k, v in (request.get("Environment") or {}).items()}
+        region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "local"
+        environment.update(
+            {
+                "TRAINING_JOB_NAME": name,
+                "TRAINING_JOB_ARN": f"arn:aws:sagemaker:{region}:000000000000:training-job/"
+                f"{name.lower()}",
+                "LAUNCHBAY_GRACE_SECONDS": f"{self._grace(request):g}",
+            }
+        )
+        secret_names: list[str] = []
+        if _needs_aws(request):
+            for key in _PASSED_AWS_NAMES:
+                if os.environ.get(key):
+                    environment.setdefault(key, container_endpoint(os.environ[key]))
+            secret_names = list(_CREDENTIAL_NAMES)
+        checkpoint = request.get("CheckpointConfig")
+        specs = []
+        for host in hosts:
+            host_dir = os.path.join(job_dir, host)
+            binds: dict[str, dict[str, str]] = {
+                os.path.join(host_dir, "input", "config"): _bind("/opt/ml/input/config", "rw"),
+                os.path.join(host_dir, "model"): _bind("/opt/ml/model", "rw"),
+                os.path.join(host_dir, "output"): _bind("/opt/ml/output", "rw"),
+            }
+            if checkpoint:
+                target = checkpoint.get("LocalPath") or "/opt/ml/checkpoints"
+                binds[os.path.join(host_dir, "checkpoints")] = _bind(target, "rw")
+            hook = request.get("DebugHookConfig") or {}
+            if hook.get("LocalPath") and not hook["LocalPath"].startswith("/opt/ml/output/"):
+                binds[os.path.join(host_dir, "output", "tensors")] = _bind(hook["LocalPath"], "rw")
+            if local_code:
+                binds[os.path.join(host_dir, "code")] = _bind(CODE_DIR, "rw")
+            data_dir = os.path.join(host_dir, "input", "data")
+            for channel in request.get("InputDataConfig") or []:
+                channel_dir = os.path.join(data_dir, channel["ChannelName"])
+                target = f"/opt/ml/input/data/{channel['ChannelName']}"
+                if os.path.islink(channel_dir):
+                    binds[os.path.realpath(channel_dir)] = _bind(target, "ro")
+                else:
+                    binds[channel_dir] = _bind(target, "ro")
+                    for root in _link_roots(channel_dir):
+                        binds.setdefault(root, _bind(root, "ro"))
+            specs.append(
+                HostSpec(host, f"launchbay-{name}-{host}", binds, dict(environment), secret_names)
+            )
+        return specs
+
+    def _grace(self, request: Mapping[str, Any]) -> float:
+        from launchbay.backends._localjob import grace_from
+
+        return grace_from(request, self.grace_seconds)
+
+    def _network_name(self, job_name: str) -> str:
+        return f"launchbay-{job_name}"
+
+    def _isolated(self, request: Mapping[str, Any]) -> bool:
+        return bool(request.get("EnableNetworkIsolation"))
+
+    def _credentials(self, specs: list[HostSpec]) -> dict[str, str]:
+        if not any(s.secret_names for s in specs):
+            return {}
+        values = {k: os.environ[k] for k in _CREDENTIAL_NAMES if os.environ.get(k)}
+        if "AWS_ACCESS_KEY_ID" in values:
+            return values
+        try:
+            frozen = self.stager.session.boto_session.get_credentials().get_frozen_credentials()
+        except Exception as exc:  # no credentials anywhere: the containers get none
+            logger.debug("No AWS credentials to hand to the containers: %s", exc)
+            return {}
+        found = {
+            "AWS_ACCESS_KEY_ID": frozen.access_key,
+            "AWS_SECRET_ACCESS_KEY": frozen.secret_key,
+            "AWS_SESSION_TOKEN": frozen.token,
+        }
+        return {k: v for k, v in found.items() if v}
+
+    def _start_hosts(self, job: LocalJob) -> None:
+        specs = self._specs.pop(job.layout.job_dir)
+        request = job.request
+        image = request["AlgorithmSpecification"]["TrainingImage"]
+        api = self.client.api
+        isolated = self._isolated(request)
+        labels = {
+            LABEL_JOB: job.name,
+            LABEL_JOB_DIR: job.layout.job_dir,
+            LABEL_CLIENT: _client_label(),
+        }
+        network = self._network_name(job.name)
+        self._remove_network(network)  # a leftover of an earlier run of this job name
+        try:
+            api.create_network(network, driver="bridge", internal=isolated, labels=labels)
+        except docker_errors().APIError as exc:
+            raise DockerError(f"Could not create the Docker network {network!r}: {exc}") from exc
+        secrets = self._credentials(specs)
+        device_requests = None
+        if self.gpu:
+            from docker.types import DeviceRequest
+
+            device_requests = [DeviceRequest(count=-1, capabilities=[["gpu"]])]
+        for spec in specs:
+            with contextlib.suppress(docker_errors().NotFound):  # an earlier run's leftover
+                api.remove_container(spec.container_name, force=True, v=True)
+
+        def create_and_start(spec: HostSpec) -> None:
+            entry: _Container = job.procs[spec.host]
+            host_config = api.create_host_config(
+                binds=spec.binds,
+                init=True,
+                network_mode=network,
+                device_requests=device_requests,
+                extra_hosts=None if isolated else {HOST_GATEWAY: "host-gateway"},
+                shm_size="1g",
+            )
+            networking = api.create_networking_config(
+                {network: api.create_endpoint_config(aliases=[spec.host])}
+            )
+            created = api.create_container(
+                image,
+                command=["train"],
+                name=spec.container_name,
+                hostname=spec.host,
+                environment={**spec.environment, **secrets},
+                labels={**labels, "launchbay.host": spec.host},
+                host_config=host_config,
+                networking_config=networking,
+            )
+            entry.id = created["Id"]
+            if job.stop_requested.is_set():
+                return
+            api.start(entry.id)
+            entry.started = True
+            start_reader(job, spec.host, _split_lines(api.logs(entry.id, stream=True, follow=True)))
+            threading.Thread(
+                target=self._wait_for,
+                args=(job, entry),
+                name=f"launchbay-wait-{job.name}-{spec.host}",
+                daemon=True,
+            ).start()
+
+        with concurrent.futures.ThreadPoolExecutor(max_workers=min(len(specs), 8)) as pool:
+            futures = [pool.submit(create_and_start, spec) for spec in specs]
+            errors = [f.exception() for f in futures if f.exception() is not None]
+        if errors:
+            error = errors[0]
+            if isinstance(error, docker_errors().APIError):
+                raise DockerError(f"Could not start the job's containers: {error}") from error
+            raise error  # type: ignore[misc]
+
+    def _wait_for(self, job: LocalJob, entry: _Container) -> None:
+        try:
+            result = self.client.api.wait(entry.id, timeout=None)
+            code = int(result.get("StatusCode", -1))
+        except Exception as exc:  # removed underneath us, engine gone ...
+            logger.debug("Waiting for %s failed: %s", entry.name, exc)
+            code = -1
+        entry.exit_code = code
+        entry.exited.set()
+        job.notify()
+
+    def _exit_codes(self, job: LocalJob) -> dict[str, int | None]:
+        return {host: c.exit_code for host, c in job.procs.items()}
+
+    def _terminate(self, job: LocalJob, hosts: list[str]) -> None:
+        """SIGTERM to each container's runtime; SIGKILL after the grace period."""
+        api = self.client.api
+        alive = [
+            job.procs[h] for h in hosts if job.procs[h].started and job.procs[h].exit_code is None
+        ]
+        for entry in alive:
+            with contextlib.suppress(docker_errors().APIError):
+                api.kill(entry.id, signal="SIGTERM")
+        deadline = time.monotonic() + job.grace + RUNTIME_MARGIN
+        while any(not e.exited.is_set() for e in alive):
+            if job.force_kill.is_set() or time.monotonic() >= deadline:
+                for entry in alive:
+                    if not entry.exited.is_set():
+                        with contextlib.suppress(docker_errors().APIError):
+                            api.kill(entry.id, signal="SIGKILL")
+                for entry in alive:
+                    entry.exited.wait(10)
+                break
+            time.sleep(POLL)
+
+    def _teardown(self, job: LocalJob) -> None:
+        """Stop what still runs, hand files back to the caller, remove containers and network."""
+        running = self._running_hosts(job)
+        if running:
+            self._terminate(job, running)
+        try:
+            self._give_back_files(job)
+        finally:
+            self._remove_job(job.name, job.layout.job_dir)
+            join_readers(job)
+
+    def _running_hosts(self, job: LocalJob) -> list[str]:
+        return [h for h, c in job.procs.items() if c.started and c.exit_code is None]
+
+    def _remove_job(self, name: str, job_dir: str) -> None:
+        api = self.client.api
+        for container in api.containers(all=True, filters={"label": f"{LABEL_JOB_DIR}={job_dir}"}):
+            with contextlib.suppress(docker_errors().NotFound):
+                api.remove_container(container["Id"], force=True, v=True)
+        self._remove_network(self._network_name(name))
+
+    def _remove_network(self, network: str) -> None:
+        errors = docker_errors()
+        for _ in range(20):
+            try:
+                self.client.api.remove_network(network)
+                return
+            except errors.NotFound:
+                return
+            except errors.APIError as exc:  # endpoints still detaching: try again shortly
+                logger.debug("Removing network %s: %s", network, exc)
+                time.sleep(0.25)
+        logger.warning("Could not remove Docker network %s", network)
+
+    def _hard_kill(self, job: LocalJob) -> None:
+        self._remove_job(job.name, job.layout.job_dir)
+
+    def _runs_elsewhere(self, name: str) -> bool:
+        found = self.client.api.containers(
+            filters={"label": f"{LABEL_JOB_DIR}={self.job_dir(name)}", "status": "running"}
+        )
+        return bool(found)
+
+    def _give_back_files(self, job: LocalJob) -> None:
+        """``chown`` what the containers wrote to :attr:`owner` (nothing to do for root)."""
+        uid, gid = self.owner
+        if (uid, gid) == (0, 0):
+            return
+        image = job.request["AlgorithmSpecification"]["TrainingImage"]
+        command = ["chown", "-R", "-h", f"{uid}:{gid}", "/job"]
+        try:
+            self.client.containers.run(
+                image,
+                command,
+                entrypoint=[],
+                user="0",
+                volumes={job.layout.job_dir: {"bind": "/job", "mode": "rw"}},
+                network_disabled=True,
+                remove=True,
+                labels={LABEL_JOB_DIR: job.layout.job_dir, LABEL_JOB: job.name},
+            )
+        except docker_errors().DockerException as exc:
+            logger.warning(
+                "Could not give the files of job %s back to uid %s (%s); some may belong to "
+                "root: %s",
+                job.name,
+                uid,
+                shlex.join(command),
+                exc,
+            )
+
+    # -- the compose file -------------------------------------------------------------
+    def write_compose_file(self, job: LocalJob, specs: list[HostSpec]) -> str:
+        """Write ``<job dir>/docker-compose.yaml`` (no credentials in it); returns its path."""
+        import yaml
+
+        document = compose_document(
+            job.request, specs, gpu=self.gpu, isolated=self._isolated(job.request)
+        )
+        path = os.path.join(job.layout.job_dir, COMPOSE_FILE)
+        text = (
+            f"# launchbay local training job {job.name}: run it again by hand with\n"
+            f"#   docker compose -f {path} up --abort-on-container-exit\n"
+            "# AWS credentials are named, not written: compose takes them from your shell.\n"
+        ) + yaml.safe_dump(document, sort_keys=False, default_flow_style=False)
+        tmp = path + ".tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            f.write(text)
+        os.replace(tmp, path)
+        return path
+
+
+def _bind(target: str, mode: str) -> dict[str, str]:
+    return {"bind": posixpath.normpath(target), "mode": mode}
+
+
+def compose_document(
+    request: Mapping[str, Any], specs: list[HostSpec], *, gpu: bool, isolated: bool
+) -> dict[str, Any]:
+    """The compose file for the job's containers (Compose Specification; docker-compose 1.27+)."""
+    name = request["TrainingJobName"]
+    network = f"launchbay-{name}"
+    image = request["AlgorithmSpecification"]["TrainingImage"]
+    services: dict[str, Any] = {}
+    for spec in specs:
+        service: dict[str, Any] = {
+            "image": image,
+            "hostname": spec.host,
+            "command": ["train"],
+            "init": True,
+            "shm_size": "1g",
+            "environment": [f"{k}={v}" for k, v in spec.environment.items()]
+            + list(spec.secret_names),
+            "volumes": [
+                f"{source}:{bind['bind']}:{bind['mode']}" for source, bind in spec.binds.items()
+            ],
+            "networks": {"job": {"aliases": [spec.host]}},
+            "labels": {LABEL_JOB: name},
+        }
+        if not isolated:
+            service["extra_hosts"] = [f"{HOST_GATEWAY}:host-gateway"]
+        if gpu:
+            service["deploy"] = {
+                "resources": {
+                    "reservations": {
+                        "devices": [{"driver": "nvidia", "count": "all", "capabilities": ["gpu"]}]
+                    }
+                }
+            }
+        services[spec.host] = service
+    return {
+        "services": services,
+        "networks": {
+            "job": {"name": f"{network}-compose", "driver": "bridge", "internal": isolated}
+        },
+    }
