@@ -1,0 +1,629 @@
+"""``instance_type="local"``: real containers on the real Docker engine, one per instance.
+
+Every job goes through ``fit()`` of an estimator with ``LAUNCHBAY_HOME`` in a
+temporary directory, in the CPU PyTorch image ``launchbay images build`` makes
+(the ``pytorch_image`` fixture builds it once, or reuses it). The training
+scripts are the ones the ``local_process`` tests run (``local_process_scripts``),
+plus ``scripts/`` here.
+"""
+
+from __future__ import annotations
+
+import io
+import json
+import os
+import shutil
+import signal
+import socket
+import subprocess
+import sys
+import tarfile
+import threading
+import time
+from pathlib import Path
+
+import pytest
+import yaml
+
+from launchbay import Estimator, ImageNotFoundError, JobFailedError
+from launchbay.backends.docker import LABEL_CLIENT, LABEL_JOB, LABEL_JOB_DIR, DockerBackend
+from launchbay.pytorch import PyTorch
+
+pytestmark = [
+    pytest.mark.docker,
+    pytest.mark.filterwarnings("ignore:framework_version=:UserWarning"),
+]
+
+HERE = Path(__file__).parent
+SCRIPTS = HERE.parent / "integration" / "local_process_scripts"
+DOCKER_SCRIPTS = HERE / "scripts"
+BUCKET = "docker-mode-data"
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    root = tmp_path / "home"
+    monkeypatch.setenv("LAUNCHBAY_HOME", str(root))
+    monkeypatch.setenv("LAUNCHBAY_GRACE_SECONDS", "5")
+    return root
+
+
+@pytest.fixture(scope="module")
+def framework_version(pytorch_image):
+    from launchbay.images import parse_image_name
+
+    spec = parse_image_name(pytorch_image)
+    assert spec is not None and spec.processor == "cpu" and spec.py_version == "py311"
+    return spec.framework_version
+
+
+def pytorch(framework_version, entry_point, source_dir=SCRIPTS, **kwargs):
+    options = dict(
+        entry_point=entry_point,
+        source_dir=str(source_dir),
+        role=None,
+        instance_type="local",
+        instance_count=2,
+        framework_version=framework_version,
+        py_version="py311",
+    )
+    options.update(kwargs)
+    return PyTorch(**options)
+
+
+def file_uri(path) -> str:
+    return "file://" + str(path)
+
+
+def archive_members(path) -> dict[str, bytes]:
+    with tarfile.open(path) as tar:
+        return {m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}
+
+
+def rank_reports(members) -> dict[int, dict]:
+    return {
+        json.loads(data)["rank"]: json.loads(data)
+        for name, data in members.items()
+        if name.startswith("rank-")
+    }
+
+
+def check_ranks(reports):
+    assert sorted(reports) == [0, 1, 2, 3]
+    for rank, report in reports.items():
+        assert report["world"] == 4
+        assert report["sum"] == 6
+        assert report["local_rank"] == rank % 2
+        assert report["host"] == f"algo-{rank // 2 + 1}"
+        assert report["hosts"] == ["algo-1", "algo-2"]
+
+
+def job_leftovers(docker_client, job_dir) -> tuple[list, list]:
+    """Containers labelled with the job directory, and networks named after the job."""
+    containers = docker_client.containers.list(
+        all=True, filters={"label": f"{LABEL_JOB_DIR}={job_dir}"}
+    )
+    name = Path(job_dir).name
+    networks = [n for n in docker_client.networks.list() if n.name == f"launchbay-{name}"]
+    return containers, networks
+
+
+def assert_nothing_left(docker_client, job_dir):
+    containers, networks = job_leftovers(docker_client, job_dir)
+    assert not containers, [c.name for c in containers]
+    assert not networks, [n.name for n in networks]
+
+
+# --------------------------------------------------------------------------- distributed
+
+
+def test_torch_distributed_2x2_in_two_containers(home, tmp_path, framework_version, docker_client):
+    import torch
+
+    out = tmp_path / "out"
+    est = pytorch(
+        framework_version,
+        "torch_ddp.py",
+        distribution={"torch_distributed": {"enabled": True, "processes_per_host": 2}},
+        output_path=file_uri(out),
+    )
+    est.fit(logs=False)
+    job = est.latest_training_job
+    prefix = out / job.name / "output"
+    assert est.model_data == file_uri(prefix / "model.tar.gz")
+    model = archive_members(prefix / "model.tar.gz")
+    assert list(model) == ["model.pt"]
+    assert torch.load(io.BytesIO(model["model.pt"]))["weight"].shape == (1, 4)
+    check_ranks(rank_reports(archive_members(prefix / "output.tar.gz")))
+    assert job.describe()["TrainingJobStatus"] == "Completed"
+    assert_nothing_left(docker_client, home / "jobs" / job.name)
+
+
+def test_mpi_2x2_with_mpi4py_over_ssh(home, tmp_path, framework_version, docker_client):
+    out = tmp_path / "out"
+    est = pytorch(
+        framework_version,
+        "mpi_check.py",
+        distribution={"mpi": {"enabled": True, "processes_per_host": 2}},
+        output_path=file_uri(out),
+    )
+    est.fit(logs=False)
+    job = est.latest_training_job
+    prefix = out / job.name / "output"
+    assert "model.pt" in archive_members(prefix / "model.tar.gz")
+    check_ranks(rank_reports(archive_members(prefix / "output.tar.gz")))
+    log = (home / "jobs" / job.name / "logs" / "algo-1.log").read_text()
+    assert "mpirun" in log  # the master ran mpirun over SSH, not one local process per rank
+    assert_nothing_left(docker_client, home / "jobs" / job.name)
+
+
+# --------------------------------------------------------------------------- failure, Ctrl-C
+
+
+def test_rank_failure_in_algo_2_fails_fast_and_leaves_nothing(
+    home, tmp_path, framework_version, docker_client
+):
+    est = pytorch(
+        framework_version,
+        "torch_ddp.py",
+        distribution={"torch_distributed": {"enabled": True, "processes_per_host": 2}},
+        hyperparameters={"steps": 40, "fail-rank": 3, "fail-stamp": "/opt/ml/output/data/failed"},
+        output_path=file_uri(tmp_path / "out"),
+    )
+    with pytest.raises(JobFailedError) as caught:
+        est.fit(logs=False)
+    raised_at = time.time()
+    error = caught.value
+    directory = home / "jobs" / error.job_name
+    failed_at = float((directory / "algo-2" / "output" / "data" / "failed").read_text())
+    assert raised_at - failed_at < 15
+    head = error.reason[:1024]
+    assert "algo-2" in head
+    assert "Rank 3" in head or "rank 3" in head
+    assert "ValueError: boom from rank 3" in head
+    assert (
+        "boom from rank 3" in (tmp_path / "out" / error.job_name / "output" / "failure").read_text()
+    )
+    assert_nothing_left(docker_client, directory)
+
+
+def test_sigint_to_the_client_tears_everything_down(
+    home, tmp_path, framework_version, docker_client
+):
+    checkpoints = tmp_path / "checkpoints"
+    checkpoints.mkdir()
+    (checkpoints / "old.ckpt").write_text("from an earlier run")
+    name = "docker-sigint-job"
+    directory = home / "jobs" / name
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            str(HERE / "docker_driver.py"),
+            framework_version,
+            str(SCRIPTS),
+            file_uri(checkpoints),
+            file_uri(tmp_path / "out"),
+            name,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=dict(os.environ),
+    )
+    try:
+        deadline = time.monotonic() + 120
+        while not all(
+            (directory / h / "model" / f"started-{h}").exists() for h in ("algo-1", "algo-2")
+        ):
+            assert child.poll() is None, child.communicate()[0]
+            assert time.monotonic() < deadline, "the job did not start"
+            time.sleep(0.1)
+        interrupted = time.monotonic()
+        child.send_signal(signal.SIGINT)
+        output, _ = child.communicate(timeout=60)
+        assert time.monotonic() - interrupted < 15, output
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    assert child.returncode == 42, output
+    assert output.count("restored checkpoints: ['old.ckpt']") == 2, output
+    assert_nothing_left(docker_client, directory)
+    for host in ("algo-1", "algo-2"):  # each runtime got SIGTERM and its script checkpointed
+        assert (checkpoints / f"last-{host}.ckpt").read_text() == f"stopped on {host}"
+    status = json.loads((directory / "status.json").read_text())
+    assert status["TrainingJobStatus"] == "Stopped"
+
+
+def test_an_exception_in_the_client_still_removes_the_containers(
+    home, tmp_path, framework_version, docker_client
+):
+    est = pytorch(
+        framework_version,
+        "checkpoint_on_sigterm.py",
+        hyperparameters={"marker": "/opt/ml/model"},
+        output_path=file_uri(tmp_path / "out"),
+    )
+    job = est.fit(wait=False) or est.latest_training_job
+    directory = home / "jobs" / job.name
+    deadline = time.monotonic() + 120
+    while not (directory / "algo-2" / "model" / "started-algo-2").exists():
+        assert time.monotonic() < deadline
+        time.sleep(0.1)
+    containers, _ = job_leftovers(docker_client, directory)
+    assert len(containers) == 2
+    job.stop()  # what a client's `finally:` or error handler does
+    assert job.describe()["TrainingJobStatus"] == "Stopped"
+    assert_nothing_left(docker_client, directory)
+
+
+# --------------------------------------------------------------------------- networking
+
+
+@pytest.fixture
+def host_listener():
+    """A TCP server on all of this machine's addresses; yields its port."""
+    server = socket.socket()
+    server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
+    server.bind(("0.0.0.0", 0))
+    server.listen(16)
+    stop = threading.Event()
+
+    def serve():
+        server.settimeout(0.2)
+        while not stop.is_set():
+            try:
+                conn, _ = server.accept()
+            except OSError:
+                continue
+            conn.close()
+
+    thread = threading.Thread(target=serve, daemon=True)
+    thread.start()
+    yield server.getsockname()[1]
+    stop.set()
+    thread.join()
+    server.close()
+
+
+def _gateway_address(docker_client) -> str:
+    bridge = docker_client.networks.get("bridge")
+    return bridge.attrs["IPAM"]["Config"][0]["Gateway"]
+
+
+@pytest.mark.parametrize("isolated", [True, False], ids=["isolated", "open"])
+def test_network_isolation(
+    home, tmp_path, framework_version, docker_client, host_listener, isolated
+):
+    est = Estimator(
+        image_uri=f"launchbay/pytorch-training:{framework_version}-cpu-py311",
+        role=None,
+        instance_type="local",
+        instance_count=2,
+        entry_point="net_probe.py",
+        source_dir=str(DOCKER_SCRIPTS),
+        hyperparameters={"outside": f"{_gateway_address(docker_client)}:{host_listener}"},
+        enable_network_isolation=isolated,
+        output_path=file_uri(tmp_path / "out"),
+    )
+    est.fit(logs=False)
+    members = archive_members(
+        tmp_path / "out" / est.latest_training_job.name / "output" / "output.tar.gz"
+    )
+    for host in ("algo-1", "algo-2"):
+        probe = json.loads(members[f"probe-{host}.json"])
+        assert probe["peer"] == "ok", probe  # the job's hosts reach each other either way
+        if isolated:
+            assert probe["outside"] != "ok", probe
+        else:
+            assert probe["outside"] == "ok", probe
+
+
+# --------------------------------------------------------------------------- data in and out
+
+
+@pytest.fixture
+def open_session(tmp_path, monkeypatch):
+    """A moto server on every address of this machine (containers reach it), and its Session."""
+    from moto.server import ThreadedMotoServer
+
+    from launchbay.session import Session
+
+    server = ThreadedMotoServer(ip_address="0.0.0.0", port=0, verbose=False)
+    server.start()
+    host, port = server.get_host_and_port()
+    url = f"http://127.0.0.1:{port}"
+    for key, value in {
+        "AWS_ENDPOINT_URL": url,
+        "AWS_ACCESS_KEY_ID": "testing",
+        "AWS_SECRET_ACCESS_KEY": "testing",
+        "AWS_DEFAULT_REGION": "us-west-2",
+        "AWS_REGION": "us-west-2",
+    }.items():
+        monkeypatch.setenv(key, value)
+    monkeypatch.delenv("AWS_PROFILE", raising=False)
+    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-config"))
+    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-credentials"))
+    yield Session()
+    server.stop()
+
+
+def test_channels_from_file_and_s3_and_outputs_to_both(
+    home, tmp_path, framework_version, docker_client, open_session
+):
+    s3 = open_session.s3_client
+    s3.create_bucket(Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": "us-west-2"})
+    for key, body in {"train/a.csv": "1,2", "train/sub/b.csv": "3,4"}.items():
+        s3.put_object(Bucket=BUCKET, Key=key, Body=body.encode())
+    local = tmp_path / "local-data"
+    (local / "nested").mkdir(parents=True)
+    (local / "x.txt").write_text("local x")
+    (local / "nested" / "y.txt").write_text("local y")
+    single = tmp_path / "single.txt"
+    single.write_text("one file")
+    inputs = {
+        "local": file_uri(local),
+        "single": file_uri(single),
+        "remote": f"s3://{BUCKET}/train",
+    }
+    expected = {
+        "local": {"x.txt": "local x", os.path.join("nested", "y.txt"): "local y"},
+        "single": {"single.txt": "one file"},
+        "remote": {"a.csv": "1,2", os.path.join("sub", "b.csv"): "3,4"},
+    }
+    for output_path in (f"s3://{BUCKET}/out", file_uri(tmp_path / "out")):
+        est = pytorch(
+            framework_version,
+            "channels.py",
+            output_path=output_path,
+            sagemaker_session=open_session,
+        )
+        est.fit(inputs, logs=False)
+        name = est.latest_training_job.name
+        if output_path.startswith("s3://"):
+            body = s3.get_object(Bucket=BUCKET, Key=f"out/{name}/output/output.tar.gz")["Body"]
+            members = archive_members(io.BytesIO(body.read()))
+            model = s3.get_object(Bucket=BUCKET, Key=f"out/{name}/output/model.tar.gz")["Body"]
+            assert "weights-algo-2.txt" in archive_members(io.BytesIO(model.read()))
+        else:
+            members = archive_members(tmp_path / "out" / name / "output" / "output.tar.gz")
+            assert "weights-algo-1.txt" in archive_members(
+                tmp_path / "out" / name / "output" / "model.tar.gz"
+            )
+        for host in ("algo-1", "algo-2"):
+            assert json.loads(members[f"channels-{host}.json"]) == expected
+        compose = (home / "jobs" / name / "docker-compose.yaml").read_text()
+        assert "testing" not in compose  # the credentials' names only, never their values
+        assert (
+            "AWS_SECRET_ACCESS_KEY" in yaml.safe_load(compose)["services"]["algo-1"]["environment"]
+        )
+        assert_nothing_left(docker_client, home / "jobs" / name)
+    # The data itself was never copied into a job directory, and the source stayed as it was.
+    assert sorted(p.name for p in local.rglob("*")) == ["nested", "x.txt", "y.txt"]
+
+
+def test_code_on_s3_is_fetched_by_the_containers(
+    home, tmp_path, framework_version, docker_client, open_session
+):
+    s3 = open_session.s3_client
+    s3.create_bucket(Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": "us-west-2"})
+    est = pytorch(
+        framework_version,
+        "channels.py",
+        instance_count=1,
+        code_location=f"s3://{BUCKET}/code",
+        output_path=file_uri(tmp_path / "out"),
+        sagemaker_session=open_session,
+    )
+    est.fit(logs=False)
+    name = est.latest_training_job.name
+    log = (home / "jobs" / name / "logs" / "algo-1.log").read_text()
+    assert f"s3://{BUCKET}/code" in log
+    assert "hello from algo-1" in log
+
+
+# --------------------------------------------------------------------------- contract, compose
+
+
+def test_compose_file_reproduces_the_run_with_docker_compose(
+    home, tmp_path, framework_version, docker_client
+):
+    est = pytorch(framework_version, "channels.py", output_path=file_uri(tmp_path / "out"))
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "d.txt").write_text("data")
+    est.fit({"train": file_uri(data)}, logs=False)
+    directory = home / "jobs" / est.latest_training_job.name
+    compose = directory / "docker-compose.yaml"
+    document = yaml.safe_load(compose.read_text())
+    assert sorted(document["services"]) == ["algo-1", "algo-2"]
+    for host in ("algo-1", "algo-2"):
+        shutil.rmtree(directory / host / "model")
+        (directory / host / "model").mkdir()
+    run = subprocess.run(
+        [
+            "docker-compose",
+            "-f",
+            str(compose),
+            "-p",
+            "lbcompose",
+            "up",
+            "--abort-on-container-exit",
+        ],
+        capture_output=True,
+        text=True,
+        timeout=300,
+    )
+    try:
+        assert run.returncode == 0, run.stdout + run.stderr
+        assert "hello from algo-1" in run.stdout and "hello from algo-2" in run.stdout
+        for host in ("algo-1", "algo-2"):
+            assert (directory / host / "model" / f"weights-{host}.txt").read_text() == host
+    finally:
+        subprocess.run(
+            ["docker-compose", "-f", str(compose), "-p", "lbcompose", "down", "-v"],
+            capture_output=True,
+            timeout=120,
+        )
+
+
+def test_missing_launchbay_image_names_the_build_command(home, tmp_path, docker_client):
+    est = pytorch("9.9.9", "channels.py", output_path=file_uri(tmp_path / "out"))
+    with pytest.raises(ImageNotFoundError) as caught:
+        est.fit(logs=False)
+    message = str(caught.value)
+    assert "launchbay/pytorch-training:9.9.9-cpu-py311" in message
+    assert "launchbay images build pytorch --framework-version 9.9.9 --processor cpu" in message
+    assert not (home / "jobs").exists() or not any((home / "jobs").iterdir())
+
+
+def test_local_gpu_without_a_gpu_runtime_fails_clearly_and_leaves_nothing(
+    home, tmp_path, framework_version, docker_client
+):
+    est = Estimator(
+        image_uri=f"launchbay/pytorch-training:{framework_version}-cpu-py311",
+        role=None,
+        instance_type="local_gpu",
+        instance_count=2,  # SDK v2 refuses more than one local_gpu instance
+        entry_point="channels.py",
+        source_dir=str(SCRIPTS),
+        output_path=file_uri(tmp_path / "out"),
+    )
+    with pytest.raises(JobFailedError) as caught:
+        est.fit(logs=False)
+    assert "gpu" in caught.value.reason.lower()
+    directory = home / "jobs" / caught.value.job_name
+    services = yaml.safe_load((directory / "docker-compose.yaml").read_text())["services"]
+    devices = services["algo-2"]["deploy"]["resources"]["reservations"]["devices"]
+    assert devices == [{"driver": "nvidia", "count": "all", "capabilities": ["gpu"]}]
+    assert_nothing_left(docker_client, directory)
+
+
+def test_files_written_as_root_are_given_back_to_the_caller(
+    home, tmp_path, framework_version, docker_client, monkeypatch
+):
+    # As if the caller were user 65534 (these tests run as root; the engine runs as root).
+    monkeypatch.setattr(os, "getuid", lambda: 65534)
+    monkeypatch.setattr(os, "getgid", lambda: 65534)
+    est = pytorch(framework_version, "channels.py", output_path=file_uri(tmp_path / "out"))
+    est.fit(logs=False)
+    directory = home / "jobs" / est.latest_training_job.name
+    written = directory / "algo-1" / "model" / "weights-algo-1.txt"
+    assert written.stat().st_uid == 65534
+    assert (
+        directory / "algo-2" / "output" / "data" / "channels-algo-2.json"
+    ).stat().st_uid == 65534
+    # That user can delete everything the containers wrote.
+    os.chmod(directory, 0o777)
+    removal = subprocess.run(
+        [
+            "setpriv",
+            "--reuid=65534",
+            "--regid=65534",
+            "--clear-groups",
+            "rm",
+            "-rf",
+            str(directory / "algo-1"),
+            str(directory / "algo-2"),
+        ],
+        capture_output=True,
+        text=True,
+    )
+    assert removal.returncode == 0, removal.stderr
+    assert not (directory / "algo-1").exists()
+
+
+def test_containers_of_a_client_that_died_are_removed_by_the_next_job(
+    home, tmp_path, framework_version, docker_client
+):
+    dead = subprocess.Popen(["true"])
+    dead.wait()
+    image = f"launchbay/pytorch-training:{framework_version}-cpu-py311"
+    orphan = docker_client.containers.create(
+        image,
+        ["sleep", "300"],
+        name="launchbay-orphan-test-algo-1",
+        labels={
+            LABEL_CLIENT: f"{socket.gethostname()}:{dead.pid}",
+            LABEL_JOB: "orphan-test",
+            LABEL_JOB_DIR: str(tmp_path / "gone"),
+        },
+    )
+    orphan.start()
+    try:
+        assert DockerBackend().remove_orphans() >= 1
+        assert not docker_client.containers.list(
+            all=True, filters={"name": "launchbay-orphan-test"}
+        )
+    finally:
+        with __import__("contextlib").suppress(Exception):
+            orphan.remove(force=True)
+
+
+# --------------------------------------------------------------------------- a SageMaker image
+
+
+@pytest.fixture(scope="module")
+def toolkit_image(docker_client, base_image, tmp_path_factory):
+    """``tests/docker/toolkit_image``: sagemaker-training 5.1.4 and a script, no launchbay."""
+    import hashlib
+
+    source = HERE / "toolkit_image"
+    digest = hashlib.sha256()
+    for name in ("Dockerfile", "train.py"):
+        digest.update((source / name).read_bytes())
+    digest.update(base_image.encode())
+    tag = f"launchbay-test/toolkit:{digest.hexdigest()[:12]}"
+    if docker_client.images.list(name=tag):
+        return tag
+    context = tmp_path_factory.mktemp("toolkit-context")
+    for name in ("Dockerfile", "train.py"):
+        shutil.copy(source / name, context / name)
+    bundle = os.environ.get("PIP_CERT") or "/etc/ssl/certs/ca-certificates.crt"
+    shutil.copy(bundle, context / "ca-bundle.crt")
+    docker_client.images.build(
+        path=str(context), tag=tag, buildargs={"BASE_IMAGE": base_image}, rm=True
+    )
+    return tag
+
+
+def test_an_image_built_for_sagemaker_with_the_toolkit_runs_unchanged(
+    home, tmp_path, docker_client, toolkit_image
+):
+    data = tmp_path / "data"
+    data.mkdir()
+    (data / "rows.csv").write_text("1,2\n")
+    (data / "more.csv").write_text("3,4\n")
+
+    def estimator(**hyperparameters):
+        return Estimator(
+            image_uri=toolkit_image,
+            role=None,
+            instance_type="local",
+            instance_count=2,
+            hyperparameters=hyperparameters,
+            output_path=file_uri(tmp_path / "out"),
+        )
+
+    est = estimator(epochs=3)
+    est.fit({"train": file_uri(data)}, logs=False)
+    name = est.latest_training_job.name
+    model = archive_members(tmp_path / "out" / name / "output" / "model.tar.gz")
+    for host in ("algo-1", "algo-2"):
+        seen = json.loads(model[f"seen-{host}.json"])
+        assert seen == {
+            "epochs": 3,
+            "current_host": host,
+            "hosts": ["algo-1", "algo-2"],
+            "channels": ["train"],
+            "train_files": ["more.csv", "rows.csv"],
+            "model_dir": "/opt/ml/model",
+            "job_name": name,
+        }
+    assert_nothing_left(docker_client, home / "jobs" / name)
+
+    failing = estimator(fail="yes")
+    with pytest.raises(JobFailedError) as caught:
+        failing.fit({"train": file_uri(data)}, logs=False)
+    assert "toolkit script failed on purpose" in caught.value.reason
+    assert_nothing_left(docker_client, home / "jobs" / caught.value.job_name)

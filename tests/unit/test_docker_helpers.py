@@ -1,0 +1,88 @@
+"""Pure parts of the Docker backend: endpoint rewriting, log line splitting, link roots."""
+
+from __future__ import annotations
+
+import os
+
+from launchbay.backends.docker import (
+    HostSpec,
+    _link_roots,
+    _needs_aws,
+    _split_lines,
+    compose_document,
+    container_endpoint,
+)
+
+
+def test_loopback_endpoints_point_at_the_docker_host():
+    assert container_endpoint("http://127.0.0.1:5000") == "http://host.docker.internal:5000"
+    assert container_endpoint("http://localhost:9/x?y=1") == "http://host.docker.internal:9/x?y=1"
+    assert container_endpoint("https://s3.us-west-2.amazonaws.com") == (
+        "https://s3.us-west-2.amazonaws.com"
+    )
+    assert container_endpoint("http://10.0.0.5:5000") == "http://10.0.0.5:5000"
+
+
+def test_lines_split_across_chunks_and_characters():
+    text = "première ligne\nseconde\r\nlast without newline".encode()
+    chunks = [text[i : i + 3] for i in range(0, len(text), 3)]
+    assert list(_split_lines(chunks)) == ["première ligne", "seconde", "last without newline"]
+    assert list(_split_lines([b""])) == []
+    assert list(_split_lines([b"a\n", b"\n"])) == ["a", ""]
+
+
+def test_link_roots_are_the_outermost_directories_links_point_into(tmp_path):
+    cache = tmp_path / "cache"
+    (cache / "ab").mkdir(parents=True)
+    (cache / "ab" / "obj1").write_text("1")
+    (cache / "obj2").write_text("2")
+    source = tmp_path / "source"
+    source.mkdir()
+    channel = tmp_path / "channel"
+    (channel / "sub").mkdir(parents=True)
+    os.symlink(cache / "ab" / "obj1", channel / "sub" / "a")
+    os.symlink(cache / "obj2", channel / "b")
+    os.symlink(source, channel / "dir")
+    assert _link_roots(str(channel)) == sorted([str(cache), str(source)], key=len)
+
+
+def test_aws_is_needed_only_for_s3_locations():
+    request = {
+        "InputDataConfig": [{"DataSource": {"S3DataSource": {"S3Uri": "file:///d"}}}],
+        "OutputDataConfig": {"S3OutputPath": "file:///out"},
+        "HyperParameters": {"sagemaker_submit_directory": '"file:///code.tar.gz"'},
+    }
+    assert not _needs_aws(request)
+    for change in (
+        {"OutputDataConfig": {"S3OutputPath": "s3://b/out"}},
+        {"CheckpointConfig": {"S3Uri": "s3://b/ckpt"}},
+        {"HyperParameters": {"sagemaker_submit_directory": '"s3://b/code.tar.gz"'}},
+        {"InputDataConfig": [{"DataSource": {"S3DataSource": {"S3Uri": "s3://b/d"}}}]},
+    ):
+        assert _needs_aws({**request, **change})
+
+
+def test_compose_document_names_secrets_without_values():
+    request = {
+        "TrainingJobName": "job",
+        "AlgorithmSpecification": {"TrainingImage": "img:1"},
+    }
+    spec = HostSpec(
+        "algo-1",
+        "launchbay-job-algo-1",
+        {"/jobs/job/algo-1/model": {"bind": "/opt/ml/model", "mode": "rw"}},
+        {"TRAINING_JOB_NAME": "job"},
+        ["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"],
+    )
+    document = compose_document(request, [spec], gpu=True, isolated=True)
+    service = document["services"]["algo-1"]
+    assert service["environment"] == [
+        "TRAINING_JOB_NAME=job",
+        "AWS_ACCESS_KEY_ID",
+        "AWS_SECRET_ACCESS_KEY",
+    ]
+    assert service["volumes"] == ["/jobs/job/algo-1/model:/opt/ml/model:rw"]
+    assert service["command"] == ["train"] and service["hostname"] == "algo-1"
+    assert "extra_hosts" not in service  # an isolated job has no way out
+    assert document["networks"]["job"]["internal"] is True
+    assert service["deploy"]["resources"]["reservations"]["devices"][0]["capabilities"] == ["gpu"]
