@@ -8,8 +8,9 @@ the Docker Engine API (the ``docker`` package; no compose binary).
 
 Per job:
 
-* a bridge network ``launchbay-<job>`` (``internal``, with no route out of it,
-  when the request sets ``EnableNetworkIsolation``);
+* a bridge network ``launchbay-<job>``; with ``EnableNetworkIsolation`` it is
+  ``internal`` and its bridge has no address, so the containers reach each
+  other and nothing else (not even this machine);
 * containers ``launchbay-<job>-algo-1`` ... with hostnames ``algo-1`` ...
   (also their aliases on the job network), command ``train``, ``init`` on (signals
   reach the runtime, zombies are reaped), labelled with the job directory and
@@ -90,6 +91,9 @@ _SUBMIT_DIRECTORY = "sagemaker_submit_directory"
 _CREDENTIAL_NAMES = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
 _PASSED_AWS_NAMES = ("AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3")
 _LOOPBACK = ("localhost", "127.0.0.1", "::1", "0.0.0.0")
+# An internal network still routes to its bridge's address, i.e. to this machine. With no
+# address on the bridge, a container of an isolated job reaches its peers and nothing else.
+_ISOLATED_OPTIONS = {"com.docker.network.bridge.inhibit_ipv4": "true"}
 
 
 @dataclass
@@ -318,15 +322,16 @@ class DockerBackend(LocalBackend):
         job.host_request = _without_local_paths(request)
         seen = copy.deepcopy(request)
         code = _submit_directory(request)
-        local_code = bool(code) and not is_s3_uri(code or "")
+        # A file:// package is unpacked here; s3:// code and a path inside the container
+        # (the "code" channel of a network-isolated job) are the container's to fetch.
+        local_code = is_file_uri(code or "")
         if local_code:
             seen.setdefault("HyperParameters", {})[_SUBMIT_DIRECTORY] = json.dumps(CODE_DIR)
         for host in job.hosts:
             host_dir = layout.host_dir(host)
             write_host_config(host_dir, seen, host, job.hosts, container_base=CONTAINER_BASE)
             if local_code:
-                path = file_uri_path(code) if is_file_uri(code or "") else str(code)
-                fetch_code(path, os.path.join(host_dir, "code"))
+                fetch_code(file_uri_path(str(code)), os.path.join(host_dir, "code"))
         job.stager.stage_channels(job.host_request, layout)
         job.stager.restore_checkpoints(job.host_request, layout)
         specs = self.host_specs(job.request, layout.job_dir, job.hosts, local_code=local_code)
@@ -430,7 +435,13 @@ class DockerBackend(LocalBackend):
         network = self._network_name(job.name)
         self._remove_network(network)  # a leftover of an earlier run of this job name
         try:
-            api.create_network(network, driver="bridge", internal=isolated, labels=labels)
+            api.create_network(
+                network,
+                driver="bridge",
+                internal=isolated,
+                options=_ISOLATED_OPTIONS if isolated else None,
+                labels=labels,
+            )
         except docker_errors().APIError as exc:
             raise DockerError(f"Could not create the Docker network {network!r}: {exc}") from exc
         secrets = self._credentials(specs)
@@ -605,7 +616,7 @@ class DockerBackend(LocalBackend):
         path = os.path.join(job.layout.job_dir, COMPOSE_FILE)
         text = (
             f"# launchbay local training job {job.name}: run it again by hand with\n"
-            f"#   docker compose -f {path} up --abort-on-container-exit\n"
+            f"#   docker compose -f {path} up\n"
             "# AWS credentials are named, not written: compose takes them from your shell.\n"
         ) + yaml.safe_dump(document, sort_keys=False, default_flow_style=False)
         tmp = path + ".tmp"
@@ -653,9 +664,11 @@ def compose_document(
                 }
             }
         services[spec.host] = service
-    return {
-        "services": services,
-        "networks": {
-            "job": {"name": f"{network}-compose", "driver": "bridge", "internal": isolated}
-        },
+    job_network: dict[str, Any] = {
+        "name": f"{network}-compose",
+        "driver": "bridge",
+        "internal": isolated,
     }
+    if isolated:
+        job_network["driver_opts"] = dict(_ISOLATED_OPTIONS)
+    return {"services": services, "networks": {"job": job_network}}
