@@ -12,6 +12,12 @@
     launchbay list [--max N] [--status STATUS] [--backend all|local_process|sagemaker]
     launchbay vpc up|down|show [--stack NAME] [--region R] [--cidr C]
                                [--interface-endpoints] [--timeout S] [--output text|json]
+    launchbay images build pytorch|tensorflow --framework-version X [--processor cpu|gpu]
+                           [--base-image IMG] [--wheelhouse DIR] [--tag T] [--ca-bundle F]
+                           [--py-version py311] [--build-arg K=V ...] [--offline] [--no-cache]
+                           [--reuse]
+    launchbay images push IMAGE --repository URI [--tag T]
+    launchbay images base [--tag T] [--suite S] [--sources FILE ...] [--rebuild]
 
 Exit codes (what a CI step can rely on):
 
@@ -232,7 +238,100 @@ def build_parser() -> argparse.ArgumentParser:
     stack_options(show, waits=False)
     output_option(show)
     show.set_defaults(func=_cmd_vpc_show)
+    _images_parser(commands)
     return parser
+
+
+def _images_parser(commands: Any) -> None:
+    """``launchbay images build|push|base`` (training images; docs/images.md)."""
+    from launchbay.images import DEFAULT_PY_VERSION, FRAMEWORKS, PROCESSORS
+
+    images = commands.add_parser(
+        "images",
+        help="build, push or make the base of the training images (Docker)",
+        description="The training images for local Docker mode and SageMaker: Python, the "
+        "framework, Open MPI with mpi4py, SSH for MPI, and the launchbay runtime (`train`). "
+        "See docs/images.md.",
+    )
+    actions = images.add_subparsers(dest="images_command", metavar="ACTION", required=True)
+    build = actions.add_parser(
+        "build",
+        help="build launchbay/<framework>-training:<version>-<cpu|gpu>-<py>",
+        description="Build a training image through the Docker engine, showing its progress.",
+    )
+    build.add_argument("framework", choices=FRAMEWORKS, help="the framework")
+    build.add_argument(
+        "--framework-version", required=True, metavar="X", help="the framework's version"
+    )
+    build.add_argument(
+        "--processor", choices=PROCESSORS, default="cpu", help="cpu (default) or gpu"
+    )
+    build.add_argument(
+        "--base-image",
+        metavar="IMG",
+        help="the FROM image (default: python:3.11-slim for cpu, a CUDA cuDNN runtime for gpu)",
+    )
+    build.add_argument(
+        "--wheelhouse", metavar="DIR", help="wheels pip prefers to the index (air-gapped builds)"
+    )
+    build.add_argument("--tag", metavar="T", help="the image's tag (default: the launchbay name)")
+    build.add_argument(
+        "--ca-bundle",
+        metavar="F",
+        help="CA bundle for pip in the build (default: $PIP_CERT, $REQUESTS_CA_BUNDLE or "
+        "$SSL_CERT_FILE when set; '' for none)",
+    )
+    build.add_argument(
+        "--py-version", default=DEFAULT_PY_VERSION, metavar="PY", help="py311 (default), py310, ..."
+    )
+    build.add_argument(
+        "--build-arg",
+        dest="build_args",
+        action="append",
+        default=[],
+        metavar="KEY=VALUE",
+        help="another Docker build argument (e.g. INSTALL_EFA=0, EXTRA_INDEX_URL=...); repeatable",
+    )
+    build.add_argument(
+        "--offline", action="store_true", help="pip installs from --wheelhouse only (no index)"
+    )
+    build.add_argument("--no-cache", action="store_true", help="ignore Docker's layer cache")
+    build.add_argument(
+        "--reuse",
+        action="store_true",
+        help="do nothing when the image exists and was built from the same sources",
+    )
+    build.set_defaults(func=_cmd_images_build)
+
+    push = actions.add_parser(
+        "push",
+        help="tag an image and push it (ECR: logs in through boto3)",
+        description="Tag IMAGE as URI:TAG and push it. For an ECR repository "
+        "(<account>.dkr.ecr.<region>.amazonaws.com/NAME) the login goes through boto3; other "
+        "registries use the Docker engine's own credentials (docker login).",
+    )
+    push.add_argument("image", metavar="IMAGE", help="a local image")
+    push.add_argument("--repository", required=True, metavar="URI", help="the repository URI")
+    push.add_argument("--tag", metavar="T", help="the pushed tag (default: IMAGE's tag)")
+    push.set_defaults(func=_cmd_images_push)
+
+    base = actions.add_parser(
+        "base",
+        help="make a slim Debian Python base image from this machine's apt sources (no pull)",
+        description="mmdebstrap a minimal Debian with python3 from this machine's apt sources "
+        "and docker import it as launchbay/python-base:<python>-<suite>; for machines that "
+        "cannot pull images. Prints the image's name on stdout.",
+    )
+    base.add_argument("--tag", metavar="T", help="the image's tag")
+    base.add_argument("--suite", metavar="S", help="Debian suite (default: this machine's)")
+    base.add_argument(
+        "--sources",
+        action="append",
+        metavar="FILE",
+        help="apt source file (.list or .sources); repeatable (default: this machine's)",
+    )
+    base.add_argument("--rebuild", action="store_true", help="make it even if it exists")
+    base.set_defaults(func=_cmd_images_base)
 
 
 def _positive_int(text: str) -> int:
@@ -889,6 +988,54 @@ def _cmd_vpc_down(args: argparse.Namespace) -> int:
         _info(f"deleted stack {args.stack}")
     else:
         _info(f"no stack {args.stack}: nothing to delete")
+    return EXIT_OK
+
+
+# --------------------------------------------------------------------------- images
+
+
+def _cmd_images_build(args: argparse.Namespace) -> int:
+    from launchbay import images
+
+    build_args: dict[str, str] = {}
+    for item in args.build_args:
+        key, sep, value = item.partition("=")
+        if not sep or not key:
+            raise ConfigurationError.invalid("--build-arg", item, "KEY=VALUE")
+        build_args[key] = value
+    tag = images.build_image(
+        args.framework,
+        args.framework_version,
+        args.processor,
+        base_image=args.base_image,
+        wheelhouse=args.wheelhouse,
+        tag=args.tag,
+        ca_bundle=args.ca_bundle,
+        py_version=args.py_version,
+        reuse=args.reuse,
+        build_args=build_args,
+        offline=args.offline,
+        nocache=args.no_cache,
+    )
+    print(tag)
+    return EXIT_OK
+
+
+def _cmd_images_push(args: argparse.Namespace) -> int:
+    from launchbay import images
+
+    print(images.push_image(args.image, args.repository, tag=args.tag))
+    return EXIT_OK
+
+
+def _cmd_images_base(args: argparse.Namespace) -> int:
+    from launchbay import images
+
+    print(
+        images.build_base_image(
+            args.tag, suite=args.suite, sources=args.sources, reuse=not args.rebuild
+        )
+    )
     return EXIT_OK
 
 
