@@ -17,16 +17,17 @@ module belongs to (:func:`build_runtime_wheel`). See docs/images.md.
 * :func:`build_base_image`: a slim Python base made from this machine's Debian sources
   (``mmdebstrap`` + ``docker import``), for machines that cannot pull images.
 
-``docker`` (the ``docker`` extra) and ``boto3`` (the ``aws`` extra) are imported only inside
-the functions that use them. Errors::
+``docker`` (the ``docker`` extra, reached through :mod:`launchbay._docker` as the Docker
+backend does) and ``boto3`` (the ``aws`` extra) are imported only inside the functions that
+use them. Errors::
 
     LaunchbayError
     ├── ConfigurationError        a bad argument (framework, processor, wheelhouse, ...)
-    ├── MissingDependencyError    the docker package is not installed
-    └── ImageError (RuntimeError)
-        ├── DockerUnavailableError    the Docker engine cannot be reached
-        ├── ImageBuildError           a build step failed (quotes its last output lines)
-        └── ImagePushError            the registry refused the push or the login
+    ├── MissingDependencyError    the docker package (or mmdebstrap, boto3) is missing
+    └── DockerError (RuntimeError)    the engine cannot be reached or refused a call
+        └── ImageError
+            ├── ImageBuildError       a build step failed (quotes its last output lines)
+            └── ImagePushError        the registry refused the push or the login
 """
 
 from __future__ import annotations
@@ -56,7 +57,7 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, NamedTuple, TextIO
 
-from launchbay.errors import ConfigurationError, LaunchbayError, MissingDependencyError
+from launchbay.errors import ConfigurationError, DockerError, MissingDependencyError
 
 __all__ = [
     "FRAMEWORKS",
@@ -65,7 +66,6 @@ __all__ = [
     "DEFAULT_GPU_BASE_IMAGE",
     "ImageSpec",
     "ImageError",
-    "DockerUnavailableError",
     "ImageBuildError",
     "ImagePushError",
     "image_name",
@@ -113,12 +113,8 @@ _ECR_HOST_RE = re.compile(
 # --------------------------------------------------------------------------- errors
 
 
-class ImageError(LaunchbayError, RuntimeError):
-    """Building, pushing or finding a training image failed."""
-
-
-class DockerUnavailableError(ImageError):
-    """The Docker engine cannot be reached (not running, or no permission on its socket)."""
+class ImageError(DockerError):
+    """Building or pushing a training image failed."""
 
 
 class ImageBuildError(ImageError):
@@ -246,58 +242,38 @@ def default_base_image(processor: str, py_version: str = DEFAULT_PY_VERSION) -> 
 # --------------------------------------------------------------------------- docker
 
 
-def _import_docker(feature: str) -> Any:
-    try:
-        import docker
-    except ImportError as exc:
-        raise MissingDependencyError.for_module("docker", "docker", feature) from exc
-    return docker
+def _errors() -> Any:
+    """``docker.errors`` (only called once a client exists, so the package is there)."""
+    from launchbay._docker import docker_errors
 
-
-def _engine_address() -> str:
-    return os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
-
-
-def _unavailable(exc: BaseException) -> DockerUnavailableError:
-    return DockerUnavailableError(
-        f"Cannot reach the Docker engine at {_engine_address()}: {exc}\n"
-        "Start it (`sudo systemctl start docker`; without systemd: "
-        "`sudo dockerd > /var/log/dockerd.log 2>&1 &`), make sure you may use its socket "
-        "(root, or a member of the docker group), or point DOCKER_HOST at a running engine."
-    )
+    return docker_errors()
 
 
 def docker_client(client: Any = None, *, feature: str = "Building training images") -> Any:
-    """A ``docker.DockerClient`` for the engine in the environment (``client`` if given).
+    """``client`` if given, else a ``docker.DockerClient`` for the engine of the environment.
 
     Raises:
         MissingDependencyError: the ``docker`` package is missing (extra ``docker``).
-        DockerUnavailableError: the engine does not answer.
+        DockerError: no engine answers (the message says how to start one).
     """
     if client is not None:
         return client
-    docker = _import_docker(feature)
-    try:
-        client = docker.from_env(timeout=120)
-        client.ping()
-    except docker.errors.DockerException as exc:
-        raise _unavailable(exc) from exc
-    except OSError as exc:  # pragma: no cover - requests wraps most of these
-        raise _unavailable(exc) from exc
-    return client
+    from launchbay._docker import docker_client as _engine
+
+    return _engine(feature)
 
 
 def _image_labels(client: Any, name: str) -> dict[str, str] | None:
     """The labels of local image ``name``; ``None`` when there is no such image."""
-    docker = _import_docker("Inspecting images")
+    errors = _errors()
     try:
         attrs = client.api.inspect_image(name)
-    except docker.errors.ImageNotFound:
+    except errors.ImageNotFound:
         return None
-    except docker.errors.APIError as exc:
+    except errors.APIError as exc:
         if getattr(exc, "status_code", None) == 404:
             return None
-        raise
+        raise DockerError(f"The Docker engine could not inspect image {name!r}: {exc}") from exc
     return dict((attrs.get("Config") or {}).get("Labels") or {})
 
 
@@ -708,7 +684,11 @@ class _BuildDisplay:
             if failed:
                 note = f"failed after {elapsed:.1f} s"
             self._write(self._fit(f"{self._short(self.step)}  {note}") + "\n", clear=True)
-        elif self.mode == "plain" and (failed or self.cached or elapsed >= 1.0):
+        elif self.mode == "plain" and (
+            failed
+            or elapsed >= 1.0
+            or (self.cached and re.search(r" : (RUN|COPY|ADD) ", self.step))
+        ):
             self._write(f"    {state}, {elapsed:.1f} s\n")
         self.last_step, self.step = self.step, ""
 
@@ -816,7 +796,7 @@ def build_image(
     Raises:
         ConfigurationError: a bad argument (names the argument, value and what is accepted).
         MissingDependencyError: the ``docker`` package is not installed.
-        DockerUnavailableError: the engine cannot be reached.
+        DockerError: the engine cannot be reached.
         ImageBuildError: a step failed; the message quotes its last output lines.
     """
     framework = _check_framework(framework)
@@ -905,7 +885,7 @@ def _run_build(
     mode: str,
     out: TextIO,
 ) -> None:
-    docker = _import_docker("Building training images")
+    errors = _errors()
     started = time.monotonic()
     if mode != "quiet":
         out.write(f"Building {name} (FROM {args.get('BASE_IMAGE')})\n")
@@ -938,7 +918,7 @@ def _run_build(
                     image_id = (chunk.get("aux") or {}).get("ID") or image_id
                 elif "status" in chunk:  # pulling a missing base reports status lines
                     display.feed(str(chunk.get("status")) + "\n")
-        except docker.errors.APIError as exc:
+        except errors.APIError as exc:
             display.finish(failed=True)
             raise _build_error(name, display, str(exc.explanation or exc)) from exc
     if image_id is None and _image_labels(client, name) is None:
@@ -1139,19 +1119,19 @@ def push_image(
         raise ConfigurationError.invalid("tag", tag, "letters, digits, '_', '.', '-' (at most 128)")
     _check_tag(f"{target_repo}:{tag}", "repository")
     client = docker_client(client, feature="Pushing training images")
-    docker = _import_docker("Pushing training images")
+    errors = _errors()
     out = sys.stderr if stream is None else stream
     mode = _display_mode(progress, out)
 
     auth_config = ecr_auth_config(host, session) if host and ecr_registry(host) else None
     try:
         client.api.tag(image, target_repo, tag=tag)
-    except docker.errors.ImageNotFound as exc:
+    except errors.ImageNotFound as exc:
         raise ImagePushError(
             f"No local image {image!r} to push: build it first"
             + (f" ({build_command(image)})" if build_command(image) else "")
         ) from exc
-    except docker.errors.APIError as exc:
+    except errors.APIError as exc:
         raise ImagePushError(f"Tagging {image} as {target_repo}:{tag} failed: {exc}") from exc
     reference = f"{target_repo}:{tag}"
     if mode != "quiet":
@@ -1170,7 +1150,7 @@ def push_image(
                 message = (chunk.get("errorDetail") or {}).get("message") or chunk.get("error")
                 raise ImagePushError(f"Pushing {reference} failed: {message}")
             display.feed(chunk)
-    except docker.errors.APIError as exc:
+    except errors.APIError as exc:
         display.finish()
         raise ImagePushError(f"Pushing {reference} failed: {exc.explanation or exc}") from exc
     display.finish()
@@ -1307,7 +1287,7 @@ def build_base_image(
         if mode != "quiet":
             out.write(f"Making {name}: {' '.join(argv[:3])} {codename} ... {' '.join(files)}\n")
             out.flush()
-        docker = _import_docker("Making the base image")
+        errors = _errors()
         with _BuildDisplay(mode, out, name) as display:
             display.feed(f"Step 1/2 : mmdebstrap {codename}\n")
             proc = subprocess.Popen(
@@ -1340,7 +1320,7 @@ def build_base_image(
                         f"LABEL {LABEL_PREFIX}base-suite={codename}",
                     ],
                 )
-            except docker.errors.APIError as exc:
+            except errors.APIError as exc:
                 display.finish(failed=True)
                 raise ImageBuildError(f"docker import of {name} failed: {exc}", tag=name) from exc
         if _image_labels(client, name) is None:

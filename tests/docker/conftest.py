@@ -39,11 +39,11 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
 def docker_client() -> Iterator[Any]:
     """The Docker engine of the environment; the tests fail (never skip) without one."""
     from launchbay import images
-    from launchbay.errors import MissingDependencyError
+    from launchbay.errors import DockerError, MissingDependencyError
 
     try:
         client = images.docker_client(feature="The Docker tests")
-    except (images.DockerUnavailableError, MissingDependencyError) as exc:
+    except (DockerError, MissingDependencyError) as exc:
         pytest.fail(f"The Docker tests need a Docker engine.\n{exc}", pytrace=False)
     yield client
     client.close()

@@ -29,7 +29,12 @@ from typing import Any
 import pytest
 
 from launchbay import cli, images
-from launchbay.errors import ConfigurationError, LaunchbayError, MissingDependencyError
+from launchbay.errors import (
+    ConfigurationError,
+    DockerError,
+    LaunchbayError,
+    MissingDependencyError,
+)
 
 ROOT = Path(__file__).resolve().parents[2]
 TORCH_VERSION = "2.13.0"
@@ -212,7 +217,7 @@ def test_a_failing_step_raises_with_its_last_lines(docker_client, base_image):
             stream=stream,
         )
     error = info.value
-    assert isinstance(error, LaunchbayError) and isinstance(error, RuntimeError)
+    assert isinstance(error, DockerError) and isinstance(error, LaunchbayError)
     assert error.tag == tag
     assert "RUN" in error.step and "Step 6/" in error.step
     assert "python3.99" in str(error) and "Unable to locate package" in str(error)
@@ -390,7 +395,7 @@ def test_missing_docker_package_names_the_extra(monkeypatch):
 
 def test_unreachable_engine_says_how_to_start_it(tmp_path, monkeypatch):
     monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
-    with pytest.raises(images.DockerUnavailableError) as info:
+    with pytest.raises(DockerError) as info:
         images.docker_client()
     message = str(info.value)
     assert "no-engine.sock" in message and "dockerd" in message and "DOCKER_HOST" in message
@@ -436,6 +441,24 @@ def test_runtime_wheel_installs_with_the_train_entry_point(tmp_path):
         env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
     ).stdout
     assert str(venv) in where
+
+
+def test_the_context_hash_follows_every_input(tmp_path):
+    big = tmp_path / "torch-0-py3-none-any.whl"
+    big.write_bytes(b"w")
+
+    def digest(dockerfile: bytes = b"FROM x", args: dict | None = None, wheel: Path = big) -> str:
+        context = images._Context()
+        context.add("Dockerfile", dockerfile)
+        context.add(f"wheelhouse/{wheel.name}", wheel)
+        return context.digest(args or {"A": "1"})
+
+    first = digest()
+    assert digest() == first
+    assert digest(dockerfile=b"FROM y") != first
+    assert digest(args={"A": "2"}) != first
+    big.write_bytes(b"changed")
+    assert digest() != first
 
 
 # --------------------------------------------------------------------------- progress display
@@ -618,12 +641,10 @@ def small_image(docker_client) -> Iterator[str]:
     buffer.seek(0)
     for _ in docker_client.api.build(fileobj=buffer, custom_context=True, tag=tag, decode=True):
         pass
+    image_id = docker_client.images.get(tag).id
     yield tag
-    for image in docker_client.images.list():
-        for name in image.tags:
-            if "launchbay-test/small" in name or "/launchbay-test/" in name:
-                with contextlib.suppress(Exception):
-                    docker_client.images.remove(name, force=True)
+    with contextlib.suppress(Exception):  # every tag the pushes added goes with it
+        docker_client.images.remove(image_id, force=True)
 
 
 def test_push_to_a_registry_with_the_engines_credentials(docker_client, small_image, tmp_path):
