@@ -913,22 +913,24 @@ def _run_build(
                     detail = chunk.get("errorDetail") or {}
                     message = detail.get("message") or chunk.get("error") or "unknown error"
                     display.finish(failed=True)
-                    raise _build_error(name, display, message)
+                    raise _build_error(name, display, message, args)
                 elif "aux" in chunk:
                     image_id = (chunk.get("aux") or {}).get("ID") or image_id
                 elif "status" in chunk:  # pulling a missing base reports status lines
                     display.feed(str(chunk.get("status")) + "\n")
         except errors.APIError as exc:
             display.finish(failed=True)
-            raise _build_error(name, display, str(exc.explanation or exc)) from exc
+            raise _build_error(name, display, str(exc.explanation or exc), args) from exc
     if image_id is None and _image_labels(client, name) is None:
-        raise _build_error(name, display, "the engine ended the build without an image")
+        raise _build_error(name, display, "the engine ended the build without an image", args)
     if mode != "quiet":
         out.write(f"Built {name} in {time.monotonic() - started:.1f} s\n")
         out.flush()
 
 
-def _build_error(name: str, display: _BuildDisplay, message: str) -> ImageBuildError:
+def _build_error(
+    name: str, display: _BuildDisplay, message: str, args: Mapping[str, str]
+) -> ImageBuildError:
     step = display.step or display.last_step
     tail = list(display.tail)
     text = f"Building {name} failed"
@@ -939,22 +941,24 @@ def _build_error(name: str, display: _BuildDisplay, message: str) -> ImageBuildE
         text += f"\nLast {len(tail)} lines of the step's output:\n" + "\n".join(
             f"  {line}" for line in tail
         )
-    hint = _build_hint(message, tail)
+    hint = _build_hint(message, tail, step, args.get("BASE_IMAGE", ""))
     if hint:
         text += "\n" + hint
     return ImageBuildError(text, tag=name, step=step, log_tail=tail)
 
 
-def _build_hint(message: str, tail: list[str]) -> str:
+def _build_hint(message: str, tail: list[str], step: str, base: str) -> str:
     joined = "\n".join([message, *tail])
     if (
-        "pull access denied" in joined
-        or "not found: manifest unknown" in joined
-        or ("No such image" in joined)
+        re.search(r" : FROM ", step)
+        or "pull access denied" in joined
+        or "manifest unknown" in joined
     ):
         return (
-            "The base image is neither local nor pullable: pass --base-image with a local image "
-            "(`launchbay images base` makes one from this machine's Debian sources)."
+            f"The base image {base!r} is not on this Docker engine and could not be pulled. Pull "
+            "it (or `docker load` it) where a registry is reachable, or pass --base-image with a "
+            "local image; for CPU images `launchbay images base` makes one from this machine's "
+            "Debian sources."
         )
     if "CERTIFICATE_VERIFY_FAILED" in joined or "SSLError" in joined:
         return "pip could not verify the index's certificate: pass --ca-bundle with your CA bundle."

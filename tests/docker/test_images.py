@@ -227,6 +227,22 @@ def test_a_failing_step_raises_with_its_last_lines(docker_client, base_image):
         docker_client.images.remove(tag, force=True)
 
 
+def test_a_missing_base_says_how_to_get_one(docker_client):
+    with pytest.raises(images.ImageBuildError) as info:
+        images.build_image(
+            "pytorch",
+            TORCH_VERSION,
+            "gpu",
+            base_image="launchbay-test/no-such-base:never",
+            client=docker_client,
+            progress=False,
+        )
+    assert "FROM" in info.value.step
+    message = str(info.value)
+    assert "'launchbay-test/no-such-base:never' is not on this Docker engine" in message
+    assert "--base-image" in message and "launchbay images base" in message
+
+
 def test_cli_build_reuses_the_image(docker_client, pytorch_image, base_image, wheelhouse, capsys):
     argv = [
         "images", "build", "pytorch", "--framework-version", TORCH_VERSION,
