@@ -174,7 +174,7 @@ def test_reserved_and_unsupported(run_cli, project):
     spec = project.spec(GOOD)
     check_usage_error(
         run_cli("submit", spec, "--instance-type", "local"),
-        "Docker-based local runs are not available",
+        "launchbay images build pytorch --framework-version",
     )
 
 

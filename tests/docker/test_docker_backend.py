@@ -18,6 +18,7 @@ import socket
 import subprocess
 import sys
 import tarfile
+import tempfile
 import threading
 import time
 from pathlib import Path
@@ -38,6 +39,11 @@ HERE = Path(__file__).parent
 SCRIPTS = HERE.parent / "integration" / "local_process_scripts"
 DOCKER_SCRIPTS = HERE / "scripts"
 BUCKET = "docker-mode-data"
+
+
+def make_bucket(s3, name):
+    s3.create_bucket(Bucket=name, CreateBucketConfiguration={"LocationConstraint": "us-west-2"})
+    return name
 
 
 @pytest.fixture
@@ -75,8 +81,14 @@ def file_uri(path) -> str:
     return "file://" + str(path)
 
 
-def archive_members(path) -> dict[str, bytes]:
-    with tarfile.open(path) as tar:
+def archive_members(source) -> dict[str, bytes]:
+    """Files of a tar.gz given as a path or as its bytes."""
+    opened = (
+        tarfile.open(fileobj=io.BytesIO(source))
+        if isinstance(source, bytes)
+        else tarfile.open(source)
+    )
+    with opened as tar:
         return {m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}
 
 
@@ -286,9 +298,11 @@ def host_listener():
     server.close()
 
 
-def _gateway_address(docker_client) -> str:
-    bridge = docker_client.networks.get("bridge")
-    return bridge.attrs["IPAM"]["Config"][0]["Gateway"]
+def _host_address() -> str:
+    """This machine's address on its default route (reachable from a container not isolated)."""
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
+        probe.connect(("192.0.2.1", 9))  # no packet is sent; the kernel picks the source
+        return probe.getsockname()[0]
 
 
 @pytest.mark.parametrize("isolated", [True, False], ids=["isolated", "open"])
@@ -302,7 +316,7 @@ def test_network_isolation(
         instance_count=2,
         entry_point="net_probe.py",
         source_dir=str(DOCKER_SCRIPTS),
-        hyperparameters={"outside": f"{_gateway_address(docker_client)}:{host_listener}"},
+        hyperparameters={"outside": f"{_host_address()}:{host_listener}"},
         enable_network_isolation=isolated,
         output_path=file_uri(tmp_path / "out"),
     )
@@ -352,9 +366,9 @@ def test_channels_from_file_and_s3_and_outputs_to_both(
     home, tmp_path, framework_version, docker_client, open_session
 ):
     s3 = open_session.s3_client
-    s3.create_bucket(Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": "us-west-2"})
+    bucket = make_bucket(s3, f"{BUCKET}-channels")
     for key, body in {"train/a.csv": "1,2", "train/sub/b.csv": "3,4"}.items():
-        s3.put_object(Bucket=BUCKET, Key=key, Body=body.encode())
+        s3.put_object(Bucket=bucket, Key=key, Body=body.encode())
     local = tmp_path / "local-data"
     (local / "nested").mkdir(parents=True)
     (local / "x.txt").write_text("local x")
@@ -364,14 +378,14 @@ def test_channels_from_file_and_s3_and_outputs_to_both(
     inputs = {
         "local": file_uri(local),
         "single": file_uri(single),
-        "remote": f"s3://{BUCKET}/train",
+        "remote": f"s3://{bucket}/train",
     }
     expected = {
         "local": {"x.txt": "local x", os.path.join("nested", "y.txt"): "local y"},
         "single": {"single.txt": "one file"},
         "remote": {"a.csv": "1,2", os.path.join("sub", "b.csv"): "3,4"},
     }
-    for output_path in (f"s3://{BUCKET}/out", file_uri(tmp_path / "out")):
+    for output_path in (f"s3://{bucket}/out", file_uri(tmp_path / "out")):
         est = pytorch(
             framework_version,
             "channels.py",
@@ -381,10 +395,10 @@ def test_channels_from_file_and_s3_and_outputs_to_both(
         est.fit(inputs, logs=False)
         name = est.latest_training_job.name
         if output_path.startswith("s3://"):
-            body = s3.get_object(Bucket=BUCKET, Key=f"out/{name}/output/output.tar.gz")["Body"]
-            members = archive_members(io.BytesIO(body.read()))
-            model = s3.get_object(Bucket=BUCKET, Key=f"out/{name}/output/model.tar.gz")["Body"]
-            assert "weights-algo-2.txt" in archive_members(io.BytesIO(model.read()))
+            body = s3.get_object(Bucket=bucket, Key=f"out/{name}/output/output.tar.gz")["Body"]
+            members = archive_members(body.read())
+            model = s3.get_object(Bucket=bucket, Key=f"out/{name}/output/model.tar.gz")["Body"]
+            assert "weights-algo-2.txt" in archive_members(model.read())
         else:
             members = archive_members(tmp_path / "out" / name / "output" / "output.tar.gz")
             assert "weights-algo-1.txt" in archive_members(
@@ -406,20 +420,26 @@ def test_code_on_s3_is_fetched_by_the_containers(
     home, tmp_path, framework_version, docker_client, open_session
 ):
     s3 = open_session.s3_client
-    s3.create_bucket(Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": "us-west-2"})
+    bucket = make_bucket(s3, f"{BUCKET}-code")
     est = pytorch(
         framework_version,
         "channels.py",
         instance_count=1,
-        code_location=f"s3://{BUCKET}/code",
+        code_location=f"s3://{bucket}/code",
         output_path=file_uri(tmp_path / "out"),
         sagemaker_session=open_session,
     )
     est.fit(logs=False)
     name = est.latest_training_job.name
-    log = (home / "jobs" / name / "logs" / "algo-1.log").read_text()
-    assert f"s3://{BUCKET}/code" in log
-    assert "hello from algo-1" in log
+    host_dir = home / "jobs" / name / "algo-1"
+    hyperparameters = json.loads(
+        (host_dir / "input" / "config" / "hyperparameters.json").read_text()
+    )
+    assert json.loads(hyperparameters["sagemaker_submit_directory"]).startswith(
+        f"s3://{bucket}/code/"
+    )
+    assert not (host_dir / "code").exists()  # nothing unpacked here: the container fetched it
+    assert "hello from algo-1" in (home / "jobs" / name / "logs" / "algo-1.log").read_text()
 
 
 # --------------------------------------------------------------------------- contract, compose
@@ -500,37 +520,42 @@ def test_local_gpu_without_a_gpu_runtime_fails_clearly_and_leaves_nothing(
 
 
 def test_files_written_as_root_are_given_back_to_the_caller(
-    home, tmp_path, framework_version, docker_client, monkeypatch
+    tmp_path, framework_version, docker_client, monkeypatch
 ):
-    # As if the caller were user 65534 (these tests run as root; the engine runs as root).
+    # As if the caller were user 65534 (these tests run as root; so does the engine), with
+    # its job directories where that user can reach them.
+    home = Path(tempfile.mkdtemp(prefix="launchbay-owner-", dir="/tmp"))
+    os.chmod(home, 0o777)
+    monkeypatch.setenv("LAUNCHBAY_HOME", str(home))
     monkeypatch.setattr(os, "getuid", lambda: 65534)
     monkeypatch.setattr(os, "getgid", lambda: 65534)
-    est = pytorch(framework_version, "channels.py", output_path=file_uri(tmp_path / "out"))
-    est.fit(logs=False)
-    directory = home / "jobs" / est.latest_training_job.name
-    written = directory / "algo-1" / "model" / "weights-algo-1.txt"
-    assert written.stat().st_uid == 65534
-    assert (
-        directory / "algo-2" / "output" / "data" / "channels-algo-2.json"
-    ).stat().st_uid == 65534
-    # That user can delete everything the containers wrote.
-    os.chmod(directory, 0o777)
-    removal = subprocess.run(
-        [
-            "setpriv",
-            "--reuid=65534",
-            "--regid=65534",
-            "--clear-groups",
-            "rm",
-            "-rf",
-            str(directory / "algo-1"),
-            str(directory / "algo-2"),
-        ],
-        capture_output=True,
-        text=True,
-    )
-    assert removal.returncode == 0, removal.stderr
-    assert not (directory / "algo-1").exists()
+    try:
+        est = pytorch(framework_version, "channels.py", output_path=file_uri(tmp_path / "out"))
+        est.fit(logs=False)
+        directory = home / "jobs" / est.latest_training_job.name
+        for written in (
+            directory / "algo-1" / "model" / "weights-algo-1.txt",
+            directory / "algo-2" / "output" / "data" / "channels-algo-2.json",
+        ):
+            assert written.stat().st_uid == 65534
+        os.chmod(home / "jobs", 0o777)
+        removal = subprocess.run(
+            [
+                "setpriv",
+                "--reuid=65534",
+                "--regid=65534",
+                "--clear-groups",
+                "rm",
+                "-rf",
+                str(directory),
+            ],
+            capture_output=True,
+            text=True,
+        )
+        assert removal.returncode == 0, removal.stderr  # that user can delete all of it
+        assert not directory.exists()
+    finally:
+        shutil.rmtree(home, ignore_errors=True)
 
 
 def test_containers_of_a_client_that_died_are_removed_by_the_next_job(
@@ -625,5 +650,9 @@ def test_an_image_built_for_sagemaker_with_the_toolkit_runs_unchanged(
     failing = estimator(fail="yes")
     with pytest.raises(JobFailedError) as caught:
         failing.fit({"train": file_uri(data)}, logs=False)
-    assert "toolkit script failed on purpose" in caught.value.reason
+    # The toolkit's own failure file is the reason, as on SageMaker; the failing
+    # host's last lines (the traceback) come with the error.
+    assert caught.value.reason.startswith("AlgorithmError: ExecuteUserScriptError")
+    assert "RuntimeError: toolkit script failed on purpose" in "\n".join(caught.value.log_tail)
+    assert "toolkit script failed on purpose" in str(caught.value)
     assert_nothing_left(docker_client, home / "jobs" / caught.value.job_name)

@@ -30,6 +30,7 @@ cleaned up; nothing else.
 from __future__ import annotations
 
 import atexit
+import collections
 import contextlib
 import copy
 import datetime as _dt
@@ -52,7 +53,7 @@ from launchbay.backends._local import (
     host_names,
 )
 from launchbay.errors import JobError, LaunchbayError
-from launchbay.job import TERMINAL_STATUSES, TrainingJob
+from launchbay.job import TERMINAL_STATUSES, LogTail, TrainingJob
 
 __all__ = ["LocalBackend", "DEFAULT_GRACE_SECONDS"]
 
@@ -212,6 +213,8 @@ class LocalJob:
         self.secondary = "Starting"
         self.transitions: list[dict[str, Any]] = []
         self.failure_reason: str | None = None
+        #: The host whose failure ended the job (the root cause, not the first to exit).
+        self.failed_host: str | None = None
         self.model_artifacts: str | None = None
         self.creation_time = _now()
         self.start_time: _dt.datetime | None = None
@@ -266,6 +269,8 @@ class LocalJob:
                 if self.start_time:
                     seconds = int((self.end_time - self.start_time).total_seconds())
                     described["TrainingTimeInSeconds"] = seconds
+            if self.failed_host:
+                described["LocalFailedHost"] = self.failed_host
             if self.failure_reason:
                 described["FailureReason"] = self.failure_reason
             if self.model_artifacts:
@@ -761,12 +766,31 @@ class LocalBackend:
             text = _read_text(os.path.join(job.layout.host_dir(host), "output", "failure"))
             if not text:
                 text = _compose_reason(document)
+            job.failed_host = host
         else:
+            job.failed_host = first_host
             text = _read_text(os.path.join(job.layout.host_dir(first_host), "output", "failure"))
             if not text:
                 tail = [line for h, line in job.lines_since(0, 0)[0] if h == first_host][-20:]
                 text = f"Host {first_host} failed with exit code {code}.\n" + "\n".join(tail)
         return ("AlgorithmError: " + text.strip())[:_REASON_LIMIT]
+
+    def failure_log_tail(
+        self, name: str, description: Mapping[str, Any] | None = None, lines: int = 20
+    ) -> LogTail | None:
+        """The last ``lines`` lines the failing host printed (``logs/<host>.log``), or None."""
+        if description is None:
+            description = self.describe(name)
+        host = description.get("LocalFailedHost")
+        if not host:
+            return None
+        path = os.path.join(self.job_dir(name), "logs", f"{host}.log")
+        try:
+            with open(path, encoding="utf-8", errors="replace") as f:
+                tail = collections.deque((line.rstrip("\n") for line in f), maxlen=lines)
+        except OSError:
+            return None
+        return LogTail(str(host), path, list(tail)) if tail else None
 
     def _finish(self, job: LocalJob, status: str, reason: str | None) -> None:
         """Save checkpoints and outputs, then record the end state."""
