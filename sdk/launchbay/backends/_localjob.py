@@ -38,6 +38,7 @@ import json
 import logging
 import os
 import signal
+import socket
 import threading
 import time
 from collections.abc import Iterable, Mapping
@@ -77,6 +78,21 @@ _FAILURE_CAUSE_ORDER = {
     "signal": 6,
 }
 _REQUEST_KEYS_NOT_DESCRIBED = ("Tags",)
+
+
+#: ``<host name>:<pid>`` of this process, recorded with every local job it runs.
+CLIENT_ID = f"{socket.gethostname()}:{os.getpid()}"
+
+
+def pid_alive(pid: int) -> bool:
+    """Whether a process of that id exists on this machine."""
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:
+        return True
+    return True
 
 
 def _now() -> _dt.datetime:
@@ -260,6 +276,7 @@ class LocalJob:
                     "LastModifiedTime": _now(),
                     "SecondaryStatusTransitions": copy.deepcopy(self.transitions),
                     "LocalJobDir": self.layout.job_dir,
+                    "LocalClient": CLIENT_ID,
                 }
             )
             if self.start_time:
@@ -739,8 +756,13 @@ class LocalBackend:
         raise NotImplementedError
 
     def _runs_elsewhere(self, name: str) -> bool:
-        """Whether a job this process did not start still has something running."""
-        raise NotImplementedError
+        """Whether the process that runs a job this process did not start is still alive."""
+        try:
+            client = str(self._load(name).get("LocalClient") or "")
+        except JobError:
+            return False
+        host, _, pid = client.rpartition(":")
+        return host == socket.gethostname() and pid.isdigit() and pid_alive(int(pid))
 
     def _failure_reason(self, job: LocalJob, first_host: str, code: int | None) -> str:
         """The root cause across hosts: the earliest failure any host reported."""

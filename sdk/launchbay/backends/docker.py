@@ -66,11 +66,13 @@ from typing import Any
 from launchbay._docker import docker_client, docker_errors
 from launchbay.backends._local import file_uri_path
 from launchbay.backends._localjob import (
+    CLIENT_ID,
     POLL,
     RUNTIME_MARGIN,
     LocalBackend,
     LocalJob,
     join_readers,
+    pid_alive,
     start_reader,
 )
 from launchbay.errors import DockerError, ImageNotFoundError
@@ -117,20 +119,6 @@ class HostSpec:
     binds: dict[str, dict[str, str]]  # host path -> {"bind": container path, "mode": ro|rw}
     environment: dict[str, str]
     secret_names: list[str]
-
-
-def _client_label() -> str:
-    return f"{socket.gethostname()}:{os.getpid()}"
-
-
-def _pid_alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _needs_aws(request: Mapping[str, Any]) -> bool:
@@ -298,7 +286,7 @@ class DockerBackend(LocalBackend):
         for container in self.client.containers.list(all=True, filters={"label": LABEL_CLIENT}):
             client = container.labels.get(LABEL_CLIENT, "")
             host, _, pid = client.rpartition(":")
-            if host != me or not pid.isdigit() or _pid_alive(int(pid)):
+            if host != me or not pid.isdigit() or pid_alive(int(pid)):
                 continue
             logger.warning(
                 "Removing container %s, left behind by launchbay process %s that is gone",
@@ -430,7 +418,7 @@ class DockerBackend(LocalBackend):
         labels = {
             LABEL_JOB: job.name,
             LABEL_JOB_DIR: job.layout.job_dir,
-            LABEL_CLIENT: _client_label(),
+            LABEL_CLIENT: CLIENT_ID,
         }
         network = self._network_name(job.name)
         self._remove_network(network)  # a leftover of an earlier run of this job name
@@ -575,7 +563,7 @@ class DockerBackend(LocalBackend):
         found = self.client.api.containers(
             filters={"label": f"{LABEL_JOB_DIR}={self.job_dir(name)}", "status": "running"}
         )
-        return bool(found)
+        return bool(found) or super()._runs_elsewhere(name)
 
     def _give_back_files(self, job: LocalJob) -> None:
         """``chown`` what the containers wrote to :attr:`owner` (nothing to do for root)."""

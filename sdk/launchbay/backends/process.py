@@ -271,7 +271,7 @@ class ProcessBackend(LocalBackend):
         _kill(below | _job_processes(job.layout.job_dir), signal.SIGKILL)
 
     def _runs_elsewhere(self, name: str) -> bool:
-        return bool(_job_processes(self.job_dir(name)))
+        return bool(_job_processes(self.job_dir(name))) or super()._runs_elsewhere(name)
 
 
 def _pipe_lines(proc: subprocess.Popen[bytes]) -> Iterator[str]:

@@ -132,6 +132,8 @@ def fetch_code(uri: str | None, code_dir: str) -> bool:
     os.makedirs(code_dir, exist_ok=True)
     if not uri:
         return False
+    if os.path.realpath(_local_path(uri)) == os.path.realpath(code_dir):
+        return False  # already in place (the local Docker mode unpacks it there)
     if os.listdir(code_dir):
         logger.info("Code directory %s is not empty; not fetching %s", code_dir, uri)
         return False
