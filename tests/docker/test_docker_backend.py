@@ -17,7 +17,6 @@ import signal
 import socket
 import subprocess
 import sys
-import tarfile
 import tempfile
 import threading
 import time
@@ -26,6 +25,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from job_outputs import archive_members, check_ranks, file_uri, rank_reports
 from launchbay import Estimator, ImageNotFoundError, JobFailedError
 from launchbay.backends.docker import LABEL_CLIENT, LABEL_JOB, LABEL_JOB_DIR, DockerBackend
 from launchbay.pytorch import PyTorch
@@ -75,39 +75,6 @@ def pytorch(framework_version, entry_point, source_dir=SCRIPTS, **kwargs):
     )
     options.update(kwargs)
     return PyTorch(**options)
-
-
-def file_uri(path) -> str:
-    return "file://" + str(path)
-
-
-def archive_members(source) -> dict[str, bytes]:
-    """Files of a tar.gz given as a path or as its bytes."""
-    opened = (
-        tarfile.open(fileobj=io.BytesIO(source))
-        if isinstance(source, bytes)
-        else tarfile.open(source)
-    )
-    with opened as tar:
-        return {m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}
-
-
-def rank_reports(members) -> dict[int, dict]:
-    return {
-        json.loads(data)["rank"]: json.loads(data)
-        for name, data in members.items()
-        if name.startswith("rank-")
-    }
-
-
-def check_ranks(reports):
-    assert sorted(reports) == [0, 1, 2, 3]
-    for rank, report in reports.items():
-        assert report["world"] == 4
-        assert report["sum"] == 6
-        assert report["local_rank"] == rank % 2
-        assert report["host"] == f"algo-{rank // 2 + 1}"
-        assert report["hosts"] == ["algo-1", "algo-2"]
 
 
 def job_leftovers(docker_client, job_dir) -> tuple[list, list]:

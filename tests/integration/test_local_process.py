@@ -12,13 +12,13 @@ import os
 import signal
 import subprocess
 import sys
-import tarfile
 import time
 from pathlib import Path
 
 import psutil
 import pytest
 
+from job_outputs import archive_members, check_ranks, file_uri, rank_reports
 from launchbay import ConfigurationError, JobError, JobFailedError
 from launchbay.inputs import FileSystemInput, TrainingInput
 from launchbay.pytorch import PyTorch
@@ -66,17 +66,8 @@ def tensorflow(entry_point, **kwargs):
     return TensorFlow(**options)
 
 
-def file_uri(path) -> str:
-    return "file://" + str(path)
-
-
 def job_dir(home, job) -> Path:
     return Path(home) / "jobs" / job.name
-
-
-def archive_members(path) -> dict[str, bytes]:
-    with tarfile.open(path) as tar:
-        return {m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}
 
 
 def job_processes(directory) -> list[psutil.Process]:
@@ -95,24 +86,6 @@ def job_processes(directory) -> list[psutil.Process]:
         if needle in text:
             found.append(proc)
     return found
-
-
-def rank_reports(members) -> dict[int, dict]:
-    return {
-        json.loads(data)["rank"]: json.loads(data)
-        for name, data in members.items()
-        if name.startswith("rank-")
-    }
-
-
-def check_ranks(reports):
-    assert sorted(reports) == [0, 1, 2, 3]
-    for rank, report in reports.items():
-        assert report["world"] == 4
-        assert report["sum"] == 6
-        assert report["local_rank"] == rank % 2
-        assert report["host"] == f"algo-{rank // 2 + 1}"
-        assert report["hosts"] == ["algo-1", "algo-2"]
 
 
 # --------------------------------------------------------------------------- (a), (b)

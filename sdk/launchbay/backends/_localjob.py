@@ -55,6 +55,7 @@ from launchbay.backends._local import (
 )
 from launchbay.errors import JobError, LaunchbayError
 from launchbay.job import TERMINAL_STATUSES, LogTail, TrainingJob
+from launchbay.runtime._procs import is_alive
 
 __all__ = ["LocalBackend", "DEFAULT_GRACE_SECONDS"]
 
@@ -82,17 +83,6 @@ _REQUEST_KEYS_NOT_DESCRIBED = ("Tags",)
 
 #: ``<host name>:<pid>`` of this process, recorded with every local job it runs.
 CLIENT_ID = f"{socket.gethostname()}:{os.getpid()}"
-
-
-def pid_alive(pid: int) -> bool:
-    """Whether a process of that id exists on this machine."""
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    return True
 
 
 def _now() -> _dt.datetime:
@@ -762,7 +752,7 @@ class LocalBackend:
         except JobError:
             return False
         host, _, pid = client.rpartition(":")
-        return host == socket.gethostname() and pid.isdigit() and pid_alive(int(pid))
+        return host == socket.gethostname() and pid.isdigit() and is_alive(int(pid))
 
     def _failure_reason(self, job: LocalJob, first_host: str, code: int | None) -> str:
         """The root cause across hosts: the earliest failure any host reported."""

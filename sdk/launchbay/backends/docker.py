@@ -72,10 +72,10 @@ from launchbay.backends._localjob import (
     LocalBackend,
     LocalJob,
     join_readers,
-    pid_alive,
     start_reader,
 )
 from launchbay.errors import DockerError, ImageNotFoundError
+from launchbay.runtime._procs import is_alive
 from launchbay.s3uri import is_file_uri, is_s3_uri
 
 __all__ = ["DockerBackend", "compose_document", "COMPOSE_FILE"]
@@ -286,7 +286,7 @@ class DockerBackend(LocalBackend):
         for container in self.client.containers.list(all=True, filters={"label": LABEL_CLIENT}):
             client = container.labels.get(LABEL_CLIENT, "")
             host, _, pid = client.rpartition(":")
-            if host != me or not pid.isdigit() or pid_alive(int(pid)):
+            if host != me or not pid.isdigit() or is_alive(int(pid)):
                 continue
             logger.warning(
                 "Removing container %s, left behind by launchbay process %s that is gone",

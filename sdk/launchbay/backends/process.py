@@ -166,14 +166,8 @@ def _killpg(pgid: int, sig: int) -> None:
 class ProcessBackend(LocalBackend):
     """Runs CreateTrainingJob requests as local process groups, one per host.
 
-    Args:
-        session: A :class:`launchbay.Session` for ``s3://`` channels, outputs and
-            checkpoints; created on first S3 use when not given.
-        job_root: Where job directories go (default ``$LAUNCHBAY_HOME/jobs`` or
-            ``~/.launchbay/jobs``).
-        grace_seconds: Seconds between SIGTERM and SIGKILL when hosts are stopped
-            (default ``$LAUNCHBAY_GRACE_SECONDS`` from the request's Environment or
-            the caller's environment, else 10).
+    Takes :class:`~launchbay.backends._localjob.LocalBackend`'s arguments
+    (``session``, ``job_root``, ``grace_seconds``).
     """
 
     host_kind = "process group"
