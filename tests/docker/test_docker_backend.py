@@ -623,3 +623,24 @@ def test_an_image_built_for_sagemaker_with_the_toolkit_runs_unchanged(
     assert "RuntimeError: toolkit script failed on purpose" in "\n".join(caught.value.log_tail)
     assert "toolkit script failed on purpose" in str(caught.value)
     assert_nothing_left(docker_client, home / "jobs" / caught.value.job_name)
+
+
+def test_a_leftover_container_and_network_of_the_same_job_name_are_replaced(
+    home, tmp_path, framework_version, docker_client
+):
+    image = f"launchbay/pytorch-training:{framework_version}-cpu-py311"
+    name = "docker-rerun"
+    network = docker_client.networks.create(f"launchbay-{name}", driver="bridge")
+    stale = docker_client.containers.create(image, ["true"], name=f"launchbay-{name}-algo-1")
+    try:
+        est = pytorch(framework_version, "channels.py", output_path=file_uri(tmp_path / "out"))
+        est.fit(job_name=name, logs=False)
+        assert est.latest_training_job.describe()["TrainingJobStatus"] == "Completed"
+        assert_nothing_left(docker_client, home / "jobs" / name)
+        assert not docker_client.containers.list(all=True, filters={"id": stale.id})
+        assert not docker_client.networks.list(ids=[network.id])
+    finally:
+        for leftover in docker_client.containers.list(all=True, filters={"id": stale.id}):
+            leftover.remove(force=True)
+        for leftover in docker_client.networks.list(ids=[network.id]):
+            leftover.remove()

@@ -421,16 +421,27 @@ class DockerBackend(LocalBackend):
             LABEL_CLIENT: CLIENT_ID,
         }
         network = self._network_name(job.name)
-        self._remove_network(network)  # a leftover of an earlier run of this job name
-        try:
+        errors = docker_errors()
+
+        def create_network() -> None:
             api.create_network(
                 network,
                 driver="bridge",
                 internal=isolated,
                 options=_ISOLATED_OPTIONS if isolated else None,
                 labels=labels,
+                check_duplicate=True,
             )
-        except docker_errors().APIError as exc:
+
+        try:
+            try:
+                create_network()
+            except errors.APIError as exc:
+                if exc.status_code != 409:
+                    raise
+                self._remove_network(network)  # a leftover of an earlier run of this job name
+                create_network()
+        except errors.APIError as exc:
             raise DockerError(f"Could not create the Docker network {network!r}: {exc}") from exc
         secrets = self._credentials(specs)
         device_requests = None
@@ -438,9 +449,6 @@ class DockerBackend(LocalBackend):
             from docker.types import DeviceRequest
 
             device_requests = [DeviceRequest(count=-1, capabilities=[["gpu"]])]
-        for spec in specs:
-            with contextlib.suppress(docker_errors().NotFound):  # an earlier run's leftover
-                api.remove_container(spec.container_name, force=True, v=True)
 
         def create_and_start(spec: HostSpec) -> None:
             entry: _Container = job.procs[spec.host]
@@ -455,8 +463,7 @@ class DockerBackend(LocalBackend):
             networking = api.create_networking_config(
                 {network: api.create_endpoint_config(aliases=[spec.host])}
             )
-            created = api.create_container(
-                image,
+            options = dict(
                 command=["train"],
                 name=spec.container_name,
                 hostname=spec.host,
@@ -465,6 +472,15 @@ class DockerBackend(LocalBackend):
                 host_config=host_config,
                 networking_config=networking,
             )
+            try:
+                created = api.create_container(image, **options)
+            except errors.APIError as exc:
+                if exc.status_code != 409:
+                    raise
+                # The name is taken by a leftover of an earlier run of this job name.
+                with contextlib.suppress(errors.NotFound):
+                    api.remove_container(spec.container_name, force=True, v=True)
+                created = api.create_container(image, **options)
             entry.id = created["Id"]
             if job.stop_requested.is_set():
                 return
@@ -538,9 +554,22 @@ class DockerBackend(LocalBackend):
 
     def _remove_job(self, name: str, job_dir: str) -> None:
         api = self.client.api
-        for container in api.containers(all=True, filters={"label": f"{LABEL_JOB_DIR}={job_dir}"}):
-            with contextlib.suppress(docker_errors().NotFound):
-                api.remove_container(container["Id"], force=True, v=True)
+        found = api.containers(all=True, filters={"label": f"{LABEL_JOB_DIR}={job_dir}"})
+
+        def remove(container_id: str) -> None:
+            errors = docker_errors()
+            try:
+                api.remove_container(container_id, force=True, v=True)
+            except errors.NotFound:
+                pass
+            except errors.APIError as exc:  # reported; the job must still end
+                logger.warning(
+                    "Could not remove container %s of job %s: %s", container_id, name, exc
+                )
+
+        if found:
+            with concurrent.futures.ThreadPoolExecutor(max_workers=min(len(found), 8)) as pool:
+                list(pool.map(remove, [c["Id"] for c in found]))
         self._remove_network(self._network_name(name))
 
     def _remove_network(self, network: str) -> None:
