@@ -231,6 +231,8 @@ class LocalJob:
         self.stop_requested = threading.Event()
         self.force_kill = threading.Event()
         self.done = threading.Event()
+        #: Set when something about the job changed (a host ended, a line came in).
+        self.changed = threading.Event()
         self.stop_reason: str | None = None
         self._lines: list[tuple[str, str]] = []
         self._dropped = 0
@@ -312,6 +314,8 @@ class LocalJob:
             return lines, self._dropped + len(self._lines), missed
 
     def notify(self) -> None:
+        """Wake whoever waits for news of this job (log followers, the monitor)."""
+        self.changed.set()
         with self.lock:
             self.lock.notify_all()
 
@@ -360,6 +364,7 @@ def _stop_all_at_exit() -> None:
         logger.warning("Stopping local training job %s (the Python process is exiting)", job.name)
         job.stop_reason = job.stop_reason or "the Python process that started it exited"
         job.stop_requested.set()
+        job.changed.set()
     deadline = time.monotonic() + max((j.grace for j in running), default=0) + RUNTIME_MARGIN
     for job in running:
         job.done.wait(max(deadline - time.monotonic(), 0.1))
@@ -490,6 +495,7 @@ class LocalBackend:
                 )
                 job.stop_reason = job.stop_reason or "interrupted (KeyboardInterrupt)"
                 job.stop_requested.set()
+                job.changed.set()
                 while True:
                     try:
                         follower.follow(interrupts)
@@ -516,6 +522,7 @@ class LocalBackend:
             return
         job.stop_reason = job.stop_reason or "stopped by request (stop())"
         job.stop_requested.set()
+        job.changed.set()
         job.done.wait()
 
     def print_logs(self, name: str, follow: bool = False, stream: TextIO | None = None) -> None:
@@ -713,7 +720,8 @@ class LocalBackend:
                 return "Failed", self._failure_reason(job, failed[0], codes[failed[0]])
             if codes and all(code == 0 for code in codes.values()):
                 return "Completed", None
-            job.stop_requested.wait(self.poll_interval)
+            job.changed.wait(self.poll_interval)
+            job.changed.clear()
 
     def _running_hosts(self, job: LocalJob) -> list[str]:
         return [host for host, code in self._exit_codes(job).items() if code is None]

@@ -528,7 +528,8 @@ class Supervisor:
         started = False
         waiter_done = plan.waiter is None
         while True:
-            self._pump(TICK)
+            # Nothing to wait for before the workers start once the gate is open.
+            self._pump(0.0 if gate_open and not started else TICK)
             self._handle_signals()
             mono = time.monotonic()
             for hook in plan.periodic:
