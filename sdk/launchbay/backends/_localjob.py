@@ -85,6 +85,19 @@ _REQUEST_KEYS_NOT_DESCRIBED = ("Tags",)
 CLIENT_ID = f"{socket.gethostname()}:{os.getpid()}"
 
 
+def client_pid(client_id: str) -> int | None:
+    """The pid of a :data:`CLIENT_ID` recorded on this machine (``None``: another machine's)."""
+    host, _, pid = client_id.rpartition(":")
+    return int(pid) if host == socket.gethostname() and pid.isdigit() else None
+
+
+def job_arn(name: str, environ: Mapping[str, str] | None = None) -> str:
+    """The ARN a local job reports: SageMaker's form, in the caller's region (else ``local``)."""
+    environ = os.environ if environ is None else environ
+    region = environ.get("AWS_REGION") or environ.get("AWS_DEFAULT_REGION") or "local"
+    return f"arn:aws:sagemaker:{region}:000000000000:training-job/{name.lower()}"
+
+
 def _now() -> _dt.datetime:
     return _dt.datetime.now(_dt.timezone.utc)
 
@@ -256,12 +269,10 @@ class LocalJob:
                 for k, v in self.request.items()
                 if k not in _REQUEST_KEYS_NOT_DESCRIBED
             }
-            region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "local"
             described.update(
                 {
                     "TrainingJobName": self.name,
-                    "TrainingJobArn": f"arn:aws:sagemaker:{region}:000000000000:training-job/"
-                    f"{self.name.lower()}",
+                    "TrainingJobArn": job_arn(self.name),
                     "TrainingJobStatus": self.status,
                     "SecondaryStatus": self.secondary,
                     "CreationTime": self.creation_time,
@@ -743,6 +754,25 @@ class LocalBackend:
 
     def _terminate(self, job: LocalJob, hosts: list[str]) -> None:
         """Stop ``hosts``: SIGTERM, SIGKILL after ``job.grace`` (at once on ``job.force_kill``)."""
+        alive = [h for h in hosts if h in self._running_hosts(job)]
+        self._signal(job, alive, signal.SIGTERM)
+        deadline = time.monotonic() + job.grace + RUNTIME_MARGIN
+        while True:
+            survivors = [h for h in alive if h in self._running_hosts(job)]
+            if not survivors:
+                break
+            if job.force_kill.is_set() or time.monotonic() >= deadline:
+                self._signal(job, survivors, signal.SIGKILL)
+                break
+            time.sleep(POLL)
+        self._reap(job, alive)
+
+    def _signal(self, job: LocalJob, hosts: list[str], sig: signal.Signals) -> None:
+        """Send ``sig`` to what runs each of ``hosts`` (SIGKILL: and everything below it)."""
+        raise NotImplementedError
+
+    def _reap(self, job: LocalJob, hosts: list[str]) -> None:
+        """Wait a little for ``hosts``, just signalled, to be gone."""
         raise NotImplementedError
 
     def _teardown(self, job: LocalJob) -> None:
@@ -759,8 +789,8 @@ class LocalBackend:
             client = str(self._load(name).get("LocalClient") or "")
         except JobError:
             return False
-        host, _, pid = client.rpartition(":")
-        return host == socket.gethostname() and pid.isdigit() and is_alive(int(pid))
+        pid = client_pid(client)
+        return pid is not None and is_alive(pid)
 
     def _failure_reason(self, job: LocalJob, first_host: str, code: int | None) -> str:
         """The root cause across hosts: the earliest failure any host reported."""

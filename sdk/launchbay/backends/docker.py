@@ -55,7 +55,7 @@ import logging
 import os
 import posixpath
 import shlex
-import socket
+import signal
 import threading
 import time
 import urllib.parse
@@ -67,10 +67,10 @@ from launchbay._docker import docker_client, docker_errors
 from launchbay.backends._local import file_uri_path
 from launchbay.backends._localjob import (
     CLIENT_ID,
-    POLL,
-    RUNTIME_MARGIN,
     LocalBackend,
     LocalJob,
+    client_pid,
+    job_arn,
     join_readers,
     start_reader,
 )
@@ -99,18 +99,6 @@ _ISOLATED_OPTIONS = {"com.docker.network.bridge.inhibit_ipv4": "true"}
 
 
 @dataclass
-class _Container:
-    """One host's container: its id, name and exit code (set by a waiter thread)."""
-
-    host: str
-    name: str
-    id: str = ""
-    exit_code: int | None = None
-    started: bool = False
-    exited: threading.Event = field(default_factory=threading.Event)
-
-
-@dataclass
 class HostSpec:
     """Everything one container of the job is made from (also what the compose file says)."""
 
@@ -119,6 +107,22 @@ class HostSpec:
     binds: dict[str, dict[str, str]]  # host path -> {"bind": container path, "mode": ro|rw}
     environment: dict[str, str]
     secret_names: list[str]
+
+
+@dataclass
+class _Container:
+    """One host's container: what it is made of, its id and exit code (set by a waiter)."""
+
+    spec: HostSpec
+    id: str = ""
+    exit_code: int | None = None
+    started: bool = False
+    exited: threading.Event = field(default_factory=threading.Event)
+
+
+def network_name(job_name: str) -> str:
+    """The job's Docker network: ``launchbay-<job>``."""
+    return f"launchbay-{job_name}"
 
 
 def _needs_aws(request: Mapping[str, Any]) -> bool:
@@ -225,7 +229,6 @@ class DockerBackend(LocalBackend):
         self._client = client
         self._client_lock = threading.Lock()
         self.owner = owner if owner is not None else (os.getuid(), os.getgid())
-        self._specs: dict[str, list[HostSpec]] = {}
 
     @property
     def client(self) -> Any:
@@ -280,21 +283,19 @@ class DockerBackend(LocalBackend):
 
         Returns how many containers were removed.
         """
-        me = socket.gethostname()
         removed = 0
         networks: set[str] = set()
         for container in self.client.containers.list(all=True, filters={"label": LABEL_CLIENT}):
-            client = container.labels.get(LABEL_CLIENT, "")
-            host, _, pid = client.rpartition(":")
-            if host != me or not pid.isdigit() or is_alive(int(pid)):
+            pid = client_pid(container.labels.get(LABEL_CLIENT, ""))
+            if pid is None or is_alive(pid):
                 continue
             logger.warning(
                 "Removing container %s, left behind by launchbay process %s that is gone",
                 container.name,
                 pid,
             )
-            networks.add(f"launchbay-{container.labels.get(LABEL_JOB, '')}")
-            with contextlib.suppress(docker_errors().NotFound, docker_errors().APIError):
+            networks.add(network_name(container.labels.get(LABEL_JOB, "")))
+            with contextlib.suppress(docker_errors().APIError):
                 container.remove(force=True, v=True)
                 removed += 1
         for network in networks:
@@ -322,24 +323,29 @@ class DockerBackend(LocalBackend):
                 fetch_code(file_uri_path(str(code)), os.path.join(host_dir, "code"))
         job.stager.stage_channels(job.host_request, layout)
         job.stager.restore_checkpoints(job.host_request, layout)
-        specs = self.host_specs(job.request, layout.job_dir, job.hosts, local_code=local_code)
-        job.procs = {s.host: _Container(s.host, s.container_name) for s in specs}
+        specs = self.host_specs(
+            job.request, layout.job_dir, job.hosts, local_code=local_code, grace=job.grace
+        )
+        job.procs = {s.host: _Container(s) for s in specs}
         self.write_compose_file(job, specs)
-        self._specs[job.layout.job_dir] = specs
 
     def host_specs(
-        self, request: Mapping[str, Any], job_dir: str, hosts: list[str], *, local_code: bool
+        self,
+        request: Mapping[str, Any],
+        job_dir: str,
+        hosts: list[str],
+        *,
+        local_code: bool,
+        grace: float,
     ) -> list[HostSpec]:
         """What each container is made of: mounts and environment."""
         name = request["TrainingJobName"]
         environment = {str(k): str(v) for k, v in (request.get("Environment") or {}).items()}
-        region = os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "local"
         environment.update(
             {
                 "TRAINING_JOB_NAME": name,
-                "TRAINING_JOB_ARN": f"arn:aws:sagemaker:{region}:000000000000:training-job/"
-                f"{name.lower()}",
-                "LAUNCHBAY_GRACE_SECONDS": f"{self._grace(request):g}",
+                "TRAINING_JOB_ARN": job_arn(name),
+                "LAUNCHBAY_GRACE_SECONDS": f"{grace:g}",
             }
         )
         secret_names: list[str] = []
@@ -380,14 +386,6 @@ class DockerBackend(LocalBackend):
             )
         return specs
 
-    def _grace(self, request: Mapping[str, Any]) -> float:
-        from launchbay.backends._localjob import grace_from
-
-        return grace_from(request, self.grace_seconds)
-
-    def _network_name(self, job_name: str) -> str:
-        return f"launchbay-{job_name}"
-
     def _isolated(self, request: Mapping[str, Any]) -> bool:
         return bool(request.get("EnableNetworkIsolation"))
 
@@ -410,7 +408,7 @@ class DockerBackend(LocalBackend):
         return {k: v for k, v in found.items() if v}
 
     def _start_hosts(self, job: LocalJob) -> None:
-        specs = self._specs.pop(job.layout.job_dir)
+        specs = [entry.spec for entry in job.procs.values()]
         request = job.request
         image = request["AlgorithmSpecification"]["TrainingImage"]
         api = self.client.api
@@ -420,7 +418,7 @@ class DockerBackend(LocalBackend):
             LABEL_JOB_DIR: job.layout.job_dir,
             LABEL_CLIENT: CLIENT_ID,
         }
-        network = self._network_name(job.name)
+        network = network_name(job.name)
         errors = docker_errors()
 
         def create_network() -> None:
@@ -496,19 +494,19 @@ class DockerBackend(LocalBackend):
 
         with concurrent.futures.ThreadPoolExecutor(max_workers=min(len(specs), 8)) as pool:
             futures = [pool.submit(create_and_start, spec) for spec in specs]
-            errors = [f.exception() for f in futures if f.exception() is not None]
-        if errors:
-            error = errors[0]
-            if isinstance(error, docker_errors().APIError):
+        failures = [error for error in (f.exception() for f in futures) if error is not None]
+        if failures:
+            error = failures[0]
+            if isinstance(error, errors.APIError):
                 raise DockerError(f"Could not start the job's containers: {error}") from error
-            raise error  # type: ignore[misc]
+            raise error
 
     def _wait_for(self, job: LocalJob, entry: _Container) -> None:
         try:
             result = self.client.api.wait(entry.id, timeout=None)
             code = int(result.get("StatusCode", -1))
         except Exception as exc:  # removed underneath us, engine gone ...
-            logger.debug("Waiting for %s failed: %s", entry.name, exc)
+            logger.debug("Waiting for %s failed: %s", entry.spec.container_name, exc)
             code = -1
         entry.exit_code = code
         entry.exited.set()
@@ -517,26 +515,15 @@ class DockerBackend(LocalBackend):
     def _exit_codes(self, job: LocalJob) -> dict[str, int | None]:
         return {host: c.exit_code for host, c in job.procs.items()}
 
-    def _terminate(self, job: LocalJob, hosts: list[str]) -> None:
-        """SIGTERM to each container's runtime; SIGKILL after the grace period."""
-        api = self.client.api
-        alive = [
-            job.procs[h] for h in hosts if job.procs[h].started and job.procs[h].exit_code is None
-        ]
-        for entry in alive:
+    def _signal(self, job: LocalJob, hosts: list[str], sig: signal.Signals) -> None:
+        """``sig`` to each container's first process (``init``, which passes it on)."""
+        for host in hosts:
             with contextlib.suppress(docker_errors().APIError):
-                api.kill(entry.id, signal="SIGTERM")
-        deadline = time.monotonic() + job.grace + RUNTIME_MARGIN
-        while any(not e.exited.is_set() for e in alive):
-            if job.force_kill.is_set() or time.monotonic() >= deadline:
-                for entry in alive:
-                    if not entry.exited.is_set():
-                        with contextlib.suppress(docker_errors().APIError):
-                            api.kill(entry.id, signal="SIGKILL")
-                for entry in alive:
-                    entry.exited.wait(10)
-                break
-            time.sleep(POLL)
+                self.client.api.kill(job.procs[host].id, signal=sig.name)
+
+    def _reap(self, job: LocalJob, hosts: list[str]) -> None:
+        for host in hosts:
+            job.procs[host].exited.wait(10)
 
     def _teardown(self, job: LocalJob) -> None:
         """Stop what still runs, hand files back to the caller, remove containers and network."""
@@ -570,7 +557,7 @@ class DockerBackend(LocalBackend):
         if found:
             with concurrent.futures.ThreadPoolExecutor(max_workers=min(len(found), 8)) as pool:
                 list(pool.map(remove, [c["Id"] for c in found]))
-        self._remove_network(self._network_name(name))
+        self._remove_network(network_name(name))
 
     def _remove_network(self, network: str) -> None:
         errors = docker_errors()
@@ -652,7 +639,7 @@ def compose_document(
 ) -> dict[str, Any]:
     """The compose file for the job's containers (Compose Specification; docker-compose 1.27+)."""
     name = request["TrainingJobName"]
-    network = f"launchbay-{name}"
+    network = network_name(name)
     image = request["AlgorithmSpecification"]["TrainingImage"]
     services: dict[str, Any] = {}
     for spec in specs:

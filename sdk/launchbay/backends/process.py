@@ -39,9 +39,9 @@ from typing import Any
 from launchbay.backends._localjob import (
     DEFAULT_GRACE_SECONDS,
     POLL,
-    RUNTIME_MARGIN,
     LocalBackend,
     LocalJob,
+    job_arn,
     join_readers,
     start_reader,
 )
@@ -157,9 +157,6 @@ def _killpg(pgid: int, sig: int) -> None:
         os.killpg(pgid, sig)
 
 
-# --------------------------------------------------------------------------- one job
-
-
 # --------------------------------------------------------------------------- the backend
 
 
@@ -197,7 +194,6 @@ class ProcessBackend(LocalBackend):
         env = dict(os.environ)
         env.update({str(k): str(v) for k, v in (job.request.get("Environment") or {}).items()})
         port = free_port_block(2 * len(job.hosts) + 2)
-        region = env.get("AWS_REGION") or env.get("AWS_DEFAULT_REGION") or "local"
         env.update(
             {
                 "LAUNCHBAY_LOCAL_PROCESS": "1",
@@ -207,8 +203,7 @@ class ProcessBackend(LocalBackend):
                 "LAUNCHBAY_GRACE_SECONDS": f"{job.grace:g}",
                 "PYTHONUNBUFFERED": "1",
                 "TRAINING_JOB_NAME": job.name,
-                "TRAINING_JOB_ARN": f"arn:aws:sagemaker:{region}:000000000000:training-job/"
-                f"{job.name.lower()}",
+                "TRAINING_JOB_ARN": job_arn(job.name, env),
             }
         )
         if hasattr(os, "geteuid") and os.geteuid() == 0:
@@ -224,24 +219,18 @@ class ProcessBackend(LocalBackend):
     def _exit_codes(self, job: LocalJob) -> dict[str, int | None]:
         return {host: proc.poll() for host, proc in job.procs.items()}
 
-    def _terminate(self, job: LocalJob, hosts: list[str]) -> None:
-        """SIGTERM each host's process group; SIGKILL what is left after the grace period."""
-        alive = [job.procs[h] for h in hosts if job.procs[h].poll() is None]
-        for proc in alive:
-            _killpg(proc.pid, signal.SIGTERM)
-        deadline = time.monotonic() + job.grace + RUNTIME_MARGIN
-        while any(p.poll() is None for p in alive):
-            if job.force_kill.is_set() or time.monotonic() >= deadline:
-                survivors = [p.pid for p in alive if p.poll() is None]
-                below = _descendants(survivors)
-                for pid in survivors:
-                    _killpg(pid, signal.SIGKILL)
-                _kill(below, signal.SIGKILL)
-                break
-            time.sleep(POLL)
-        for proc in alive:
+    def _signal(self, job: LocalJob, hosts: list[str], sig: signal.Signals) -> None:
+        """``sig`` to each host's process group; SIGKILL also to every process below it."""
+        pids = [job.procs[h].pid for h in hosts]
+        below = _descendants(pids) if sig == signal.SIGKILL else set()
+        for pid in pids:
+            _killpg(pid, sig)
+        _kill(below, sig)
+
+    def _reap(self, job: LocalJob, hosts: list[str]) -> None:
+        for host in hosts:
             with contextlib.suppress(subprocess.TimeoutExpired):
-                proc.wait(timeout=5)
+                job.procs[host].wait(timeout=5)
 
     def _teardown(self, job: LocalJob) -> None:
         """Make sure no process of the job is left, then let the log readers finish."""
