@@ -57,6 +57,8 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO, Any, NamedTuple, TextIO
 
+from launchbay._docker import docker_client as _engine_client
+from launchbay._docker import docker_errors
 from launchbay.errors import ConfigurationError, DockerError, MissingDependencyError
 
 __all__ = [
@@ -242,13 +244,6 @@ def default_base_image(processor: str, py_version: str = DEFAULT_PY_VERSION) -> 
 # --------------------------------------------------------------------------- docker
 
 
-def _errors() -> Any:
-    """``docker.errors`` (only called once a client exists, so the package is there)."""
-    from launchbay._docker import docker_errors
-
-    return docker_errors()
-
-
 def docker_client(client: Any = None, *, feature: str = "Building training images") -> Any:
     """``client`` if given, else a ``docker.DockerClient`` for the engine of the environment.
 
@@ -258,14 +253,12 @@ def docker_client(client: Any = None, *, feature: str = "Building training image
     """
     if client is not None:
         return client
-    from launchbay._docker import docker_client as _engine
-
-    return _engine(feature)
+    return _engine_client(feature)
 
 
 def _image_labels(client: Any, name: str) -> dict[str, str] | None:
     """The labels of local image ``name``; ``None`` when there is no such image."""
-    errors = _errors()
+    errors = docker_errors()
     try:
         attrs = client.api.inspect_image(name)
     except errors.ImageNotFound:
@@ -885,7 +878,7 @@ def _run_build(
     mode: str,
     out: TextIO,
 ) -> None:
-    errors = _errors()
+    errors = docker_errors()
     started = time.monotonic()
     if mode != "quiet":
         out.write(f"Building {name} (FROM {args.get('BASE_IMAGE')})\n")
@@ -1123,7 +1116,7 @@ def push_image(
         raise ConfigurationError.invalid("tag", tag, "letters, digits, '_', '.', '-' (at most 128)")
     _check_tag(f"{target_repo}:{tag}", "repository")
     client = docker_client(client, feature="Pushing training images")
-    errors = _errors()
+    errors = docker_errors()
     out = sys.stderr if stream is None else stream
     mode = _display_mode(progress, out)
 
@@ -1291,7 +1284,7 @@ def build_base_image(
         if mode != "quiet":
             out.write(f"Making {name}: {' '.join(argv[:3])} {codename} ... {' '.join(files)}\n")
             out.flush()
-        errors = _errors()
+        errors = docker_errors()
         with _BuildDisplay(mode, out, name) as display:
             display.feed(f"Step 1/2 : mmdebstrap {codename}\n")
             proc = subprocess.Popen(
