@@ -644,3 +644,72 @@ def test_a_leftover_container_and_network_of_the_same_job_name_are_replaced(
             leftover.remove(force=True)
         for leftover in docker_client.networks.list(ids=[network.id]):
             leftover.remove()
+
+
+def test_containers_get_the_request_environment_and_no_credentials_without_s3(
+    home, tmp_path, framework_version, docker_client, monkeypatch
+):
+    monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDCALLER")
+    monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "caller-secret")
+    monkeypatch.setenv("AWS_REGION", "eu-west-1")
+    est = Estimator(
+        image_uri=f"launchbay/pytorch-training:{framework_version}-cpu-py311",
+        role=None,
+        instance_type="local",
+        instance_count=2,
+        entry_point="env_dump.py",
+        source_dir=str(DOCKER_SCRIPTS),
+        environment={"MY_SETTING": "on"},
+        output_path=file_uri(tmp_path / "out"),
+    )
+    est.fit(logs=False)
+    name = est.latest_training_job.name
+    members = archive_members(tmp_path / "out" / name / "output" / "output.tar.gz")
+    for host in ("algo-1", "algo-2"):
+        env = json.loads(members[f"env-{host}.json"])
+        assert env["MY_SETTING"] == "on"
+        assert env["TRAINING_JOB_NAME"] == name
+        assert env["TRAINING_JOB_ARN"] == (
+            f"arn:aws:sagemaker:eu-west-1:000000000000:training-job/{name.lower()}"
+        )
+        assert env["SM_CURRENT_HOST"] == host
+        # Nothing of this job is on S3: the caller's credentials stay out of the containers.
+        assert not any(key.startswith("AWS_") for key in env), sorted(env)
+
+
+def test_an_image_that_is_neither_local_nor_pullable_is_reported(home, tmp_path, docker_client):
+    est = Estimator(
+        image_uri="registry.invalid/team/trainer:1",
+        role=None,
+        instance_type="local",
+        instance_count=1,
+        entry_point="env_dump.py",
+        source_dir=str(DOCKER_SCRIPTS),
+        output_path=file_uri(tmp_path / "out"),
+    )
+    with pytest.raises(ImageNotFoundError) as caught:
+        est.fit(logs=False)
+    message = str(caught.value)
+    assert "'registry.invalid/team/trainer:1' is not on this machine's Docker engine" in message
+    assert "pulling it failed" in message
+    assert caught.value.argument == "image_uri"
+
+
+def test_a_custom_checkpoint_local_path_is_mounted_and_saved(
+    home, tmp_path, framework_version, docker_client
+):
+    saved = tmp_path / "checkpoints"
+    est = Estimator(
+        image_uri=f"launchbay/pytorch-training:{framework_version}-cpu-py311",
+        role=None,
+        instance_type="local",
+        instance_count=2,
+        entry_point="ckpt_write.py",
+        source_dir=str(DOCKER_SCRIPTS),
+        checkpoint_s3_uri=file_uri(saved),
+        checkpoint_local_path="/ckpt/run",
+        output_path=file_uri(tmp_path / "out"),
+    )
+    est.fit(logs=False)
+    for host in ("algo-1", "algo-2"):
+        assert (saved / f"step-{host}.ckpt").read_text() == f"{host} wrote /ckpt/run"

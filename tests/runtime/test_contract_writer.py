@@ -218,3 +218,19 @@ def test_processes_per_host(tmp_path: Path) -> None:
         ).processes_per_host()
         == 3
     )
+
+
+def test_configs_for_a_container_name_container_paths(tmp_path: Path) -> None:
+    request = dict(REQUEST, CheckpointConfig={"S3Uri": "s3://b/ckpt", "LocalPath": "/ckpt"})
+    base = tmp_path / "algo-1"
+    contract.write_host_config(
+        str(base), request, "algo-1", ["algo-1", "algo-2"], container_base="/opt/ml"
+    )
+    config = base / "input" / "config"
+    checkpoint = json.loads((config / "checkpointconfig.json").read_text())
+    assert checkpoint == {"LocalPath": "/ckpt", "S3Uri": "s3://b/ckpt"}
+    hook = json.loads((config / "debughookconfig.json").read_text())
+    assert hook["LocalPath"] == "/opt/ml/output/tensors"
+    # The host side of the mount exists; nothing is made at the container's own path.
+    assert (base / "checkpoints").is_dir()
+    assert not Path("/ckpt").exists()
