@@ -987,6 +987,12 @@ CASES: list[Case] = [
 
 NOTEBOOK_CASES: list[Case] = [
     Case(
+        "dependencies-repeating-a-source-dir-file",
+        "PyTorch",
+        {**PT, "dependencies": ["<src>/helper.py", "<lib>/mylib"]},
+        expect={hp("sagemaker_program"): '"train.py"'},
+    ),
+    Case(
         "notebook-horovod-tensorflow-1.15.2-v1-names",
         "TensorFlow",
         {
