@@ -13,7 +13,9 @@ This script is the only place that reads v2. It needs the pinned SDK::
 
 It reads (facts only, no code is copied): ``image_uri_config/pytorch.json``,
 ``tensorflow.json``, ``pytorch-smp.json``, ``pytorch-neuron.json`` for the
-training scope, botocore's ECR hostnames for every region listed there (to
+training scope (every version, alias and Python version listed there, the
+first-generation ``sagemaker-pytorch``/``sagemaker-tensorflow*`` repositories and
+per-Python images included), botocore's ECR hostnames for every region listed there (to
 check the domain rules below), and ``fw_utils.GRAVITON_ALLOWED_TARGET_INSTANCE_FAMILY``.
 A few facts live in v2's code rather than its JSON; they are written out by
 hand in ``HAND_WRITTEN`` below, each with the place it comes from.
@@ -30,22 +32,25 @@ from pathlib import Path
 PINNED = "2.257.7"
 OUTPUT = Path(__file__).resolve().parent.parent / "sdk" / "launchbay" / "_image_data.py"
 
-# (launchbay framework, launchbay scope, v2 config name, oldest version kept).
-# Older images (py2/py36 era, other repositories, per-Python registries) are
-# deliberately left out; the Trainium and modelparallel families are kept whole.
+# (launchbay framework, launchbay scope, v2 config name): every training version v2 lists.
 SOURCES = [
-    ("pytorch", "training", "pytorch", (2, 0)),
-    ("pytorch", "smp", "pytorch-smp", None),
-    ("pytorch", "neuron", "pytorch-neuron", None),
-    ("tensorflow", "training", "tensorflow", (2, 12)),
+    ("pytorch", "training", "pytorch"),
+    ("pytorch", "smp", "pytorch-smp"),
+    ("pytorch", "neuron", "pytorch-neuron"),
+    ("tensorflow", "training", "tensorflow"),
 ]
 
-# Which account table a repository's images live in.
+# Which account table a repository's images live in: the Deep Learning Containers'
+# accounts, the SMP accounts, or the accounts of the first-generation SageMaker
+# framework images (sagemaker-pytorch, sagemaker-tensorflow[-scriptmode]).
 REGISTRY_FAMILY = {
     "pytorch-training": "dlc",
     "tensorflow-training": "dlc",
     "pytorch-training-neuron": "dlc",
     "smdistributed-modelparallel": "smp",
+    "sagemaker-pytorch": "legacy",
+    "sagemaker-tensorflow": "legacy",
+    "sagemaker-tensorflow-scriptmode": "legacy",
 }
 
 # ECR domain by region prefix (first match wins); checked against botocore below.
@@ -76,6 +81,30 @@ HAND_WRITTEN = {
     # sagemaker.image_uris._validate_instance_deprecation: ml.p2 is refused
     # from these framework versions on.
     "p2_retired_from": {"pytorch": "1.13", "tensorflow": "2.12"},
+    # sagemaker.image_uris._get_image_tag: on ml.p4d instances, or with any
+    # "smdistributed" distribution, these "<framework>-<tag>" keys get a CUDA/OS
+    # suffix appended to the tag (the tag carries the version exactly as given).
+    "auto_container_suffix": {
+        "tensorflow-2.3-gpu-py37": "cu110-ubuntu18.04-v3",
+        "tensorflow-2.3.1-gpu-py37": "cu110-ubuntu18.04",
+        "tensorflow-2.3.2-gpu-py37": "cu110-ubuntu18.04",
+        "tensorflow-1.15-gpu-py37": "cu110-ubuntu18.04-v8",
+        "tensorflow-1.15.4-gpu-py37": "cu110-ubuntu18.04",
+        "tensorflow-1.15.5-gpu-py37": "cu110-ubuntu18.04",
+        "pytorch-1.6-gpu-py36": "cu110-ubuntu18.04-v3",
+        "pytorch-1.6.0-gpu-py36": "cu110-ubuntu18.04",
+        "pytorch-1.6-gpu-py3": "cu110-ubuntu18.04-v3",
+        "pytorch-1.6.0-gpu-py3": "cu110-ubuntu18.04",
+    },
+    # The framework estimators' version rules (sagemaker/{pytorch,tensorflow}/).
+    # py2: the newest version with Python 2 images (defaults.LATEST_PY2_VERSION);
+    # py_version="py2" is warned about, and TensorFlow refuses it above this version
+    # (TensorFlow._HIGHEST_PYTHON_2_VERSION).
+    "py2_latest": {"pytorch": "1.3.1", "tensorflow": "2.1.1"},
+    "py2_refused_after": {"tensorflow": "2.1.1"},
+    # TensorFlow._HIGHEST_LEGACY_MODE_ONLY_VERSION: these versions run legacy mode
+    # only (no script mode), and the estimator refuses them without image_uri.
+    "legacy_mode_through": {"tensorflow": "1.10.0"},
 }
 
 KNOWN_VERSION_KEYS = {
@@ -105,6 +134,7 @@ def _load_v2() -> tuple[Path, object, object]:
 def build(allow_other_version: bool = False) -> dict:
     """Read v2's config and return launchbay's image table."""
     config_dir, fw_utils, utils = _load_v2()
+    from collections import Counter
     from importlib.metadata import version as dist_version
 
     installed = dist_version("sagemaker")
@@ -127,44 +157,71 @@ def build(allow_other_version: bool = False) -> dict:
         region_sets[name] = regions
         return name
 
-    for framework, scope, config_name, oldest in SOURCES:
+    def image(config_name: str, version: str, entry: dict) -> dict:
+        """One image's facts: repository, registries (as a region set), extra tag parts."""
+        unknown = set(entry) - KNOWN_VERSION_KEYS
+        if unknown or "repository" not in entry:
+            sys.exit(f"{config_name} {version}: unexpected layout {sorted(entry)}")
+        repo = entry["repository"]
+        if repo not in REGISTRY_FAMILY:
+            sys.exit(f"{config_name} {version}: repository {repo} has no REGISTRY_FAMILY")
+        family = REGISTRY_FAMILY[repo]
+        table = accounts.setdefault(family, {})
+        for region, account in entry["registries"].items():
+            if table.setdefault(region, account) != account:
+                sys.exit(f"{family}: {region} has two accounts ({table[region]}, {account})")
+        item: dict = {
+            "repository": repo,
+            "regions": region_set_name(family, sorted(entry["registries"])),
+        }
+        if "container_version" in entry:
+            # v2 appends "<newest sdk>-<container version>" to neuron tags;
+            # the newest SDK is picked by a plain string sort, as v2 does.
+            sdk = sorted(entry.get("sdk_versions", []), reverse=True)
+            item["suffix"] = {
+                proc: "-".join([*sdk[:1], tail])
+                for proc, tail in entry["container_version"].items()
+            }
+        return item
+
+    for framework, scope, config_name in SOURCES:
         raw = json.loads((config_dir / f"{config_name}.json").read_text())
         config = raw["training"] if "training" in raw else raw
         scope_processors = config.get("processors")
         versions: dict[str, dict] = {}
-        repositories = set()
         processors_seen = set()
         for version, entry in config["versions"].items():
-            if oldest is not None and _vtuple(version) < oldest:
-                continue
-            unknown = set(entry) - KNOWN_VERSION_KEYS
-            if unknown or "repository" not in entry:
-                sys.exit(f"{config_name} {version}: unexpected layout {sorted(entry)}")
-            repo = entry["repository"]
-            family = REGISTRY_FAMILY[repo]
-            table = accounts.setdefault(family, {})
-            for region, account in entry["registries"].items():
-                if table.setdefault(region, account) != account:
-                    sys.exit(f"{family}: {region} has two accounts ({table[region]}, {account})")
-            processors = scope_processors or entry["processors"]
-            processors_seen.add(tuple(processors))
-            repositories.add(repo)
-            item: dict = {
-                "py": list(entry["py_versions"]),
-                "regions": region_set_name(family, sorted(entry["registries"])),
-            }
-            if "container_version" in entry:
-                # v2 appends "<newest sdk>-<container version>" to neuron tags;
-                # the newest SDK is picked by a plain string sort, as v2 does.
-                sdk = sorted(entry.get("sdk_versions", []), reverse=True)
-                item["suffix"] = {
-                    proc: "-".join([*sdk[:1], tail])
-                    for proc, tail in entry["container_version"].items()
-                }
+            if "repository" in entry:
+                item = image(config_name, version, entry)
+                item["py"] = list(entry["py_versions"])
+                processors_seen.add(tuple(scope_processors or entry["processors"]))
+            else:
+                # One image per Python version (v2's older layout: {"py2": {...}, "py3": {...}}).
+                by_py = {py: image(config_name, version, sub) for py, sub in entry.items()}
+                item = {"py": list(by_py), "by_py": by_py}
+                processors_seen.add(tuple(scope_processors))
             versions[version] = item
-        if len(repositories) != 1 or len(processors_seen) != 1:
-            sys.exit(f"{config_name}: expected one repository and processor set per scope")
-        repo = repositories.pop()
+        if len(processors_seen) != 1:
+            sys.exit(f"{config_name}: expected one processor set per scope")
+        # The scope's usual repository and region set are stated once; a version
+        # lists them only where it differs.
+        common = Counter(
+            (item["repository"], item["regions"])
+            for item in versions.values()
+            if "by_py" not in item
+        ).most_common(1)[0][0]
+        for item in versions.values():
+            for sub in [item, *item.get("by_py", {}).values()]:
+                if sub.get("repository") == common[0]:
+                    del sub["repository"]
+                if sub.get("regions") == common[1]:
+                    del sub["regions"]
+            for py, sub in list(item.get("by_py", {}).items()):
+                if not sub:
+                    del item["by_py"][py]
+            if item.get("by_py") == {}:
+                del item["by_py"]
+        repo = common[0]
         aliases = {
             alias: target
             for alias, target in config.get("version_aliases", {}).items()
@@ -172,7 +229,7 @@ def build(allow_other_version: bool = False) -> dict:
         }
         scope_entry: dict = {
             "repository": repo,
-            "accounts": REGISTRY_FAMILY[repo],
+            "regions": common[1],
             "processors": list(processors_seen.pop()),
         }
         if "neuron" in repo:
@@ -197,6 +254,7 @@ def build(allow_other_version: bool = False) -> dict:
         "domains": DOMAINS,
         "default_domain": DEFAULT_DOMAIN,
         "accounts": accounts,
+        "repository_accounts": dict(sorted(REGISTRY_FAMILY.items())),
         "region_sets": dict(sorted(region_sets.items())),
         "images": images,
         "graviton_families": sorted(fw_utils.GRAVITON_ALLOWED_TARGET_INSTANCE_FAMILY),

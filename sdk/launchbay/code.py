@@ -340,20 +340,53 @@ def _collect_tree(
 def _add_top_level(
     path: str, arcname: str, entries: dict[str, _Entry], argument: str, rules: Sequence[_Rule] = ()
 ) -> None:
-    taken = [a for a in entries if a == arcname or a.startswith(arcname + "/")]
-    if taken:
-        raise ConfigurationError.invalid(
-            argument,
-            path,
-            "paths whose base names do not clash with each other or with source_dir's contents",
-            reason=f"The archive already has an entry named {arcname!r}",
-        )
+    """Add ``path`` (a file or a directory) to ``entries`` as ``arcname``.
+
+    A name already in the archive is accepted only when ``path`` repeats it: every
+    file it holds is there already with the same bytes (SDK v2 accepts such a
+    dependency, typically one inside ``source_dir``); anything else is a clash.
+    """
+    new: dict[str, _Entry] = {}
     if os.path.isdir(path):
-        entries[arcname] = _Entry(arcname, None, True)
-        _collect_tree(path, arcname, rules, entries)
+        new[arcname] = _Entry(arcname, None, True)
+        _collect_tree(path, arcname, rules, new)
     else:
         mode = os.stat(path).st_mode
-        entries[arcname] = _Entry(arcname, path, bool(mode & 0o111))
+        new[arcname] = _Entry(arcname, path, bool(mode & 0o111))
+    if arcname not in entries and not any(a.startswith(arcname + "/") for a in entries):
+        entries.update(new)
+        return
+    for name, entry in new.items():
+        existing = entries.get(name)
+        same = existing is not None and (
+            existing.path is None
+            if entry.path is None
+            else existing.path is not None and _same_bytes(existing.path, entry.path)
+        )
+        if not same:
+            raise ConfigurationError.invalid(
+                argument,
+                path,
+                "paths whose base names do not clash with each other or with source_dir's "
+                "contents, or that repeat them byte for byte",
+                reason=f"The archive already has an entry named {arcname!r}, and "
+                + (f"{name!r} differs from it" if existing else f"{name!r} is not in it"),
+            )
+
+
+def _same_bytes(a: str, b: str) -> bool:
+    """True when the files at ``a`` and ``b`` hold the same bytes."""
+    if os.path.samefile(a, b):
+        return True
+    if os.path.getsize(a) != os.path.getsize(b):
+        return False
+    with open(a, "rb") as fa, open(b, "rb") as fb:
+        while True:
+            chunk = fa.read(1 << 20)
+            if chunk != fb.read(1 << 20):
+                return False
+            if not chunk:
+                return True
 
 
 def _sort_key(arcname: str) -> tuple[str, ...]:

@@ -1094,6 +1094,11 @@ class Framework(EstimatorBase):
             value = getattr(self, name)
             if value is not None and not isinstance(value, str):
                 raise ConfigurationError.invalid(name, value, "a string such as '2.3' or 'py311'")
+        from launchbay import image_uris
+
+        image_uris.check_version_rules(
+            self._framework_name, self.framework_version, self.py_version, self.image_uri
+        )
 
     def _sagemaker_metrics(self) -> bool | None:
         if self.enable_sagemaker_metrics is not None:

@@ -40,6 +40,7 @@ from launchbay.errors import ConfigurationError, ImageNotFoundError
 __all__ = [
     "FRAMEWORKS",
     "SCOPES",
+    "check_version_rules",
     "instance_family",
     "processor_for",
     "py_versions",
@@ -167,6 +168,61 @@ def py_versions(framework: str, framework_version: str, scope: str = "training")
     return list(_images(framework, scope)["versions"][key]["py"])
 
 
+def check_version_rules(
+    framework: str,
+    framework_version: str | None,
+    py_version: str | None,
+    image_uri: str | None = None,
+) -> None:
+    """The framework estimators' own version rules, as SageMaker SDK v2 applies them.
+
+    * ``py_version="py2"`` warns (one line on the ``launchbay.image_uris`` logger): Python 2 images stop at
+      PyTorch 1.3.1 and TensorFlow 2.1.1; TensorFlow refuses it for newer versions.
+    * TensorFlow 1.10 and older ran in legacy mode only (no script mode): refused
+      unless ``image_uri`` is given.
+
+    Raises:
+        ImageNotFoundError: py2 with a TensorFlow version newer than 2.1.1, or a
+            legacy-mode-only TensorFlow version without ``image_uri``.
+    """
+    wanted = _version_key(framework_version)
+    if py_version == "py2":
+        latest = DATA["py2_latest"].get(framework)
+        refused_after = DATA["py2_refused_after"].get(framework)
+        if refused_after and wanted and wanted > _vkey(refused_after):
+            raise ImageNotFoundError.invalid(
+                "py_version",
+                py_version,
+                "a Python 3 version such as 'py3' or 'py37'",
+                reason=f"{framework} images after {refused_after} are Python 3 only",
+            )
+        if latest:
+            import logging
+
+            logging.getLogger("launchbay.image_uris").warning(
+                "py_version='py2' is deprecated: %s %s is the newest version with Python 2 "
+                "images; pass py_version='py3' for a Python 3 image.",
+                framework,
+                latest,
+            )
+    legacy = DATA["legacy_mode_through"].get(framework)
+    if image_uri is None and legacy and wanted and wanted <= _vkey(legacy):
+        raise ImageNotFoundError.invalid(
+            "framework_version",
+            framework_version,
+            f"a {framework} version newer than {legacy}, or image_uri= with model_dir=False",
+            reason=f"{framework} {legacy} and older run in legacy mode only, which launchbay "
+            "(like SageMaker SDK v2) does not start from script mode",
+        )
+
+
+def _version_key(version: str | None) -> tuple[int, ...] | None:
+    """``_vkey`` of a version made of numbers only, else ``None`` (no rule applies)."""
+    if not isinstance(version, str) or not all(p.isdigit() for p in version.split(".")):
+        return None
+    return _vkey(version)
+
+
 def processor_for(instance_type: str) -> str:
     """The processor an instance type needs: ``"cpu"``, ``"gpu"``, ``"trn"`` or ``"inf"``.
 
@@ -206,6 +262,29 @@ def _wants_smp(distribution: object) -> bool:
         return False
     modelparallel = smdistributed.get("modelparallel")
     return isinstance(modelparallel, Mapping) and bool(modelparallel.get("enabled", True))
+
+
+def _has_smdistributed(distribution: object) -> bool:
+    """True when v2's estimator hands ``retrieve`` a distribution with ``smdistributed``.
+
+    The PyTorch estimator rewrites ``pytorchddp`` to ``smdistributed`` first.
+    """
+    return isinstance(distribution, Mapping) and (
+        "smdistributed" in distribution or "pytorchddp" in distribution
+    )
+
+
+def _repository(table: Mapping[str, Any], entry: Mapping[str, Any], py: str) -> tuple[str, str]:
+    """The repository and region-set name of one version's image for Python ``py``.
+
+    A version states them only where they differ from its scope's; the oldest
+    TensorFlow versions have one image per Python version (``by_py``).
+    """
+    image = {**entry, **entry.get("by_py", {}).get(py, {})}
+    return (
+        image.get("repository", table["repository"]),
+        image.get("regions", table["regions"]),
+    )
 
 
 def _smp_cuda(framework_version: str, family: str) -> str:
@@ -313,8 +392,9 @@ def training_image_uri(
             ", ".join(pythons),
             reason=f"The {framework} {framework_version} {label} is built for other Python versions",
         )
+    repository, region_set = _repository(table, entry, py_version)
 
-    regions = DATA["region_sets"][entry["regions"]]
+    regions = DATA["region_sets"][region_set]
     if region not in regions:
         raise ImageNotFoundError.invalid(
             "region",
@@ -350,9 +430,14 @@ def training_image_uri(
         parts.append(entry["suffix"][processor])
     if scope == "smp":
         parts.append(_smp_cuda(framework_version, family))
+    elif family == "p4d" or _has_smdistributed(distribution):
+        # v2 pins a CUDA/OS build for a few old GPU tags on p4d or with smdistributed.
+        suffix = DATA["auto_container_suffix"].get("-".join([framework, *parts]))
+        if suffix:
+            parts.append(suffix)
 
-    account = DATA["accounts"][table["accounts"]][region]
+    account = DATA["accounts"][DATA["repository_accounts"][repository]][region]
     domain = next(
         (d for prefix, d in DATA["domains"] if region.startswith(prefix)), DATA["default_domain"]
     )
-    return f"{account}.dkr.ecr.{region}.{domain}/{table['repository']}:{'-'.join(parts)}"
+    return f"{account}.dkr.ecr.{region}.{domain}/{repository}:{'-'.join(parts)}"

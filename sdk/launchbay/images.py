@@ -102,7 +102,7 @@ ERROR_TAIL_LINES = 25
 
 _NAME_RE = re.compile(
     r"^launchbay/(?P<framework>[a-z]+)-training:"
-    r"(?P<framework_version>[0-9A-Za-z][0-9A-Za-z._]*)-(?P<processor>cpu|gpu)-(?P<py_version>py3\d+)$"
+    r"(?P<framework_version>[0-9A-Za-z][0-9A-Za-z._]*)-(?P<processor>cpu|gpu)-(?P<py_version>py\d+)$"
 )
 _VERSION_RE = re.compile(r"^[0-9A-Za-z][0-9A-Za-z._]{0,80}$")
 _PY_RE = re.compile(r"^py3(\d{1,2})$")
@@ -220,17 +220,43 @@ def build_command(name: str) -> str | None:
 
     >>> build_command("launchbay/pytorch-training:2.13.0-gpu-py311")
     'launchbay images build pytorch --framework-version 2.13.0 --processor gpu'
+
+    Old framework versions name their image with SageMaker's loose Python tag (``py3``,
+    ``py2``); the command then builds on the newest Python 3 that version's SageMaker
+    image had (``py37`` for TensorFlow 1.15.2, else ``py36``) and tags the result with
+    the name the estimator asks for:
+
+    >>> build_command("launchbay/tensorflow-training:1.15.2-cpu-py3")  # doctest: +NORMALIZE_WHITESPACE
+    'launchbay images build tensorflow --framework-version 1.15.2 --processor cpu
+     --py-version py37 --tag launchbay/tensorflow-training:1.15.2-cpu-py3'
     """
     spec = parse_image_name(name)
     if spec is None:
         return None
+    py_version, tag = spec.py_version, None
+    if not _PY_RE.match(py_version):
+        py_version, tag = _python_for(spec.framework, spec.framework_version), name
     command = (
         f"launchbay images build {spec.framework} --framework-version {spec.framework_version} "
         f"--processor {spec.processor}"
     )
-    if spec.py_version != DEFAULT_PY_VERSION:
-        command += f" --py-version {spec.py_version}"
+    if py_version != DEFAULT_PY_VERSION:
+        command += f" --py-version {py_version}"
+    if tag:
+        command += f" --tag {tag}"
     return command
+
+
+def _python_for(framework: str, framework_version: str) -> str:
+    """The newest ``py3X`` SageMaker's image of this version had, else ``py36``."""
+    from launchbay import image_uris
+
+    try:
+        listed = image_uris.py_versions(framework, framework_version)
+    except ConfigurationError:
+        listed = []
+    explicit = [p for p in listed if _PY_RE.match(p)]
+    return max(explicit, key=lambda p: int(p[3:])) if explicit else "py36"
 
 
 def default_base_image(processor: str, py_version: str = DEFAULT_PY_VERSION) -> str:

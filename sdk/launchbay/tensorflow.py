@@ -44,10 +44,6 @@ class TensorFlow(Framework):
             distribution=distribution,
             **kwargs,
         )
-        if self.py_version == "py2" and self.framework_version:
-            raise ConfigurationError.invalid(
-                "py_version", "py2", "a py3 version: TensorFlow 2.x images are Python 3 only"
-            )
 
     def _debugger_allowed(self) -> bool:
         ps = self.distribution_config.parameter_server

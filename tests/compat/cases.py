@@ -979,3 +979,123 @@ CASES: list[Case] = [
         },
     ),
 ]
+
+
+# --------------------------------------------------------------------------------------------
+# The seed notebooks' own estimator calls (SDK v2 code, only the import line changed).
+# --------------------------------------------------------------------------------------------
+
+NOTEBOOK_CASES: list[Case] = [
+    Case(
+        "dependencies-repeating-a-source-dir-file",
+        "PyTorch",
+        {**PT, "dependencies": ["<src>/helper.py", "<lib>/mylib"]},
+        expect={hp("sagemaker_program"): '"train.py"'},
+    ),
+    Case(
+        "notebook-horovod-tensorflow-1.15.2-v1-names",
+        "TensorFlow",
+        {
+            **SOURCE,
+            "framework_version": "1.15.2",
+            "py_version": "py3",
+            "train_instance_count": 2,
+            "train_instance_type": "ml.p3.16xlarge",
+            "distributions": {
+                "mpi": {
+                    "enabled": True,
+                    "processes_per_host": 8,
+                    "custom_mpi_options": "-verbose --NCCL_DEBUG=INFO -x OMPI_MCA_btl_vader_single_copy_mechanism=none",
+                }
+            },
+            "hyperparameters": {"epochs": 3, "batch-size": 64},
+        },
+        inputs="s3://data-bucket/mnist",
+        expect={
+            "AlgorithmSpecification.TrainingImage": f"{DLC}/tensorflow-training:1.15.2-gpu-py3",
+            "HyperParameters.sagemaker_mpi_num_of_processes_per_host": "8",
+            "HyperParameters.model_dir": '"/opt/ml/model"',
+            "ResourceConfig.InstanceCount": 2,
+        },
+    ),
+    Case(
+        "notebook-pytorch-ddp-1.9-p2-no-profiler-no-debugger",
+        "PyTorch",
+        {
+            **SOURCE,
+            "framework_version": "1.9",
+            "py_version": "py38",
+            "instance_type": "ml.p2.xlarge",
+            "instance_count": 2,
+            "disable_profiler": True,
+            "debugger_hook_config": False,
+            "hyperparameters": {"backend": "gloo", "epochs": 2},
+        },
+        inputs={"training": "s3://data-bucket/images"},
+        expect={
+            "AlgorithmSpecification.TrainingImage": f"{DLC}/pytorch-training:1.9-gpu-py38",
+            "DebugHookConfig": ABSENT,
+            "ProfilerConfig.DisableProfiler": True,
+        },
+    ),
+    Case(
+        "notebook-smddp-tensorflow-2.11-p4d",
+        "TensorFlow",
+        {
+            **SOURCE,
+            "framework_version": "2.11",
+            "py_version": "py39",
+            "instance_type": "ml.p4d.24xlarge",
+            "instance_count": 2,
+            "distribution": SMDDP,
+        },
+        inputs="s3://data-bucket/mnist",
+        expect={
+            "AlgorithmSpecification.TrainingImage": f"{DLC}/tensorflow-training:2.11-gpu-py39",
+            "HyperParameters.sagemaker_distributed_dataparallel_enabled": "true",
+            "HyperParameters.sagemaker_instance_type": '"ml.p4d.24xlarge"',
+        },
+    ),
+]
+
+
+def _version_sweep() -> list[Case]:
+    """One job per framework version SDK v2 knows (and accepts in script mode), CPU and GPU.
+
+    Built from v2's image config, so that the request's version-dependent parts
+    (image, metrics, model_dir, debugger and profiler defaults) are compared for every
+    version, not only for the ones the cases above name.
+    """
+    import json
+    from pathlib import Path
+
+    import sagemaker
+
+    config_dir = Path(sagemaker.__file__).parent / "image_uri_config"
+    cases = []
+    for estimator, framework in (("PyTorch", "pytorch"), ("TensorFlow", "tensorflow")):
+        config = json.loads((config_dir / f"{framework}.json").read_text())["training"]
+        for index, (version, entry) in enumerate(config["versions"].items()):
+            if framework == "tensorflow" and [int(p) for p in version.split(".")] <= [1, 10, 0]:
+                continue  # legacy mode only: both SDKs refuse it without image_uri
+            pythons = entry.get("py_versions") or list(entry)
+            py = next((p for p in reversed(pythons) if p != "py2"), pythons[0])
+            instance_type = ("ml.c5.xlarge", "ml.g4dn.xlarge")[index % 2]
+            cases.append(
+                Case(
+                    f"version-{framework}-{version}-{py}-{instance_type}",
+                    estimator,
+                    {
+                        **SOURCE,
+                        "framework_version": version,
+                        "py_version": py,
+                        "instance_type": instance_type,
+                        "instance_count": 1,
+                    },
+                    inputs="s3://data-bucket/train",
+                )
+            )
+    return cases
+
+
+CASES += NOTEBOOK_CASES + _version_sweep()

@@ -464,6 +464,49 @@ def test_missing_launchbay_image_names_the_build_command(home, tmp_path, docker_
     assert not (home / "jobs").exists() or not any((home / "jobs").iterdir())
 
 
+@pytest.mark.parametrize(
+    ("framework", "version", "py", "command"),
+    [
+        (
+            "pytorch",
+            "1.9",
+            "py38",
+            "launchbay images build pytorch --framework-version 1.9 --processor cpu --py-version py38",
+        ),
+        (
+            "tensorflow",
+            "1.15.2",
+            "py3",
+            "launchbay images build tensorflow --framework-version 1.15.2 --processor cpu "
+            "--py-version py37 --tag launchbay/tensorflow-training:1.15.2-cpu-py3",
+        ),
+    ],
+)
+def test_old_framework_version_names_its_image_and_how_to_build_it(
+    home, tmp_path, docker_client, framework, version, py, command
+):
+    """SDK v2 notebooks with old versions: local Docker mode says which image, and the ways out."""
+    from launchbay.tensorflow import TensorFlow
+
+    cls = {"pytorch": PyTorch, "tensorflow": TensorFlow}[framework]
+    est = cls(
+        entry_point="channels.py",
+        source_dir=str(SCRIPTS),
+        role=None,
+        instance_type="local",
+        instance_count=1,
+        framework_version=version,
+        py_version=py,
+        output_path=file_uri(tmp_path / "out"),
+    )
+    with pytest.raises(ImageNotFoundError) as caught:
+        est.fit(logs=False)
+    message = str(caught.value)
+    assert f"launchbay/{framework}-training:{version}-cpu-{py}" in message
+    assert command in message
+    assert "image_uri=" in message
+
+
 def test_local_gpu_without_a_gpu_runtime_fails_clearly_and_leaves_nothing(
     home, tmp_path, framework_version, docker_client
 ):

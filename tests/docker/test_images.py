@@ -283,6 +283,28 @@ def test_names_round_trip(framework, version, processor, py):
                              args.py_version) == name  # fmt: skip
 
 
+@pytest.mark.parametrize(
+    ("name", "py"),
+    [
+        ("launchbay/tensorflow-training:1.15.2-cpu-py3", "py37"),
+        ("launchbay/tensorflow-training:2.1-gpu-py2", "py36"),
+        ("launchbay/pytorch-training:1.2.0-cpu-py3", "py36"),
+        ("launchbay/pytorch-training:1.5.0-cpu-py3", "py36"),
+    ],
+)
+def test_old_versions_loose_python_tag_builds_on_an_explicit_python(name, py):
+    """SageMaker's old images say py3/py2; the command picks a Python and keeps the name."""
+    spec = images.parse_image_name(name)
+    assert spec is not None and spec.py_version == name.rsplit("-", 1)[1]
+    command = images.build_command(name)
+    assert command.endswith(f"--py-version {py} --tag {name}")
+    args = cli.build_parser().parse_args(command.split()[1:])
+    assert args.tag == name and args.py_version == py
+    assert images.image_name(
+        args.framework, args.framework_version, args.processor, args.py_version
+    )
+
+
 def test_the_default_name_is_the_estimators():
     assert (
         images.image_name("pytorch", "2.13.0", "cpu")

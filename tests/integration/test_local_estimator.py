@@ -65,6 +65,19 @@ def test_framework_version_mismatch_warns(local_env):
         estimator(local_env / "src", framework_version="2.0").fit(logs=False, job_name="old-torch")
 
 
+@pytest.mark.parametrize(("version", "py"), [("1.9", "py38"), ("1.4.0", "py3"), ("0.4", "py2")])
+def test_old_sdk_v2_framework_versions_run_on_the_installed_torch_with_a_warning(
+    local_env, version, py
+):
+    """SDK v2 notebooks' old versions are accepted; local_process runs what is installed."""
+    with pytest.warns(
+        UserWarning, match=rf"framework_version='{version}' but this Python has torch"
+    ):
+        est = estimator(local_env / "src", framework_version=version, py_version=py)
+        est.fit(logs=False, job_name=f"old-{version.replace('.', '-')}")
+    assert est.latest_training_job.status == "Completed"
+
+
 def test_matching_framework_version_does_not_warn(local_env):
     with warnings.catch_warnings():
         warnings.simplefilter("error", UserWarning)

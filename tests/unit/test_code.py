@@ -166,6 +166,40 @@ def test_dependency_name_clash_is_an_error(src: Path, tmp_path: Path) -> None:
         package_code("train.py", src, dependencies=[other])
     assert info.value.argument == "dependencies"
     assert str(other) in str(info.value) and "'train.py'" in str(info.value)
+    assert "differs" in str(info.value)
+
+
+def test_dependency_repeating_source_dir_files_byte_for_byte_is_accepted(
+    src: Path, tmp_path: Path
+) -> None:
+    """SDK v2 accepts a dependency that repeats what source_dir already holds (e.g. one inside it)."""
+    (src / "helper.py").write_bytes(b"HELP = 1\n")
+    _write(src / "lib" / "a.py", "A = 1\n")
+    _write(src / "lib" / "b.py", "B = 1\n")
+    copy = _write(tmp_path / "copy" / "helper.py", "HELP = 1\n")
+    alone = package_code("train.py", src)
+    repeated = package_code(
+        "train.py", src, dependencies=[src / "helper.py", copy, src / "lib", str(src / "lib") + "/"]
+    )
+    assert repeated.files == alone.files
+    assert repeated.sha256 == alone.sha256
+
+
+def test_dependency_directory_that_adds_or_changes_a_file_is_a_clash(
+    src: Path, tmp_path: Path
+) -> None:
+    _write(src / "lib" / "a.py", "A = 1\n")
+    changed = _write(tmp_path / "v2" / "lib" / "a.py", "A = 2\n").parent
+    with pytest.raises(ConfigurationError, match=r"'lib/a.py' differs") as info:
+        package_code("train.py", src, dependencies=[changed])
+    assert info.value.argument == "dependencies" and str(changed) in str(info.value)
+    extra = _write(tmp_path / "v3" / "lib" / "a.py", "A = 1\n").parent
+    _write(extra / "new.py", "N = 1\n")
+    with pytest.raises(ConfigurationError, match=r"'lib/new.py' is not in it"):
+        package_code("train.py", src, dependencies=[extra])
+    dir_for_file = _write(tmp_path / "v4" / "train.py" / "x.py").parent
+    with pytest.raises(ConfigurationError, match="'train.py'"):
+        package_code("train.py", src, dependencies=[dir_for_file])
 
 
 # -- skip and ignore rules -------------------------------------------------------------------

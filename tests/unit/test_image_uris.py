@@ -52,12 +52,12 @@ SMP_DISTRIBUTION = {
     "smdistributed": {"modelparallel": {"enabled": True, "parameters": {"hybrid_shard_degree": 8}}},
 }
 
-# (launchbay framework, scope, v2 config name, oldest version launchbay keeps)
+# (launchbay framework, scope, v2 config name): launchbay keeps every version v2 lists.
 FAMILIES = [
-    ("pytorch", "training", "pytorch", (2, 0)),
-    ("pytorch", "smp", "pytorch-smp", None),
-    ("pytorch", "neuron", "pytorch-neuron", None),
-    ("tensorflow", "training", "tensorflow", (2, 12)),
+    ("pytorch", "training", "pytorch"),
+    ("pytorch", "smp", "pytorch-smp"),
+    ("pytorch", "neuron", "pytorch-neuron"),
+    ("tensorflow", "training", "tensorflow"),
 ]
 
 
@@ -152,30 +152,49 @@ def test_training_image_matches_v2(v2, framework, version, py, processor, region
     [(fw, v) for fw in image_uris.FRAMEWORKS for v in _all_versions(fw)],
 )
 def test_py_version_none_picks_the_only_one(v2, framework, version):
-    expected = v2.retrieve(
-        framework,
-        "us-west-2",
-        version=version,
-        instance_type="ml.p4d.24xlarge",
-        image_scope="training",
+    """None picks a version's only Python; with several, both SDKs refuse and name py_version."""
+    expected = _v2_outcome(
+        lambda: v2.retrieve(
+            framework,
+            "us-west-2",
+            version=version,
+            instance_type="ml.p4d.24xlarge",
+            image_scope="training",
+        )
     )
-    assert training_image_uri(framework, version, None, "ml.p4d.24xlarge", "us-west-2") == expected
+    got = _ours_outcome(
+        lambda: training_image_uri(framework, version, None, "ml.p4d.24xlarge", "us-west-2")
+    )
+    assert got == expected
+    assert (got[0] == "uri") == (len(py_versions(framework, version)) == 1)
 
 
 @pytest.mark.parametrize("instance_type", ["ml.p2.xlarge", "ml.p2.16xlarge"])
 @pytest.mark.parametrize("framework", image_uris.FRAMEWORKS)
 def test_p2_is_refused_like_v2(v2, framework, instance_type):
-    version = supported_versions(framework)[0]
-    py = py_versions(framework, version)[0]
-    expected = _v2_outcome(
-        lambda: v2.retrieve(
-            framework, "us-east-1", version, py, instance_type, image_scope="training"
+    """ml.p2 is retired from PyTorch 1.13 and TensorFlow 2.12 on, and still taken before."""
+    first_retired = {"pytorch": "1.13", "tensorflow": "2.12"}[framework]
+    for version in _all_versions(framework):
+        py = py_versions(framework, version)[0]
+        expected = _v2_outcome(
+            lambda: v2.retrieve(
+                framework, "us-east-1", version, py, instance_type, image_scope="training"
+            )
         )
-    )
-    assert expected == ("error", "instance_type")
+        got = _ours_outcome(
+            lambda: training_image_uri(framework, version, py, instance_type, "us-east-1")
+        )
+        assert got == expected, version
+        assert (got[0] == "error") == (_vtuple(version) >= _vtuple(first_retired)), version
     with pytest.raises(ImageNotFoundError, match="instance_type='ml.p2") as info:
-        training_image_uri(framework, version, py, instance_type, "us-east-1")
-    assert "ml.p2" in str(info.value) and version in str(info.value)
+        training_image_uri(
+            framework,
+            first_retired,
+            py_versions(framework, first_retired)[0],
+            instance_type,
+            "us-east-1",
+        )
+    assert "ml.p2" in str(info.value) and first_retired in str(info.value)
 
 
 # --------------------------------------------------------------------------- SMP (modelparallel)
@@ -324,21 +343,20 @@ def test_trainium_image_matches_v2(v2, version, py, instance_type, region):
 # --------------------------------------------------------------------------- completeness
 
 
-@pytest.mark.parametrize(("framework", "scope", "config_name", "oldest"), FAMILIES)
-def test_versions_and_aliases_are_all_of_v2s(v2, framework, scope, config_name, oldest):
+@pytest.mark.parametrize(("framework", "scope", "config_name"), FAMILIES)
+def test_versions_and_aliases_are_all_of_v2s(v2, framework, scope, config_name):
     config = v2.config_for_framework(config_name)["training"]
-    expected = [v for v in config["versions"] if oldest is None or _vtuple(v) >= oldest]
-    assert supported_versions(framework, scope) == sorted(expected, key=_vtuple)
-    assert version_aliases(framework, scope) == {
-        a: t for a, t in config["version_aliases"].items() if t in expected
-    }
+    assert supported_versions(framework, scope) == sorted(config["versions"], key=_vtuple)
+    assert version_aliases(framework, scope) == config["version_aliases"]
     for version in _all_versions(framework, scope):
         entry = config["versions"][config["version_aliases"].get(version, version)]  # alias wins
-        assert py_versions(framework, version, scope) == entry["py_versions"]
+        # The oldest TensorFlow versions have one image per Python version instead of a list.
+        expected = entry.get("py_versions") or list(entry)
+        assert py_versions(framework, version, scope) == expected
 
 
-@pytest.mark.parametrize(("framework", "scope", "config_name", "oldest"), FAMILIES)
-def test_every_region_of_every_version(v2, framework, scope, config_name, oldest):
+@pytest.mark.parametrize(("framework", "scope", "config_name"), FAMILIES)
+def test_every_region_of_every_version(v2, framework, scope, config_name):
     """Accounts and domains for every region v2 lists, including those no other test visits."""
     config = v2.config_for_framework(config_name)["training"]
     instance_type = {
@@ -348,19 +366,22 @@ def test_every_region_of_every_version(v2, framework, scope, config_name, oldest
     }
     distribution = SMP_DISTRIBUTION if scope == "smp" else None
     for version in supported_versions(framework, scope):
-        for region in config["versions"][version]["registries"]:
-            expected = v2.get_training_image_uri(
-                region,
-                framework,
-                version,
-                None,
-                distribution=distribution,
-                instance_type=instance_type[scope],
-            )
-            got = training_image_uri(
-                framework, version, None, instance_type[scope], region, distribution
-            )
-            assert got == expected, (version, region)
+        entry = config["versions"][config["version_aliases"].get(version, version)]  # alias wins
+        images = {py: entry for py in entry["py_versions"]} if "repository" in entry else entry
+        for py, image in images.items():
+            for region in image["registries"]:
+                expected = v2.get_training_image_uri(
+                    region,
+                    framework,
+                    version,
+                    py,
+                    distribution=distribution,
+                    instance_type=instance_type[scope],
+                )
+                got = training_image_uri(
+                    framework, version, py, instance_type[scope], region, distribution
+                )
+                assert got == expected, (version, py, region)
 
 
 def test_generated_data_is_current(v2):
@@ -636,8 +657,8 @@ def test_supported_versions_sorted_and_copies():
             aliases["x"] = "y"
             assert "x" not in supported_versions(framework, scope)
             assert "x" not in version_aliases(framework, scope)
-    assert supported_versions("pytorch")[0] == "2.0.0"
-    assert supported_versions("tensorflow")[0] == "2.12.0"
+    assert supported_versions("pytorch")[0] == "0.4.0"
+    assert supported_versions("tensorflow")[0] == "1.4.1"
 
 
 def test_import_is_light():
