@@ -678,6 +678,7 @@ class EstimatorBase:
         """Resolve everything and build the request: (request, code bundle, code URI)."""
         from launchbay.inputs import channels_from_inputs
 
+        self._check_local_capacity()
         name = self._job_name(job_name)
         region = self._region()
         output_path, from_default = self._default_output_path()
@@ -766,6 +767,36 @@ class EstimatorBase:
             )
         )
         return request, bundle, code_uri
+
+    def _check_local_capacity(self) -> None:
+        """Refuse a local job with more hosts x ranks than this machine runs (docs/local.md)."""
+        from launchbay._local_limits import check_local_ranks
+
+        groups = self.instance_groups or []
+        local_groups = [g for g in groups if g.instance_type in LOCAL_INSTANCE_TYPES]
+        if not self.is_local and not local_groups:
+            return
+        hosts = sum(g.instance_count for g in groups) if groups else self.instance_count
+        instance_type = self.instance_type or local_groups[0].instance_type
+        config = self.distribution_config
+        per_host, where = None, "processes_per_host"
+        for section, sub in (("torch_distributed", config.torch_distributed),
+                             ("smdistributed", config.dataparallel), ("mpi", config.mpi)):  # fmt: skip
+            if sub is not None and sub.processes_per_host:
+                per_host = sub.processes_per_host
+                where = (
+                    "distribution['smdistributed']['dataparallel']['processes_per_host']"
+                    if section == "smdistributed"
+                    else f"distribution[{section!r}]['processes_per_host']"
+                )
+                break
+        check_local_ranks(
+            instance_type,
+            hosts,
+            per_host,
+            hosts_argument="instance_count",
+            processes_argument=where,
+        )
 
     def _region(self) -> str:
         if self.is_local and self.sagemaker_session is None:
