@@ -137,13 +137,15 @@ def _path_arg(argument: str, value: Any, accepted: str) -> str | None:
     return value
 
 
-def _str_list(argument: str, value: Any) -> list[str] | None:
+def _str_list(argument: str, value: Any, *, allow_empty: bool = False) -> list[str] | None:
     if value is None:
         return None
     if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
         raise ConfigurationError.invalid(argument, value, "a list of strings")
     for item in value:
-        if not isinstance(item, str) or not item:
+        if not isinstance(item, str):
+            raise ConfigurationError.invalid(argument, value, "a list of strings")
+        if not item and not allow_empty:
             raise ConfigurationError.invalid(argument, value, "a list of non-empty strings")
     return list(value)
 
@@ -472,8 +474,13 @@ class EstimatorBase:
                 "a logging level such as logging.INFO (20)",
             )
         self.container_log_level = container_log_level
-        self.container_entry_point = _str_list("container_entry_point", container_entry_point)
-        self.container_arguments = _str_list("container_arguments", container_arguments)
+        # CreateTrainingJob takes empty strings in both lists (an empty argument is an argument).
+        self.container_entry_point = _str_list(
+            "container_entry_point", container_entry_point, allow_empty=True
+        )
+        self.container_arguments = _str_list(
+            "container_arguments", container_arguments, allow_empty=True
+        )
         if image_uri is not None and (not isinstance(image_uri, str) or not image_uri):
             raise ConfigurationError.invalid("image_uri", image_uri, "a Docker image URI")
         self.image_uri = image_uri
@@ -662,6 +669,10 @@ class EstimatorBase:
         if self.output_kms_key is not None:
             _request_rules.check_value(
                 "output_kms_key", self.output_kms_key, "OutputDataConfig", "KmsKeyId"
+            )
+        if self.checkpoint_local_path is not None:
+            _request_rules.check_value(
+                "checkpoint_local_path", self.checkpoint_local_path, "CheckpointConfig", "LocalPath"
             )
         if self.role is not None and self.role.startswith("arn:") and not local:
             _request_rules.check_value("role", self.role, "RoleArn")
