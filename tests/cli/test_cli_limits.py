@@ -195,3 +195,25 @@ def test_override_and_sagemaker_types_keep_their_own_limits(run_cli, project, cl
     )
     result = run_cli("validate", remote, preexec_fn=bounded)
     assert result.returncode == 0, result.stderr
+
+
+# -- defect 6: CreateTrainingJob's limits, reported at the key ---------------------------------
+
+
+def test_request_limits_are_reported_at_their_key(run_bounded, project):
+    spec = project.spec(LOCAL + "hyperparameters:\n  epochs: 1\n  lr: " + "9" * 2600 + "\n")
+    check_refused(
+        run_bounded("validate", spec),
+        "job.yaml:10: hyperparameters.lr: Invalid hyperparameters['lr']=",
+        "it has 2600 characters. Accepted: a string (at most 2500 characters)",
+    )
+    spec = project.spec(LOCAL + "environment:\n  MY VAR: x\n")
+    check_refused(
+        run_bounded("submit", spec, "--dry-run"),
+        "job.yaml:9: environment.MY VAR: Invalid environment['MY VAR']='MY VAR': the key does not",
+    )
+    spec = project.spec(LOCAL + "volume_kms_key: alias/my key\n")
+    check_refused(
+        run_bounded("validate", spec),
+        "job.yaml:8: volume_kms_key: Invalid volume_kms_key='alias/my key': it does not match",
+    )
