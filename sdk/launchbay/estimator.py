@@ -118,8 +118,11 @@ def _bool_arg(argument: str, value: Any, *, allow_none: bool = True) -> bool | N
             argument,
             value,
             "True or False" + (" (or None)" if allow_none else ""),
-            reason=f"It is {type(value).__name__}, and a non-empty string such as 'false' would "
-            "be sent as True",
+            reason=(
+                "A string would be sent as True whatever it says"
+                if isinstance(value, str)
+                else f"It is {type(value).__name__}, not a bool"
+            ),
         )
     return value
 

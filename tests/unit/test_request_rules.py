@@ -101,7 +101,9 @@ def test_bool_arguments_must_be_bools(src, argument, value):
 def test_false_string_is_not_sent_as_true(src):
     exc = refused(src, argument="encrypt_inter_container_traffic",
                   encrypt_inter_container_traffic="false")  # fmt: skip
-    assert "would be sent as True" in str(exc)
+    assert "A string would be sent as True whatever it says" in str(exc)
+    exc = refused(src, argument="enable_network_isolation", enable_network_isolation=1)
+    assert "It is int, not a bool" in str(exc)
     est = torch(src, encrypt_inter_container_traffic=False, enable_network_isolation=None)
     assert est.encrypt_inter_container_traffic is False
 
