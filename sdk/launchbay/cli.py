@@ -592,6 +592,10 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 
     spec = _load_spec(args)
     estimator = spec.build(resolve_vpc=False)  # validate makes no AWS call
+    try:  # a local job this machine cannot run is refused here too (docs/local.md)
+        estimator._check_local_capacity()
+    except ConfigurationError as exc:
+        raise spec.error_for(exc) from exc
     if not estimator.is_local:
         # The image tables are local data: a wrong framework_version/py_version shows
         # here. Without a configured region (or boto3) the check is left to submit.

@@ -109,13 +109,46 @@ def _positive_int(
     return value
 
 
-def _str_list(argument: str, value: Any) -> list[str] | None:
+def _bool_arg(argument: str, value: Any, *, allow_none: bool = True) -> bool | None:
+    """``value`` if it is a bool (or None where that means "not set"); ``"false"`` is refused."""
+    if value is None and allow_none:
+        return None
+    if not isinstance(value, bool):
+        raise ConfigurationError.invalid(
+            argument,
+            value,
+            "True or False" + (" (or None)" if allow_none else ""),
+            reason=(
+                "A string would be sent as True whatever it says"
+                if isinstance(value, str)
+                else f"It is {type(value).__name__}, not a bool"
+            ),
+        )
+    return value
+
+
+def _path_arg(argument: str, value: Any, accepted: str) -> str | None:
+    """A str or ``os.PathLike`` argument as str; anything else is refused with ``accepted``."""
+    if value is None:
+        return None
+    if isinstance(value, os.PathLike):
+        value_str = os.fspath(value)
+        if isinstance(value_str, str):
+            return value_str
+    if not isinstance(value, str) or not value:
+        raise ConfigurationError.invalid(argument, value, accepted)
+    return value
+
+
+def _str_list(argument: str, value: Any, *, allow_empty: bool = False) -> list[str] | None:
     if value is None:
         return None
     if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
         raise ConfigurationError.invalid(argument, value, "a list of strings")
     for item in value:
-        if not isinstance(item, str) or not item:
+        if not isinstance(item, str):
+            raise ConfigurationError.invalid(argument, value, "a list of strings")
+        if not item and not allow_empty:
             raise ConfigurationError.invalid(argument, value, "a list of non-empty strings")
     return list(value)
 
@@ -297,7 +330,8 @@ class EstimatorBase:
         self.instance_count = instance_count
         self.instance_type = instance_type
         self.instance_groups = list(instance_groups) if instance_groups else None
-        self.volume_size = _positive_int("volume_size", volume_size)
+        # CreateTrainingJob: VolumeSizeInGB 0 or more (0 suits instances with local storage).
+        self.volume_size = _positive_int("volume_size", volume_size, minimum=0)
         self.volume_kms_key = volume_kms_key
         self.keep_alive_period_in_seconds = (
             None
@@ -306,7 +340,7 @@ class EstimatorBase:
                 "keep_alive_period_in_seconds",
                 keep_alive_period_in_seconds,
                 minimum=0,
-                maximum=3600,
+                maximum=21600,  # CreateTrainingJob: KeepAlivePeriodInSeconds 0-21600
             )
         )
         self.max_run = _positive_int("max_run", max_run)
@@ -357,7 +391,9 @@ class EstimatorBase:
         if code_location is not None:
             check_uri(code_location, "code_location", allow_file=self.is_local)
         self.code_location = code_location
-        self.disable_output_compression = bool(disable_output_compression)
+        self.disable_output_compression = bool(
+            _bool_arg("disable_output_compression", disable_output_compression)
+        )
         if checkpoint_s3_uri is not None:
             check_uri(checkpoint_s3_uri, "checkpoint_s3_uri", allow_file=self.is_local)
         if checkpoint_local_path is not None and (
@@ -401,8 +437,12 @@ class EstimatorBase:
             )
         self.subnets = subnets
         self.security_group_ids = security_group_ids
-        self._enable_network_isolation = bool(enable_network_isolation)
-        self.encrypt_inter_container_traffic = bool(encrypt_inter_container_traffic)
+        self._enable_network_isolation = bool(
+            _bool_arg("enable_network_isolation", enable_network_isolation)
+        )
+        self.encrypt_inter_container_traffic = bool(
+            _bool_arg("encrypt_inter_container_traffic", encrypt_inter_container_traffic)
+        )
 
         # Container
         if environment is not None:
@@ -424,7 +464,9 @@ class EstimatorBase:
                 )
             metric_definitions = [dict(m) for m in metric_definitions]
         self.metric_definitions = metric_definitions
-        self.enable_sagemaker_metrics = enable_sagemaker_metrics
+        self.enable_sagemaker_metrics = _bool_arg(
+            "enable_sagemaker_metrics", enable_sagemaker_metrics
+        )
         if max_retry_attempts is not None:
             _positive_int("max_retry_attempts", max_retry_attempts, maximum=30)
         self.max_retry_attempts = max_retry_attempts
@@ -435,8 +477,13 @@ class EstimatorBase:
                 "a logging level such as logging.INFO (20)",
             )
         self.container_log_level = container_log_level
-        self.container_entry_point = _str_list("container_entry_point", container_entry_point)
-        self.container_arguments = _str_list("container_arguments", container_arguments)
+        # CreateTrainingJob takes empty strings in both lists (an empty argument is an argument).
+        self.container_entry_point = _str_list(
+            "container_entry_point", container_entry_point, allow_empty=True
+        )
+        self.container_arguments = _str_list(
+            "container_arguments", container_arguments, allow_empty=True
+        )
         if image_uri is not None and (not isinstance(image_uri, str) or not image_uri):
             raise ConfigurationError.invalid("image_uri", image_uri, "a Docker image URI")
         self.image_uri = image_uri
@@ -451,12 +498,19 @@ class EstimatorBase:
                 "debugger_hook_config", debugger_hook_config, "a DebuggerHookConfig, True or False"
             )
         self.debugger_hook_config = debugger_hook_config
-        self.disable_profiler = bool(disable_profiler)
+        self.disable_profiler = bool(_bool_arg("disable_profiler", disable_profiler))
 
         # Code
-        if entry_point is not None and (
-            not isinstance(entry_point, str) or entry_point.startswith("s3://")
-        ):
+        entry_point = _path_arg(
+            "entry_point", entry_point, "the path of a local script (a str or os.PathLike)"
+        )
+        source_dir = _path_arg(
+            "source_dir",
+            source_dir,
+            "the path of a local directory (a str or os.PathLike), or an s3:// URI of a "
+            "sourcedir.tar.gz",
+        )
+        if entry_point is not None and entry_point.startswith("s3://"):
             raise ConfigurationError.invalid(
                 "entry_point",
                 entry_point,
@@ -488,6 +542,7 @@ class EstimatorBase:
         self._current_job_name: str | None = None
         self._framework_init()
         self.distribution_config: Distribution = self._parse_distribution()
+        self._check_request_fields()
 
     # -- construction helpers -------------------------------------------------
 
@@ -588,7 +643,88 @@ class EstimatorBase:
     def set_hyperparameters(self, **kwargs: Any) -> None:
         """Add or replace hyperparameters (values must be JSON-serialisable)."""
         _check_json(kwargs)
-        self._hyperparameters.update(copy.deepcopy(kwargs))
+        merged = {**self._hyperparameters, **copy.deepcopy(kwargs)}
+        self._check_hyperparameters(merged)
+        self._hyperparameters = merged
+
+    def _check_hyperparameters(self, values: Mapping[str, Any]) -> None:
+        """The user's hyperparameters, encoded as sent, within CreateTrainingJob's limits."""
+        from launchbay import _request_rules
+
+        encoded = {k: self._encode_user_hyperparameter(v) for k, v in values.items()}
+        _request_rules.check_value("hyperparameters", encoded, "HyperParameters")
+
+    def _check_request_fields(self) -> None:
+        """Every argument checked against the request field it fills (docs/compatibility.md).
+
+        The request is built with placeholders for what is only known at fit() (job
+        name, expanded role, default output path, image); fit() and the dry run check
+        the finished request again.
+        """
+        from launchbay import _request_rules
+
+        local = self.is_local
+        self._check_hyperparameters(self._hyperparameters)
+        if self.volume_kms_key is not None:
+            _request_rules.check_value(
+                "volume_kms_key", self.volume_kms_key, "ResourceConfig", "VolumeKmsKeyId"
+            )
+        if self.output_kms_key is not None:
+            _request_rules.check_value(
+                "output_kms_key", self.output_kms_key, "OutputDataConfig", "KmsKeyId"
+            )
+        if self.checkpoint_local_path is not None:
+            _request_rules.check_value(
+                "checkpoint_local_path", self.checkpoint_local_path, "CheckpointConfig", "LocalPath"
+            )
+        if self.role is not None and self.role.startswith("arn:") and not local:
+            _request_rules.check_value("role", self.role, "RoleArn")
+        _request_rules.check_value(
+            "model_channel_name", self.model_channel_name, "InputDataConfig", "[]", "ChannelName"
+        )
+        output = self.output_path or "s3://placeholder/"
+        debug = (
+            self.debugger_hook_config.to_request_dict(output)
+            if isinstance(self.debugger_hook_config, DebuggerHookConfig)
+            else None
+        )
+        request = _request.build_request(
+            _request.RequestSpec(
+                job_name="placeholder",
+                role="arn:aws:iam::000000000000:role/placeholder",
+                image_uri=self.image_uri or "placeholder",
+                input_mode=self.input_mode,
+                hyperparameters={},
+                channels=None,
+                output_path=output,
+                output_kms_key=self.output_kms_key,
+                disable_output_compression=self.disable_output_compression,
+                instance_count=self.instance_count,
+                instance_type=self.instance_type,
+                instance_groups=[g.to_request_dict() for g in self.instance_groups or []] or None,
+                volume_size=self.volume_size,
+                volume_kms_key=self.volume_kms_key,
+                keep_alive_period_in_seconds=self.keep_alive_period_in_seconds,
+                max_run=self.max_run,
+                max_wait=self.max_wait,
+                subnets=self.subnets,
+                security_group_ids=self.security_group_ids,
+                environment=self.environment,
+                tags=self.tags,
+                metric_definitions=self.metric_definitions,
+                enable_sagemaker_metrics=self.enable_sagemaker_metrics,
+                enable_network_isolation=self._enable_network_isolation,
+                encrypt_inter_container_traffic=self.encrypt_inter_container_traffic,
+                use_spot_instances=self.use_spot_instances,
+                checkpoint_s3_uri=self.checkpoint_s3_uri,
+                checkpoint_local_path=self.checkpoint_local_path,
+                debug_hook_config=debug,
+                max_retry_attempts=self.max_retry_attempts,
+                container_entry_point=self.container_entry_point,
+                container_arguments=self.container_arguments,
+            )
+        )
+        _request_rules.check_request(request, local=local)
 
     def _encode_user_hyperparameter(self, value: Any) -> str:
         return json.dumps(value)
@@ -678,6 +814,7 @@ class EstimatorBase:
         """Resolve everything and build the request: (request, code bundle, code URI)."""
         from launchbay.inputs import channels_from_inputs
 
+        self._check_local_capacity()
         name = self._job_name(job_name)
         region = self._region()
         output_path, from_default = self._default_output_path()
@@ -765,7 +902,55 @@ class EstimatorBase:
                 container_arguments=self.container_arguments,
             )
         )
+        self._check_request(request)
         return request, bundle, code_uri
+
+    def _check_request(self, request: dict[str, Any]) -> None:
+        """The finished request against what CreateTrainingJob accepts."""
+        from launchbay import _request_rules
+
+        hyperparameters = request.get("HyperParameters") or {}
+        if len(hyperparameters) > 100:
+            added = sorted(set(hyperparameters) - set(self._hyperparameters))
+            raise ConfigurationError(
+                f"Invalid hyperparameters: {len(self._hyperparameters)} given, and launchbay adds "
+                f"{len(added)} for the job ({', '.join(added)}), {len(hyperparameters)} in all. "
+                "Accepted: at most 100 hyperparameters in all (CreateTrainingJob HyperParameters); "
+                f"give at most {100 - len(added)}.",
+                argument="hyperparameters",
+                value=len(self._hyperparameters),
+            )
+        _request_rules.check_request(request, local=self.is_local)
+
+    def _check_local_capacity(self) -> None:
+        """Refuse a local job with more hosts x ranks than this machine runs (docs/local.md)."""
+        from launchbay._local_limits import check_local_ranks
+
+        groups = self.instance_groups or []
+        local_groups = [g for g in groups if g.instance_type in LOCAL_INSTANCE_TYPES]
+        if not self.is_local and not local_groups:
+            return
+        hosts = sum(g.instance_count for g in groups) if groups else self.instance_count
+        instance_type = self.instance_type or local_groups[0].instance_type
+        config = self.distribution_config
+        per_host, where = None, "processes_per_host"
+        for section, sub in (("torch_distributed", config.torch_distributed),
+                             ("smdistributed", config.dataparallel), ("mpi", config.mpi)):  # fmt: skip
+            if sub is not None and sub.processes_per_host:
+                per_host = sub.processes_per_host
+                where = (
+                    "distribution['smdistributed']['dataparallel']['processes_per_host']"
+                    if section == "smdistributed"
+                    else f"distribution[{section!r}]['processes_per_host']"
+                )
+                break
+        check_local_ranks(
+            instance_type,
+            hosts,
+            per_host,
+            hosts_argument="instance_count",
+            processes_argument=where,
+        )
 
     def _region(self) -> str:
         if self.is_local and self.sagemaker_session is None:

@@ -103,6 +103,12 @@ _SCALAR_TAGS = {
     "tag:yaml.org,2002:str",
 }
 _NULLS = ("", "~", "null", "Null", "NULL")
+#: Limits on what a spec may make the reader do (docs/jobspec.md, "Limits"): a job spec is
+#: a few kilobytes, so these leave room while a hostile file fails fast.
+MAX_SPEC_BYTES = 1024 * 1024
+MAX_DEPTH = 64
+MAX_ALIASES = 1000
+MAX_NODES = 100_000
 _REFERENCE = re.compile(r"\$\$|\$\{([^}]*)\}|\$\{")
 _WHOLE_REFERENCE = re.compile(r"^\$\{[^}]*\}$")
 _REFERENCE_BODY = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(?:(:-|-|:\?|\?)(.*))?", re.S)
@@ -266,10 +272,14 @@ class _Composer:
         self.locations = locations
         self.problems: list[Problem] = []
         self.whole_references: set[KeyPath] = set()
+        self.nodes = 0
 
     def compose(self) -> Any:
         import yaml
 
+        problem = _limit_problem(self.text, self.locations.filename)
+        if problem is not None:
+            raise JobSpecError([problem])
         loader = yaml.SafeLoader(self.text)
         try:
             try:
@@ -308,6 +318,17 @@ class _Composer:
     ) -> Any:
         import yaml
 
+        self.nodes += 1
+        if self.nodes > MAX_NODES:
+            # Aliases repeat what they point at: a few hundred bytes can stand for billions
+            # of values (an "alias bomb"). Stop at once, before memory runs out.
+            line = node.start_mark.line + 1
+            raise JobSpecError(
+                [Problem(f"{self.locations.filename}:{line}", dotted(path),
+                         f"the spec expands to more than {MAX_NODES} values (YAML aliases "
+                         "repeat what they refer to); accepted: a spec of at most "
+                         f"{MAX_NODES} keys and values once aliases are expanded", line)]
+            )  # fmt: skip
         if path:
             self.locations.value_lines.setdefault(path, node.start_mark.line + 1)
         if id(node) in stack:
@@ -363,6 +384,70 @@ class _Composer:
         return value
 
 
+def _limit_problem(text: str, filename: str) -> Problem | None:
+    """The first limit ``text`` breaks (size, NUL, nesting depth, aliases), else ``None``.
+
+    Runs over the parser's events, which come one at a time, so a file of 100k ``[``
+    is refused at the first level too deep, before PyYAML's recursive composer sees it.
+    A syntax error is left to the composer, which reports it with its line.
+    """
+    import yaml
+
+    if len(text) > MAX_SPEC_BYTES:
+        return Problem(filename, "", f"the job spec is {len(text)} characters long; accepted: "
+                       f"at most {MAX_SPEC_BYTES} bytes")  # fmt: skip
+    if "\x00" in text:
+        line = text.count("\n", 0, text.index("\x00")) + 1
+        return Problem(f"{filename}:{line}", "", "the job spec holds a NUL byte (a binary "
+                       "file?); accepted: UTF-8 YAML text", line)  # fmt: skip
+    try:
+        loader = yaml.SafeLoader(text)  # the reader refuses control characters here
+    except yaml.reader.ReaderError as exc:
+        line = text.count("\n", 0, max(0, exc.position)) + 1
+        return Problem(f"{filename}:{line}", "", f"invalid YAML: unacceptable character "
+                       f"#x{exc.character:04x} (control characters are not allowed)",
+                       line)  # fmt: skip
+    depth = aliases = 0
+    try:
+        while loader.check_event():
+            event = loader.get_event()
+            if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
+                depth += 1
+                if depth > MAX_DEPTH:
+                    line = event.start_mark.line + 1
+                    return Problem(f"{filename}:{line}", "", f"lists and mappings nest more "
+                                   f"than {MAX_DEPTH} levels deep; accepted: at most "
+                                   f"{MAX_DEPTH}", line)  # fmt: skip
+            elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
+                depth -= 1
+            elif isinstance(event, yaml.AliasEvent):
+                aliases += 1
+                if aliases > MAX_ALIASES:
+                    line = event.start_mark.line + 1
+                    return Problem(f"{filename}:{line}", "", f"more than {MAX_ALIASES} YAML "
+                                   f"aliases (*name); accepted: at most {MAX_ALIASES}",
+                                   line)  # fmt: skip
+    except yaml.YAMLError:
+        return None  # reported by the composer, with its line
+    finally:
+        loader.dispose()
+    return None
+
+
+def _expanded_size(value: Any) -> int:
+    """How many values ``value`` holds with shared parts counted each time (stops past the limit)."""
+    count = 0
+    pending = [value]
+    while pending and count <= MAX_NODES:
+        item = pending.pop()
+        count += 1
+        if isinstance(item, dict):
+            pending.extend(item.values())
+        elif isinstance(item, list):
+            pending.extend(item)
+    return count
+
+
 def _kind(value: Any) -> str:
     if value is None:
         return "null"
@@ -385,10 +470,18 @@ def _scalar_from_text(text: str, *, collections: bool) -> Any:
 
     if text.strip() in _NULLS:
         return None
+    problem = _limit_problem(text, "")
+    if problem is not None and not problem.message.startswith("invalid YAML"):
+        raise ValueError(problem.message)
     try:
         value = yaml.safe_load(text)
     except yaml.YAMLError:
         return text
+    if _expanded_size(value) > MAX_NODES:  # aliases share objects that every walk repeats
+        raise ValueError(
+            f"the value expands to more than {MAX_NODES} values (YAML aliases repeat what "
+            f"they refer to); accepted: at most {MAX_NODES} once aliases are expanded"
+        )
     if isinstance(value, (bool, int, float)) or value is None:
         return value
     if collections and isinstance(value, (list, dict)):
@@ -899,12 +992,29 @@ def load(
     """
     filename = os.fspath(path)
     try:
-        with open(filename, encoding="utf-8") as f:
-            text = f.read()
+        with open(filename, "rb") as f:
+            # Read one byte past the limit: a device or a huge file is never read whole.
+            raw = f.read(MAX_SPEC_BYTES + 1)
     except OSError as exc:
         raise JobSpecError(
             [Problem(filename, "", f"cannot read the job spec: {exc.strerror or exc}")]
         ) from exc
+    if len(raw) > MAX_SPEC_BYTES:
+        raise JobSpecError(
+            [Problem(filename, "", f"the job spec is larger than {MAX_SPEC_BYTES} bytes; "
+                     f"accepted: at most {MAX_SPEC_BYTES} bytes of YAML")]
+        )  # fmt: skip
+    try:
+        text = raw.decode("utf-8")
+    except UnicodeDecodeError as exc:
+        line = raw.count(b"\n", 0, exc.start) + 1
+        raise JobSpecError(
+            [Problem(f"{filename}:{line}", "", f"the job spec is not UTF-8 text (byte "
+                     f"0x{raw[exc.start]:02x} at offset {exc.start}); accepted: UTF-8 YAML",
+                     line)]
+        ) from None  # fmt: skip
+    if text.startswith("\ufeff"):
+        text = text[1:]  # a UTF-8 byte order mark, as editors on Windows write
     return loads(
         text,
         filename=filename,
@@ -996,8 +1106,16 @@ def loads(
         elif _accepts_string(path):
             continue
         else:
-            value = _scalar_from_text(current, collections=path not in composer.whole_references)
+            try:
+                value = _scalar_from_text(
+                    current, collections=path not in composer.whole_references
+                )
+            except ValueError as exc:  # a YAML limit (nesting, aliases, size)
+                problems.append(locations.problem(path, str(exc)))
+                continue
         _assign(data, path, value)
+    if problems:
+        raise JobSpecError(problems)
     data = {k: v for k, v in data.items() if v is not None}
 
     problems = _schema_problems(data, locations)

@@ -87,7 +87,7 @@ def test_pytorch_round_trip_with_everything(tmp_path, src, offline_session):
         "test": TrainingInput(
             "s3://data/test", distribution="ShardedByS3Key", input_mode="FastFile"
         ),
-        "fsx": FileSystemInput("fs-123", "FSxLustre", "/fsx/data", "rw"),
+        "fsx": FileSystemInput("fs-0123456789abcdef0", "FSxLustre", "/fsx/data", "rw"),
     }
     again = round_trip(estimator, tmp_path / "code" / "job.yaml", offline_session)
     text = (tmp_path / "code" / "job.yaml").read_text()

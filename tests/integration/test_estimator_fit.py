@@ -115,7 +115,7 @@ def test_input_forms(session, src):
             "test": TrainingInput(
                 "s3://data/test", distribution="ShardedByS3Key", content_type="text/csv"
             ),
-            "fsx": FileSystemInput("fs-0123", "FSxLustre", "/fsx/data"),
+            "fsx": FileSystemInput("fs-0123456789abcdef0", "FSxLustre", "/fsx/data"),
         },
         job_name="job-1",
     )

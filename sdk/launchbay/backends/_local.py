@@ -151,6 +151,8 @@ def check_request(request: Mapping[str, Any]) -> None:
         InputError: a ``file://`` channel, output path or checkpoint URI that is
             neither ``file://`` nor ``s3://``, or a ``file://`` channel whose path
             does not exist.
+        ConfigurationError: more hosts x processes per host than this machine runs
+            in one job (:func:`launchbay._local_limits.local_capacity`).
     """
     default_mode = (request.get("AlgorithmSpecification") or {}).get("TrainingInputMode", "File")
     for channel in request.get("InputDataConfig") or []:
@@ -204,6 +206,44 @@ def check_request(request: Mapping[str, Any]) -> None:
     checkpoint = (request.get("CheckpointConfig") or {}).get("S3Uri")
     if checkpoint and not (is_file_uri(checkpoint) or is_s3_uri(checkpoint)):
         raise InputError.invalid("checkpoint_s3_uri", checkpoint, "an s3:// or file:// URI")
+    _check_ranks(request)
+
+
+def _check_ranks(request: Mapping[str, Any]) -> None:
+    """Refuse more hosts x ranks than this machine runs (see :mod:`launchbay._local_limits`)."""
+    from launchbay._local_limits import check_local_ranks
+
+    resources = request.get("ResourceConfig") or {}
+    groups = resources.get("InstanceGroups") or []
+    counts = [g.get("InstanceCount") for g in groups] or [resources.get("InstanceCount") or 1]
+    for count in counts:
+        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
+            raise ConfigurationError.invalid(
+                "instance_count", count, "an integer 1 or more (one local host each)"
+            )
+    instance_type = resources.get("InstanceType") or next(
+        (g.get("InstanceType") for g in groups), "local_process"
+    )
+    raw = (request.get("HyperParameters") or {}).get("sagemaker_mpi_num_of_processes_per_host")
+    per_host = None
+    if raw is not None:
+        try:
+            per_host = json.loads(raw) if isinstance(raw, str) else raw
+        except ValueError:
+            per_host = None
+        if isinstance(per_host, bool) or not isinstance(per_host, int) or per_host < 1:
+            raise ConfigurationError.invalid(
+                "processes_per_host (hyperparameter sagemaker_mpi_num_of_processes_per_host)",
+                raw,
+                "an integer 1 or more",
+            )
+    check_local_ranks(
+        str(instance_type),
+        sum(counts),
+        per_host,
+        processes_argument="processes_per_host (hyperparameter "
+        "sagemaker_mpi_num_of_processes_per_host)",
+    )
 
 
 @dataclass(frozen=True)

@@ -305,6 +305,10 @@ def check_request(request: Mapping[str, Any]) -> None:
     max_run = (request.get("StoppingCondition") or {}).get("MaxRuntimeInSeconds")
     if isinstance(max_run, bool) or not isinstance(max_run, int) or max_run < 1:
         raise _bad("StoppingCondition.MaxRuntimeInSeconds", max_run, "a positive integer")
+    from launchbay import _request_rules
+
+    # Every field's type, length, range, pattern and enum (botocore's model of the API).
+    _request_rules.check_request(request, local=False)
 
 
 # --------------------------------------------------------------------------- description helpers

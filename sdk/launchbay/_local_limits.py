@@ -1,0 +1,149 @@
+"""How many ranks one local job may start on this machine.
+
+A local job (``local_process``, ``local``, ``local_gpu``) runs every host and
+every rank here: each host gets a directory tree (and, in Docker modes, a
+container), each rank a process. A huge ``instance_count`` or
+``processes_per_host`` must therefore be refused before anything is made,
+with what this machine can run. SageMaker jobs (``ml.*``) are not limited here:
+they keep SageMaker's own limits.
+
+The rule (documented in docs/local.md): the ranks of one local job, hosts x
+processes per host, are at most
+
+    max(32, 8 x CPUs)                      oversubscription is fine for tests,
+                                           a million processes is not
+    capped at one rank per 256 MiB of memory,
+    at one eighth of the soft process limit (ulimit -u), when there is one,
+    at one eighth of the soft open-file limit (ulimit -n), when there is one,
+
+and at least 1. ``$LAUNCHBAY_MAX_LOCAL_RANKS`` replaces the computed number.
+
+Standard library only; nothing is imported until a check runs.
+"""
+
+from __future__ import annotations
+
+import os
+from dataclasses import dataclass
+
+from launchbay.errors import ConfigurationError
+
+__all__ = ["LocalCapacity", "local_capacity", "check_local_ranks", "MAX_RANKS_ENV"]
+
+MAX_RANKS_ENV = "LAUNCHBAY_MAX_LOCAL_RANKS"
+RANKS_FLOOR = 32
+RANKS_PER_CPU = 8
+MIB_PER_RANK = 256
+PER_PROCESS_LIMIT_SHARE = 8  # a rank is a process with threads, pipes and log files
+
+
+@dataclass(frozen=True)
+class LocalCapacity:
+    """The most ranks one local job may start here, and why."""
+
+    max_ranks: int
+    reason: str
+
+
+def _cpus() -> int:
+    try:
+        return len(os.sched_getaffinity(0)) or 1
+    except (AttributeError, OSError):
+        return os.cpu_count() or 1
+
+
+def _memory_bytes() -> int | None:
+    try:
+        pages = os.sysconf("SC_PHYS_PAGES")
+        page_size = os.sysconf("SC_PAGE_SIZE")
+    except (AttributeError, ValueError, OSError):
+        return None
+    if pages <= 0 or page_size <= 0:
+        return None
+    return pages * page_size
+
+
+def _soft_limit(name: str) -> int | None:
+    try:
+        import resource
+    except ImportError:  # not on POSIX
+        return None
+    which = getattr(resource, name, None)
+    if which is None:
+        return None
+    soft, _hard = resource.getrlimit(which)
+    return None if soft == resource.RLIM_INFINITY or soft < 0 else soft
+
+
+def local_capacity(environ: dict[str, str] | None = None) -> LocalCapacity:
+    """The most ranks (hosts x processes per host) one local job may start on this machine.
+
+    Raises:
+        ConfigurationError: ``$LAUNCHBAY_MAX_LOCAL_RANKS`` is set but not an integer >= 1.
+    """
+    environ = os.environ if environ is None else environ
+    override = environ.get(MAX_RANKS_ENV, "").strip()
+    if override:
+        try:
+            value = int(override)
+        except ValueError:
+            value = 0
+        if value < 1:
+            raise ConfigurationError.invalid(
+                MAX_RANKS_ENV, override, "an integer 1 or more (the most ranks of a local job)"
+            )
+        return LocalCapacity(value, f"set by ${MAX_RANKS_ENV}")
+
+    cpus = _cpus()
+    limit = max(RANKS_FLOOR, RANKS_PER_CPU * cpus)
+    parts = [f"the larger of {RANKS_FLOOR} and {RANKS_PER_CPU} per CPU ({cpus} CPUs)"]
+    memory = _memory_bytes()
+    if memory is not None:
+        by_memory = memory // (MIB_PER_RANK * 1024 * 1024)
+        parts.append(f"one per {MIB_PER_RANK} MiB of memory ({memory / 1024**3:.1f} GiB)")
+        limit = min(limit, by_memory)
+    for name, flag in (("RLIMIT_NPROC", "ulimit -u"), ("RLIMIT_NOFILE", "ulimit -n")):
+        soft = _soft_limit(name)
+        if soft is not None:
+            parts.append(f"1/{PER_PROCESS_LIMIT_SHARE} of {flag} {soft}")
+            limit = min(limit, soft // PER_PROCESS_LIMIT_SHARE)
+    limit = max(1, limit)
+    reason = parts[0] + (", capped at " + ", ".join(parts[1:]) if len(parts) > 1 else "")
+    return LocalCapacity(limit, reason)
+
+
+def check_local_ranks(
+    instance_type: str,
+    hosts: int,
+    processes_per_host: int | None,
+    *,
+    hosts_argument: str = "instance_count",
+    processes_argument: str = "processes_per_host",
+) -> None:
+    """Refuse a local job whose hosts x processes per host this machine cannot run.
+
+    ``processes_per_host`` is ``None`` when the job leaves it to the runtime (one
+    per GPU, else 1): counted as 1 here.
+
+    Raises:
+        ConfigurationError: naming the argument, the value, the limit and why.
+    """
+    capacity = local_capacity()
+    per_host = processes_per_host or 1
+    ranks = hosts * per_host
+    if ranks <= capacity.max_ranks:
+        return
+    if hosts > capacity.max_ranks or processes_per_host is None:
+        argument, value = hosts_argument, hosts
+    else:
+        argument, value = processes_argument, processes_per_host
+    raise ConfigurationError(
+        f"Invalid {argument}={value!r} for instance_type={instance_type!r}: a local job runs "
+        f"every rank on this machine, and {hosts} host(s) x {per_host} process(es) per host = "
+        f"{ranks} ranks is more than this machine runs in one job: at most "
+        f"{capacity.max_ranks} ({capacity.reason}). Accepted: instance_count x "
+        f"processes_per_host of at most {capacity.max_ranks}, an ml.* instance type to run on "
+        f"SageMaker, or ${MAX_RANKS_ENV} set to a higher limit.",
+        argument=argument,
+        value=value,
+    )

@@ -1,0 +1,356 @@
+"""What CreateTrainingJob accepts, checked before a request is sent or run.
+
+The facts (type, length, range, pattern, enum, required members of every
+request field) are botocore's service model, written out by
+``tools/gen_request_shapes.py`` into ``schemas/create_training_job.json``.
+:func:`check_request` walks a request against that tree; :func:`check_value`
+checks one estimator argument against the shape of the field it fills. Every
+error is a :class:`~launchbay.errors.ConfigurationError` that names the
+estimator argument (``volume_kms_key``, ``tags[3]['Key']``), the value, what is
+accepted and the request field.
+
+Reading the model the way the service does:
+
+* ``integer`` fields are 32-bit and ``long`` fields 64-bit signed integers;
+  ``bool`` is not an integer and ``"false"`` is not a boolean;
+* patterns match the whole value (as the service's validation does). They are
+  Java regular expressions: ``\\p{Alnum}`` is ASCII letters and digits,
+  ``\\w``/``\\d``/``\\s`` are ASCII, ``\\p{L}``/``\\p{Z}``/``\\p{N}`` are Unicode
+  letters, separators and numbers; ``.`` is taken to match any character;
+* instance types are checked by the estimator (the model's list lags behind new
+  types, and local types are not in it), so that enum is not applied here.
+
+Local jobs (``local_process``, ``local``, ``local_gpu``) run the same request
+with two extensions: ``file://`` URIs where S3 URIs go, and any role string.
+"""
+
+from __future__ import annotations
+
+import json
+import math
+import re
+import unicodedata
+from collections.abc import Callable, Mapping, Sequence
+from functools import cache, lru_cache
+from importlib import resources
+from typing import Any
+
+from launchbay.errors import ConfigurationError
+
+__all__ = ["check_request", "check_value", "shape", "ARGUMENTS"]
+
+INT32 = (-(2**31), 2**31 - 1)
+INT64 = (-(2**63), 2**63 - 1)
+
+#: Request field -> the estimator argument that fills it (the longest prefix wins).
+ARGUMENTS: dict[tuple[str, ...], str] = {
+    ("TrainingJobName",): "job_name",
+    ("HyperParameters",): "hyperparameters",
+    ("AlgorithmSpecification", "TrainingImage"): "image_uri",
+    ("AlgorithmSpecification", "TrainingInputMode"): "input_mode",
+    ("AlgorithmSpecification", "MetricDefinitions"): "metric_definitions",
+    ("AlgorithmSpecification", "EnableSageMakerMetricsTimeSeries"): "enable_sagemaker_metrics",
+    ("AlgorithmSpecification", "ContainerEntrypoint"): "container_entry_point",
+    ("AlgorithmSpecification", "ContainerArguments"): "container_arguments",
+    ("RoleArn",): "role",
+    ("InputDataConfig",): "inputs",
+    ("OutputDataConfig", "KmsKeyId"): "output_kms_key",
+    ("OutputDataConfig", "S3OutputPath"): "output_path",
+    ("OutputDataConfig", "CompressionType"): "disable_output_compression",
+    ("ResourceConfig", "InstanceType"): "instance_type",
+    ("ResourceConfig", "InstanceCount"): "instance_count",
+    ("ResourceConfig", "VolumeSizeInGB"): "volume_size",
+    ("ResourceConfig", "VolumeKmsKeyId"): "volume_kms_key",
+    ("ResourceConfig", "KeepAlivePeriodInSeconds"): "keep_alive_period_in_seconds",
+    ("ResourceConfig", "InstanceGroups"): "instance_groups",
+    ("VpcConfig", "SecurityGroupIds"): "security_group_ids",
+    ("VpcConfig", "Subnets"): "subnets",
+    ("StoppingCondition", "MaxRuntimeInSeconds"): "max_run",
+    ("StoppingCondition", "MaxWaitTimeInSeconds"): "max_wait",
+    ("Tags",): "tags",
+    ("EnableNetworkIsolation",): "enable_network_isolation",
+    ("EnableInterContainerTrafficEncryption",): "encrypt_inter_container_traffic",
+    ("EnableManagedSpotTraining",): "use_spot_instances",
+    ("CheckpointConfig", "S3Uri"): "checkpoint_s3_uri",
+    ("CheckpointConfig", "LocalPath"): "checkpoint_local_path",
+    ("DebugHookConfig",): "debugger_hook_config",
+    ("ProfilerConfig",): "disable_profiler",
+    ("Environment",): "environment",
+    ("RetryStrategy", "MaximumRetryAttempts"): "max_retry_attempts",
+}
+
+#: Words for the shapes people meet most; the rest are described by their constraints.
+_DESCRIPTIONS = {
+    "KmsKeyId": "a KMS key ID, alias or ARN ('1234abcd-...', 'alias/my-key', "
+    "'arn:aws:kms:us-west-2:123456789012:key/...')",
+    "RoleArn": "an IAM role ARN such as 'arn:aws:iam::123456789012:role/SageMakerRole'",
+    "S3Uri": "an s3://bucket/key URI",
+    "SubnetId": "a subnet ID such as 'subnet-0123456789abcdef0'",
+    "SecurityGroupId": "a security group ID such as 'sg-0123456789abcdef0'",
+    "TagKey": "a tag key of letters, digits, spaces and _ . : / = + - @",
+    "TagValue": "a tag value of letters, digits, spaces and _ . : / = + - @",
+    "TrainingEnvironmentKey": "an environment variable name (letters, digits and _, "
+    "not starting with a digit)",
+    "TrainingJobName": "letters, digits and hyphens, starting with a letter or digit",
+    "ChannelName": "a channel name of letters, digits and . - _",
+    "AlgorithmImage": "a Docker image URI",
+}
+_LOCAL_FREE = {"RoleArn"}  # any role string runs locally
+_SKIP_ENUM = {"TrainingInstanceType"}
+_LIMIT_REPR = 120
+
+
+@lru_cache(maxsize=1)
+def _tree() -> dict[str, Any]:
+    text = resources.files("launchbay").joinpath("schemas/create_training_job.json").read_text()
+    return json.loads(text)["request"]
+
+
+def shape(*path: str) -> dict[str, Any]:
+    """The model node of a request field: ``shape("ResourceConfig", "VolumeKmsKeyId")``."""
+    node = _tree()
+    for part in path:
+        if part == "[]":
+            node = node["member"]
+        elif part in ("<key>", "<value>"):
+            node = node[part.strip("<>")]
+        else:
+            node = node["members"][part]
+    return node
+
+
+def _short(value: Any) -> str:
+    text = repr(value)
+    return (
+        text if len(text) <= _LIMIT_REPR else text[: _LIMIT_REPR - 15] + f"... ({len(text)} chars)"
+    )
+
+
+# --------------------------------------------------------------------------- patterns
+
+_UNICODE_CLASS = re.compile(r"^\(?\[((?:\\p\{[A-Za-z]+\}|\\.|[^\]\\])*)\]\*\)?$")
+
+
+@cache
+def _matcher(pattern: str) -> Callable[[str], bool] | None:
+    """A whole-value test for a Java pattern of the model, or None if it cannot be read here."""
+    if "\\p{L}" in pattern or "\\p{N}" in pattern or "\\p{Z}" in pattern:
+        match = _UNICODE_CLASS.match(pattern)
+        if not match:
+            return None
+        body = match.group(1)
+        categories = set(re.findall(r"\\p\{([A-Za-z]+)\}", body))
+        literal = re.sub(r"\\p\{[A-Za-z]+\}", "", body).replace("\\", "")
+        if not categories <= {"L", "N", "Z"}:
+            return None
+        allowed = set(literal)
+
+        def test(value: str) -> bool:
+            return all(c in allowed or unicodedata.category(c)[0] in categories for c in value)
+
+        return test
+    translated = pattern.replace("\\p{Alnum}", "A-Za-z0-9")
+    if "\\p{" in translated:
+        return None
+    try:
+        compiled = re.compile(translated, re.ASCII | re.DOTALL)
+    except re.error:
+        return None
+    return lambda value: compiled.fullmatch(value) is not None
+
+
+# --------------------------------------------------------------------------- the walk
+
+
+def _argument(path: Sequence[Any], base: str | None) -> str:
+    """``("Tags", 3, "Key")`` -> ``tags[3]['Key']`` (the estimator argument, then the rest)."""
+    names = tuple(p for p in path if isinstance(p, str) and not p.startswith("\0"))
+    for end in range(len(names), 0, -1):
+        if names[:end] in ARGUMENTS:
+            argument, consumed = ARGUMENTS[names[:end]], end
+            break
+    else:
+        argument, consumed = base or "request", 0
+    rest = ""
+    seen = 0
+    for part in path:
+        if isinstance(part, str) and not part.startswith("\0"):
+            seen += 1
+            if seen <= consumed:
+                continue
+            rest += f"[{part!r}]"
+        elif isinstance(part, int):
+            if seen >= consumed:
+                rest += f"[{part}]"
+        else:  # a map key, marked with a leading NUL
+            rest += f"[{part[1:]!r}]"
+    return argument + rest
+
+
+def _field(path: Sequence[Any]) -> str:
+    text = ""
+    for part in path:
+        if isinstance(part, int):
+            text += f"[{part}]"
+        elif part.startswith("\0"):
+            text += f"[{part[1:]!r}]"
+        else:
+            text += ("." if text else "") + part
+    return text
+
+
+class _Walk:
+    def __init__(self, *, local: bool, argument: str | None, field: str | None) -> None:
+        self.local = local
+        self.argument = argument  # a fixed argument name (check_value), else from the path
+        self.field = field
+
+    def fail(
+        self, path: Sequence[Any], value: Any, reason: str, accepted: str, *, key: bool = False
+    ) -> None:
+        if self.argument is not None:
+            argument = self.argument + _argument(path, None)[len("request") :]
+        else:
+            argument = _argument(path, None)
+        inner = _field(path)
+        field = ".".join(p for p in (self.field, inner) if p).replace(".[", "[") or "request"
+        raise ConfigurationError(
+            f"Invalid {argument}={_short(value)}: {reason}. Accepted: {accepted} "
+            f"(CreateTrainingJob {field}{' key' if key else ''}).",
+            argument=argument,
+            value=value,
+        )
+
+    def check(self, node: Mapping[str, Any], value: Any, path: list[Any]) -> None:
+        kind = node["type"]
+        name = node.get("shape", "")
+        if kind == "structure":
+            self._structure(node, value, path)
+        elif kind == "list":
+            self._list(node, value, path)
+        elif kind == "map":
+            self._map(node, value, path)
+        elif kind == "string":
+            self._string(node, value, path, name)
+        elif kind in ("integer", "long"):
+            low, high = INT32 if kind == "integer" else INT64
+            low = max(low, node.get("min", low))
+            high = min(high, node.get("max", high))
+            if isinstance(value, bool) or not isinstance(value, int):
+                self.fail(path, value, f"expected an integer, got {type(value).__name__}",
+                          f"an integer from {low} to {high}")  # fmt: skip
+            if not low <= value <= high:
+                self.fail(path, value, "out of range", f"an integer from {low} to {high}")
+        elif kind == "boolean":
+            if not isinstance(value, bool):
+                self.fail(path, value, f"expected True or False, got {type(value).__name__}",
+                          "True or False (a bool; the string 'false' is not False)")  # fmt: skip
+        elif kind in ("float", "double"):
+            if isinstance(value, bool) or not isinstance(value, (int, float)):
+                self.fail(path, value, "expected a number", "a finite number")
+            if not math.isfinite(value):
+                self.fail(path, value, "not finite", "a finite number")
+        # timestamps and blobs are never in a training job request
+
+    def _bounds(self, node: Mapping[str, Any], unit: str) -> str:
+        low, high = node.get("min", 0), node.get("max")
+        if high is None:
+            return f"at least {low} {unit}" if low else f"any number of {unit}"
+        return f"{low} to {high} {unit}" if low else f"at most {high} {unit}"
+
+    def _size(self, node: Mapping[str, Any], value: Any, path: list[Any], unit: str) -> None:
+        low, high = node.get("min", 0), node.get("max")
+        if len(value) < low or (high is not None and len(value) > high):
+            self.fail(path, value, f"{len(value)} {unit}", self._bounds(node, unit))
+
+    def _structure(self, node: Mapping[str, Any], value: Any, path: list[Any]) -> None:
+        members = node["members"]
+        if not isinstance(value, Mapping):
+            self.fail(path, value, f"expected a mapping, got {type(value).__name__}",
+                      f"a dict with keys from {sorted(members)}")  # fmt: skip
+        for key in node.get("required", ()):
+            if key not in value:
+                self.fail(path, value, f"{key!r} is missing", f"a dict with {key!r}")
+        for key, item in value.items():
+            # A field the model does not list is left alone: SDK v2 still sends some
+            # (TargetAttributeName) and the service, not launchbay, decides on them.
+            if key in members:
+                self.check(members[key], item, [*path, key])
+
+    def _list(self, node: Mapping[str, Any], value: Any, path: list[Any]) -> None:
+        if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
+            self.fail(path, value, f"expected a list, got {type(value).__name__}",
+                      "a list of " + self._bounds(node, "items"))  # fmt: skip
+        self._size(node, value, path, "items")
+        for index, item in enumerate(value):
+            self.check(node["member"], item, [*path, index])
+
+    def _map(self, node: Mapping[str, Any], value: Any, path: list[Any]) -> None:
+        if not isinstance(value, Mapping):
+            self.fail(path, value, f"expected a dict, got {type(value).__name__}",
+                      "a dict of " + self._bounds(node, "entries"))  # fmt: skip
+        self._size(node, value, path, "entries")
+        for key, item in value.items():
+            key_path = [*path, "\0" + str(key)]
+            self._string(node["key"], key, key_path, node["key"].get("shape", ""), key=True)
+            self.check(node["value"], item, key_path)
+
+    def _string(
+        self, node: Mapping[str, Any], value: Any, path: list[Any], name: str, key: bool = False
+    ) -> None:
+        described = _DESCRIPTIONS.get(name, "a string")
+        subject = "the key" if key else "it"
+
+        def fail(reason: str, accepted: str) -> None:
+            self.fail(path, value, f"{subject} {reason}", accepted, key=key)
+
+        if not isinstance(value, str):
+            fail(f"is {type(value).__name__}, not a string", described + self._constraints(node))
+        if self.local and (
+            name in _LOCAL_FREE or (name == "S3Uri" and value.startswith("file://"))
+        ):
+            return
+        low, high = node.get("min", 0), node.get("max")
+        if len(value) < low or (high is not None and len(value) > high):
+            fail(f"has {len(value)} characters", described + self._constraints(node))
+        enum = node.get("enum")
+        if enum and name not in _SKIP_ENUM and value not in enum:
+            fail("is not one of the accepted values", "one of " + ", ".join(map(repr, enum)))
+        pattern = node.get("pattern")
+        if pattern and pattern not in (".*", "[\\S\\s]*"):
+            test = _matcher(pattern)
+            if test is not None and not test(value):
+                fail(f"does not match {pattern}", described + self._constraints(node))
+
+    def _constraints(self, node: Mapping[str, Any]) -> str:
+        parts = []
+        low, high = node.get("min", 0), node.get("max")
+        if high is not None:
+            parts.append(f"{low} to {high} characters" if low else f"at most {high} characters")
+        elif low:
+            parts.append(f"at least {low} characters")
+        pattern = node.get("pattern")
+        if pattern and pattern not in (".*", "[\\S\\s]*"):
+            parts.append(f"matching {pattern}")
+        return f" ({', '.join(parts)})" if parts else ""
+
+
+def check_request(request: Mapping[str, Any], *, local: bool = False) -> None:
+    """Refuse a CreateTrainingJob request the service would refuse (or that only runs locally).
+
+    Raises:
+        ConfigurationError: naming the estimator argument (``tags[3]['Key']``), the
+            value, what is accepted and the request field.
+    """
+    _Walk(local=local, argument=None, field=None).check(_tree(), request, [])
+
+
+def check_value(argument: str, value: Any, *path: str, local: bool = False) -> None:
+    """Check one argument against the request field at ``path``.
+
+    ``check_value("volume_kms_key", 5, "ResourceConfig", "VolumeKmsKeyId")``
+    raises ``Invalid volume_kms_key=5: ...``. ``"[]"`` steps into a list's items,
+    ``"<key>"``/``"<value>"`` into a map's.
+    """
+    field = _field([p for p in path if p not in ("[]", "<key>", "<value>")])
+    _Walk(local=local, argument=argument, field=field).check(shape(*path), value, [])
