@@ -9,10 +9,9 @@ Every rank reports its final parameters (and rank 0 its initial ones) in
 import argparse
 import os
 
-import torch
-
 # SageMaker data parallel: import the library's PyTorch backend
 import smdistributed.dataparallel.torch.torch_smddp  # noqa: F401
+import torch
 import torch.distributed as dist
 from smddp_data import dataset, world_report, write_report
 from torch.nn.parallel import DistributedDataParallel as DDP

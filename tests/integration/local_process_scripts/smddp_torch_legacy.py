@@ -5,7 +5,6 @@ library's own ``DistributedDataParallel``. Same training and reports as smddp_to
 """
 
 import argparse
-import os
 
 import smdistributed.dataparallel.torch.distributed as dist
 import torch

@@ -178,14 +178,15 @@ def _reduce_arrays(arrays: Sequence[np.ndarray], op: ReduceOp, compression: Any)
     for array in arrays:
         original = np.asarray(array)
         sent, context = compression.compress(original)
-        buffer = np.ascontiguousarray(sent).copy()
+        buffer = np.array(sent, copy=True, order="C")
         if buffer.dtype.kind in "fiu" and buffer.dtype.itemsize in (4, 8):
             comm.Allreduce(_in_place(), buffer, op=_mpi_op(op))
         else:
             buffer = np.asarray(comm.allreduce(buffer, op=_mpi_op(op)))
         if op is ReduceOp.AVERAGE:
             buffer = buffer / comm.Get_size()
-        out.append(compression.decompress(buffer, context).astype(original.dtype))
+        result = compression.decompress(buffer, context).astype(original.dtype)
+        out.append(result.reshape(original.shape))
     return out
 
 
