@@ -33,6 +33,48 @@ else:
 
 DP = {"sagemaker_distributed_dataparallel_enabled": True}
 
+TF_API = """
+import json
+
+import smdistributed.dataparallel.tensorflow as sdp
+import tensorflow as tf
+
+out = {}
+try:
+    sdp.rank()
+except RuntimeError as exc:
+    out["before_init"] = str(exc)
+sdp.init()
+try:
+    sdp.init()
+except RuntimeError as exc:
+    out["twice"] = str(exc)
+rank = sdp.rank()
+out["rank"] = rank
+value = tf.constant([1.0 + 1e-4 * (rank + 1)])
+out["fp16"] = float(sdp.allreduce(value, 0, 1, compression=sdp.Compression.fp16, op=sdp.ReduceOp.SUM).numpy()[0])
+out["none"] = float(sdp.allreduce(value, 0, 1, op=sdp.ReduceOp.SUM).numpy()[0])
+out["min"] = float(sdp.allreduce(tf.constant(float(rank)), 0, 1, op=sdp.ReduceOp.MIN).numpy())
+out["average"] = float(sdp.allreduce(tf.constant(float(rank)), 0, 1).numpy())
+
+var = tf.Variable([0.0])
+opt = sdp.DistributedOptimizer(tf.keras.optimizers.SGD(0.1))
+opt.apply_gradients([(tf.constant([float(rank)]), var)])
+out["keras"] = float(var.numpy()[0])
+
+with tf.Graph().as_default():
+    w = tf.compat.v1.get_variable("w", initializer=tf.constant([float(rank) + 1.0]))
+    loss = tf.reduce_sum(w * float(rank))
+    train = sdp.DistributedOptimizer(tf.compat.v1.train.GradientDescentOptimizer(0.1)).minimize(loss)
+    hooks = [sdp.BroadcastGlobalVariablesHook(root_rank=0)]
+    with tf.compat.v1.train.MonitoredTrainingSession(hooks=hooks) as sess:
+        out["v1_start"] = float(sess.run(w)[0])
+        sess.run(train)
+        out["v1"] = float(sess.run(w)[0])
+print(json.dumps(out))
+sdp.shutdown()
+"""
+
 
 def probe(results) -> dict:
     (line,) = results["algo-1"].json_lines()
@@ -106,3 +148,25 @@ def test_the_local_plan_is_one_mpirun_with_the_dataparallel_options(tmp_path: Pa
     assert mpirun.env["LAUNCHBAY_SMDDP"] == "1"
     assert mpirun.env["GLOO_SOCKET_IFNAME"] == "lo"
     assert json.loads(mpirun.env["LAUNCHBAY_MPI_LOCAL"])["ppn"] == 2
+
+
+def test_tensorflow_api_across_two_hosts_by_two(local_job) -> None:
+    """The rest of the TF API on real ranks: compression, ops, both optimizers, the hook."""
+    job = local_job(
+        {"train.py": TF_API},
+        hosts=2,
+        hyperparameters={**DP, "sagemaker_mpi_num_of_processes_per_host": 2},
+        env={"LAUNCHBAY_STANDINS": "1", "TF_CPP_MIN_LOG_LEVEL": "3"},
+    )
+    results = job.run(timeout=240)
+    seen = [line for r in results.values() for line in r.json_lines()]
+    assert sorted(s["rank"] for s in seen) == [0, 1, 2, 3], results
+    for line in seen:
+        assert "call smdistributed.dataparallel.tensorflow.init() first" in line["before_init"]
+        assert "init() called more than once" in line["twice"]
+        assert line["fp16"] == 4.0  # 1.0001 ... 1.0004 are 1.0 in float16
+        assert line["none"] == pytest.approx(4.001, abs=1e-6)
+        assert line["min"] == 0.0 and line["average"] == 1.5
+        assert line["keras"] == pytest.approx(-0.15)  # 0 - lr * mean of the ranks' gradients
+        assert line["v1_start"] == 1.0  # rank 0's value, broadcast by the hook
+        assert line["v1"] == pytest.approx(0.85)
