@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 
 from job_outputs import archive_members, check_ranks, file_uri, rank_reports
+from launchbay import JobFailedError
 from launchbay.backends.docker import LABEL_JOB_DIR
 from launchbay.pytorch import PyTorch
 from smddp_checks import check_training
@@ -65,3 +66,28 @@ def test_pytorch_scripts_train_2x2_in_two_containers(
     left = docker_client.containers.list(all=True, filters={"label": f"{LABEL_JOB_DIR}={job_dir}"})
     assert not left, [c.name for c in left]
     assert not [n for n in docker_client.networks.list() if n.name == f"launchbay-{job.name}"]
+
+
+def test_a_rank_raising_in_algo_2_is_reported_and_nothing_is_left(
+    home, tmp_path, framework_version, docker_client
+):
+    est = PyTorch(
+        entry_point="smddp_torch.py",
+        source_dir=str(SCRIPTS),
+        role=None,
+        instance_type="local",
+        instance_count=2,
+        framework_version=framework_version,
+        py_version="py311",
+        distribution={"pytorchddp": {"enabled": True, "processes_per_host": 2}},
+        hyperparameters={"fail-rank": 3},
+        output_path=file_uri(tmp_path / "out"),
+    )
+    with pytest.raises(JobFailedError) as caught:
+        est.fit(logs=False)
+    head = caught.value.reason[:1024]
+    assert "Rank 3" in head and "algo-2" in head
+    assert "ValueError: boom from rank 3" in head
+    job_dir = home / "jobs" / caught.value.job_name
+    left = docker_client.containers.list(all=True, filters={"label": f"{LABEL_JOB_DIR}={job_dir}"})
+    assert not left, [c.name for c in left]
