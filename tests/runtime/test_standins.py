@@ -36,6 +36,8 @@ DP = {"sagemaker_distributed_dataparallel_enabled": True}
 TF_API = """
 import json
 
+import numpy as np
+
 import smdistributed.dataparallel.tensorflow as sdp
 import tensorflow as tf
 
@@ -61,6 +63,11 @@ var = tf.Variable([0.0])
 opt = sdp.DistributedOptimizer(tf.keras.optimizers.SGD(0.1))
 opt.apply_gradients([(tf.constant([float(rank)]), var)])
 out["keras"] = float(var.numpy()[0])
+
+model = tf.keras.Sequential([tf.keras.Input((1,)), tf.keras.layers.Dense(1, use_bias=False, kernel_initializer="zeros")])
+model.compile(optimizer=sdp.DistributedOptimizer(tf.keras.optimizers.SGD(0.1)), loss="mse")
+model.fit(np.ones((1, 1)), np.full((1, 1), float(rank)), batch_size=1, epochs=1, verbose=0)
+out["fit"] = float(model.get_weights()[0][0][0])
 
 with tf.Graph().as_default():
     w = tf.compat.v1.get_variable("w", initializer=tf.constant([float(rank) + 1.0]))
@@ -168,5 +175,6 @@ def test_tensorflow_api_across_two_hosts_by_two(local_job) -> None:
         assert line["none"] == pytest.approx(4.001, abs=1e-6)
         assert line["min"] == 0.0 and line["average"] == 1.5
         assert line["keras"] == pytest.approx(-0.15)  # 0 - lr * mean of the ranks' gradients
+        assert line["fit"] == pytest.approx(0.3)  # 0 - lr * mean of 2 * (0 - rank)
         assert line["v1_start"] == 1.0  # rank 0's value, broadcast by the hook
         assert line["v1"] == pytest.approx(0.85)

@@ -217,8 +217,7 @@ def _run(fn: Any, tensors: list[tf.Tensor]) -> list[tf.Tensor]:
 
 
 def _as_tensor(value: Any) -> tf.Tensor:
-    if isinstance(value, tf.IndexedSlices):
-        return tf.convert_to_tensor(value)
+    """A dense tensor (``tf.IndexedSlices`` gradients are densified, as the library does)."""
     return tf.convert_to_tensor(value)
 
 
@@ -362,8 +361,9 @@ def DistributedOptimizer(  # noqa: N802 - the library's name
     """``optimizer`` (the same object) with its gradients all-reduced before they are applied.
 
     TF1 optimizers (``tf.compat.v1.train.Optimizer``): ``compute_gradients`` returns
-    reduced gradients (so ``minimize`` and estimator training reduce once). Keras
-    optimizers: ``apply_gradients`` reduces what it is given first.
+    reduced gradients (so ``minimize`` and estimator training reduce once). Keras 3
+    optimizers: ``apply`` (where ``apply_gradients`` and ``model.fit`` end) reduces
+    the gradients first; older Keras optimizers: ``apply_gradients`` does.
     """
     del name, use_locking, bucket_cap_mb
     _not_supported("device_dense", device_dense, "")
@@ -385,6 +385,18 @@ def DistributedOptimizer(  # noqa: N802 - the library's name
             return reduce_pairs(base.compute_gradients(self, *args, **kwargs))
 
         methods = {"compute_gradients": compute_gradients}
+    elif _is_keras3(optimizer):
+        # Keras 3: apply_gradients() and model.fit() both end in apply().
+
+        def apply(self: Any, grads: Any, trainable_variables: Any = None) -> Any:
+            grads = list(grads)
+            present = [i for i, g in enumerate(grads) if g is not None]
+            reduced = _reduce_tensors([grads[i] for i in present], op, compression)
+            for i, value in zip(present, reduced, strict=True):
+                grads[i] = value
+            return base.apply(self, grads, trainable_variables)
+
+        methods = {"apply": apply}
     else:
 
         def apply_gradients(self: Any, grads_and_vars: Any, *args: Any, **kwargs: Any) -> Any:
@@ -393,6 +405,15 @@ def DistributedOptimizer(  # noqa: N802 - the library's name
         methods = {"apply_gradients": apply_gradients}
     optimizer.__class__ = type(f"Distributed{base.__name__}", (base,), methods)
     return optimizer
+
+
+def _is_keras3(optimizer: Any) -> bool:
+    try:
+        import keras  # noqa: PLC0415 - only for Keras optimizers
+    except ImportError:
+        return False
+    major = str(getattr(keras, "__version__", "0")).split(".", 1)[0]
+    return major.isdigit() and int(major) >= 3 and isinstance(optimizer, keras.optimizers.Optimizer)
 
 
 class BroadcastGlobalVariablesHook(tf.compat.v1.train.SessionRunHook):
