@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import dataclasses
 import json
+import subprocess
 import sys
 from pathlib import Path
 
@@ -22,6 +23,7 @@ from .test_launchers import LOCAL, make_ctx
 
 PROBE = """
 import json
+import subprocess
 try:
     import smdistributed
 except ModuleNotFoundError as exc:
@@ -35,6 +37,7 @@ DP = {"sagemaker_distributed_dataparallel_enabled": True}
 
 TF_API = """
 import json
+import subprocess
 
 import numpy as np
 
@@ -178,3 +181,15 @@ def test_tensorflow_api_across_two_hosts_by_two(local_job) -> None:
         assert line["fit"] == pytest.approx(0.3)  # 0 - lr * mean of 2 * (0 - rank)
         assert line["v1_start"] == 1.0  # rank 0's value, broadcast by the hook
         assert line["v1"] == pytest.approx(0.85)
+
+
+def test_the_package_imports_no_framework_until_a_script_asks_for_one() -> None:
+    code = (
+        "import sys; sys.path.append(sys.argv[1]); "
+        "import smdistributed.dataparallel as dp; "
+        "print(dp.size(), dp.rank(), 'torch' in sys.modules, 'tensorflow' in sys.modules)"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", code, standins.DIRECTORY], capture_output=True, text=True
+    )
+    assert result.stdout.split() == ["1", "0", "False", "False"], result.stderr
