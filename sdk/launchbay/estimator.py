@@ -216,6 +216,19 @@ def _check_json(hyperparameters: Mapping[str, Any], argument: str = "hyperparame
             ) from exc
 
 
+#: Distributions that install each framework's module, most common first.
+_FRAMEWORK_DISTRIBUTIONS = {
+    "torch": ("torch",),
+    "tensorflow": (
+        "tensorflow",
+        "tensorflow-cpu",
+        "tensorflow-gpu",
+        "tensorflow-intel",
+        "tensorflow-macos",
+    ),
+}
+
+
 class EstimatorBase:
     """What every estimator shares: SDK v2's arguments, validation and the request.
 
@@ -1073,9 +1086,15 @@ class EstimatorBase:
         if not framework or not wanted:
             return
         package = {"pytorch": "torch", "tensorflow": "tensorflow"}[framework]
-        try:
-            installed = importlib.metadata.version(package)
-        except importlib.metadata.PackageNotFoundError:
+        # The module comes from several distributions (tensorflow-cpu on PyPI, ...).
+        installed = None
+        for distribution in _FRAMEWORK_DISTRIBUTIONS[package]:
+            try:
+                installed = importlib.metadata.version(distribution)
+                break
+            except importlib.metadata.PackageNotFoundError:
+                continue
+        if installed is None:
             warnings.warn(
                 f"framework_version={wanted!r} asks for {framework}, but {package} is not "
                 "installed in this Python; the local_process job runs here.",

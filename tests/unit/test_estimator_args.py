@@ -213,3 +213,29 @@ def test_caller_hyperparameters_are_copied(src):
     mine["nested"]["a"].append(3)
     assert mine == {"nested": {"a": [1, 2, 3]}}
     assert est.hyperparameters() == {"nested": '{"a": [1, 2]}', "extra": "true"}
+
+
+def test_local_process_finds_tensorflow_installed_as_tensorflow_cpu(tmp_path):
+    # PyPI's CPU build is the tensorflow-cpu distribution (the test extra installs it);
+    # the check used to look for a "tensorflow" distribution only and said it was missing.
+    import importlib.metadata
+    import warnings
+
+    from launchbay.tensorflow import TensorFlow
+
+    installed = importlib.metadata.version("tensorflow-cpu")
+    options = dict(
+        entry_point="train.py",
+        source_dir=str(tmp_path),
+        role=None,
+        instance_type="local_process",
+        instance_count=1,
+    )
+    (tmp_path / "train.py").write_text("")
+    older = TensorFlow(framework_version="2.11.0", py_version="py39", **options)
+    with pytest.warns(UserWarning, match=f"this Python has tensorflow {installed}"):
+        older._check_installed_framework()
+    same = TensorFlow(framework_version=installed, py_version="py312", **options)
+    with warnings.catch_warnings():
+        warnings.simplefilter("error")
+        same._check_installed_framework()

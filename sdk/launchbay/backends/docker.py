@@ -26,7 +26,8 @@ Per job:
 * ``local_gpu``: all GPUs (a device request), for any instance count.
 
 The environment is the request's ``Environment``, ``TRAINING_JOB_NAME``,
-``TRAINING_JOB_ARN`` and ``LAUNCHBAY_GRACE_SECONDS``. AWS credentials reach the
+``TRAINING_JOB_ARN``, ``LAUNCHBAY_GRACE_SECONDS`` and ``LAUNCHBAY_STANDINS=1``
+(local stand-ins such as ``smdistributed.dataparallel`` may be used, docs/smddp.md). AWS credentials reach the
 containers only when a channel, the code, the output or the checkpoints are on
 S3: their values go to the engine, and the compose file names them without
 values. ``AWS_ENDPOINT_URL`` (and the region) go along; an endpoint on this
@@ -346,6 +347,8 @@ class DockerBackend(LocalBackend):
                 "TRAINING_JOB_NAME": name,
                 "TRAINING_JOB_ARN": job_arn(name),
                 "LAUNCHBAY_GRACE_SECONDS": f"{grace:g}",
+                # Local stand-ins of SageMaker-only libraries (docs/smddp.md).
+                "LAUNCHBAY_STANDINS": "1",
             }
         )
         secret_names: list[str] = []

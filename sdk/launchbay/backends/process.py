@@ -5,7 +5,7 @@ The job's life (staging, failure triage, outputs, Ctrl-C) is
 watches and stops the hosts: one runtime per host, ``python -m
 launchbay.runtime.train`` in a new session (its own process group), with::
 
-    SAGEMAKER_BASE_DIR=<job dir>/<host>     LAUNCHBAY_LOCAL_PROCESS=1
+    SAGEMAKER_BASE_DIR=<job dir>/<host>     LAUNCHBAY_LOCAL_PROCESS=1  LAUNCHBAY_STANDINS=1
     LAUNCHBAY_HOST_ADDRESSES={"algo-1": "127.0.0.1", ...}
     LAUNCHBAY_MASTER_PORT=<a free loopback port block, one per job>
     LAUNCHBAY_SHARED_DIR=<job dir>/shared   LAUNCHBAY_GRACE_SECONDS=<grace>
@@ -197,6 +197,7 @@ class ProcessBackend(LocalBackend):
         env.update(
             {
                 "LAUNCHBAY_LOCAL_PROCESS": "1",
+                "LAUNCHBAY_STANDINS": "1",
                 "LAUNCHBAY_HOST_ADDRESSES": json.dumps({h: "127.0.0.1" for h in job.hosts}),
                 "LAUNCHBAY_MASTER_PORT": str(port),
                 "LAUNCHBAY_SHARED_DIR": layout.shared_dir,

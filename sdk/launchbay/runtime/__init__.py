@@ -16,4 +16,7 @@ code) and never imports launchbay's client side. Modules:
 * :mod:`launchbay.runtime.launchers` -- pure builders of each launcher's
   command lines and environments.
 * :mod:`launchbay.runtime.train` -- the ``train`` entry point.
+* :mod:`launchbay.runtime.standins` -- local implementations of SageMaker-only
+  libraries (``smdistributed.dataparallel``), put on the ranks' path in local
+  jobs only.
 """

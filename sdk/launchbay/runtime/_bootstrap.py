@@ -17,7 +17,13 @@ Before the user's code runs it:
 2. sends its stdout/stderr to the runtime's per-rank FIFOs (``$LAUNCHBAY_IO_DIR``),
    so every line can be labelled with its global rank, and makes both
    line-buffered (one write per line);
-3. writes a start record (``$LAUNCHBAY_RANKS_DIR``, see :mod:`._records`).
+3. in an smdistributed job run by the local stand-in (``$LAUNCHBAY_SMDDP``),
+   exports ``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ``LOCAL_WORLD_SIZE`` and
+   ``GROUP_RANK`` from MPI's numbering (what ``smddprun`` gives each rank on
+   SageMaker); in local jobs (``$LAUNCHBAY_STANDINS=1``, set only by the local
+   backends) appends the stand-ins directory (:mod:`launchbay.runtime.standins`)
+   to ``sys.path`` -- last, so a real library is always found first;
+4. writes a start record (``$LAUNCHBAY_RANKS_DIR``, see :mod:`._records`).
 
 When the user's code ends it writes the end record: exit code, and for an
 uncaught exception its type, message, traceback and time -- then re-raises, so
@@ -37,7 +43,7 @@ import traceback
 from types import TracebackType
 from typing import Any
 
-from launchbay.runtime import _records
+from launchbay.runtime import _records, standins
 
 _RANK_VARS = ("LAUNCHBAY_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "RANK")
 _LOCAL_RANK_VARS = (
@@ -79,6 +85,23 @@ def _become_mpi_local_rank() -> None:
     os.environ["OMPI_COMM_WORLD_LOCAL_RANK"] = str(rank % ppn)
     os.environ["OMPI_COMM_WORLD_LOCAL_SIZE"] = str(ppn)
     os.environ["OMPI_COMM_WORLD_NODE_RANK"] = str(index)
+
+
+def _export_torch_world() -> None:
+    """``RANK``/``WORLD_SIZE``/``LOCAL_RANK``/``LOCAL_WORLD_SIZE`` from mpirun's variables."""
+    if os.environ.get("OMPI_COMM_WORLD_SIZE") is None:
+        return
+    rank = _first_int(_RANK_VARS[1:4])
+    local_size = max(_first_int(("OMPI_COMM_WORLD_LOCAL_SIZE",), 1), 1)
+    os.environ.update(
+        {
+            "RANK": str(rank),
+            "WORLD_SIZE": os.environ["OMPI_COMM_WORLD_SIZE"],
+            "LOCAL_RANK": str(_first_int(("OMPI_COMM_WORLD_LOCAL_RANK",))),
+            "LOCAL_WORLD_SIZE": str(local_size),
+            "GROUP_RANK": str(rank // local_size),
+        }
+    )
 
 
 def _redirect_output(io_dir: str, rank: int) -> None:
@@ -171,6 +194,13 @@ def main(argv: list[str] | None = None) -> None:
                 _adopt_host(json.load(f))
         except (OSError, ValueError):
             pass  # no file on this host: keep the forwarded environment
+    if os.environ.get("LAUNCHBAY_SMDDP") == "1":
+        _export_torch_world()
+    if standins.enabled():
+        if argv[0] == "--exec":
+            standins.add_to_pythonpath(os.environ)
+        else:
+            standins.add_to_sys_path()
     identity = _identity()
     io_dir = os.environ.get("LAUNCHBAY_IO_DIR")
     if io_dir:

@@ -41,6 +41,7 @@ class RuntimeSettings:
     grace_seconds: float = DEFAULT_GRACE_SECONDS
     install_requirements: str | None = None
     startup_timeout: float = DEFAULT_STARTUP_TIMEOUT
+    standins: bool = False
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str] | None = None) -> RuntimeSettings:
@@ -69,6 +70,7 @@ class RuntimeSettings:
             grace_seconds=_number(environ, "LAUNCHBAY_GRACE_SECONDS", DEFAULT_GRACE_SECONDS),
             install_requirements=environ.get("LAUNCHBAY_INSTALL_REQUIREMENTS"),
             startup_timeout=_number(environ, "LAUNCHBAY_STARTUP_TIMEOUT", DEFAULT_STARTUP_TIMEOUT),
+            standins=environ.get("LAUNCHBAY_STANDINS") == "1",
         )
 
     def address(self, host: str) -> str:

@@ -39,6 +39,11 @@ Environment variables (beyond the SageMaker contract):
     Seconds between forwarding SIGTERM to the ranks and SIGKILL (default 10).
 ``LAUNCHBAY_STARTUP_TIMEOUT``
     Seconds to wait for the other hosts of an MPI job to come up (default 900).
+``LAUNCHBAY_STANDINS=1``
+    Set by the local backends only (never on SageMaker): the ranks may import
+    launchbay's local stand-ins of SageMaker-only libraries where the real ones
+    are absent (``smdistributed.dataparallel``, :mod:`.standins`), and
+    smdistributed dataparallel without ``smddprun`` launches them with mpirun.
 
 Set for the ranks: every SM_* variable (plus ``SM_CHECKPOINT_DIR`` when a
 checkpoint config exists), ``CURRENT_HOST``, ``SAGEMAKER_JOB_NAME``,
@@ -84,6 +89,7 @@ _PRIVATE = (
     "LAUNCHBAY_IO_DIR",
     "LAUNCHBAY_MPI_LOCAL",
     "LAUNCHBAY_HOST_ENV_FILE",
+    "LAUNCHBAY_SMDDP",
 )
 
 

@@ -8,8 +8,10 @@ distribution; others run the script plainly):
 framework parameter                                launcher
 =================================================  =========================================
 ``sagemaker_mpi_enabled``                          ``mpi`` (:mod:`.mpi`)
-``sagemaker_pytorch_ddp_enabled``,                 ``smdistributed`` on SageMaker GPU hosts
-``sagemaker_distributed_dataparallel_enabled``     with ``smddprun``; else ``torch_distributed``
+``sagemaker_pytorch_ddp_enabled``,                 ``smdistributed`` on GPU hosts with
+``sagemaker_distributed_dataparallel_enabled``     ``smddprun``; in local jobs without it
+                                                   ``smddp_local`` (mpirun + the local
+                                                   stand-in); else ``torch_distributed``
 ``sagemaker_torch_distributed_enabled``            ``torch_distributed`` (:mod:`.torchrun`)
 ``sagemaker_parameter_server_enabled``             ``parameter_server`` (:mod:`.tf_config`)
 ``sagemaker_multi_worker_mirrored_strategy_...``   ``multi_worker_mirrored_strategy``
@@ -56,6 +58,8 @@ def select_launcher(env: TrainingEnv, settings: RuntimeSettings) -> str:
         on_sagemaker_gpu = not settings.local_process and env.num_gpus > 0
         if on_sagemaker_gpu and env.is_smddprun_installed:
             return "smdistributed"
+        if settings.standins:
+            return "smddp_local"
         return "torch_distributed"
     if params.get("sagemaker_torch_distributed_enabled"):
         return "torch_distributed"
@@ -73,6 +77,7 @@ _BUILDERS = {
     "torch_distributed": torchrun.build,
     "mpi": mpi.build,
     "smdistributed": mpi.build_smddp,
+    "smddp_local": mpi.build_smddp_local,
     "parameter_server": tf_config.build_parameter_server,
     "multi_worker_mirrored_strategy": tf_config.build_mwms,
 }

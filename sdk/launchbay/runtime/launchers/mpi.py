@@ -34,6 +34,7 @@ from __future__ import annotations
 
 import argparse
 import contextlib
+import dataclasses
 import importlib.util
 import json
 import os
@@ -65,10 +66,13 @@ __all__ = [
     "num_processes",
     "build",
     "build_smddp",
+    "build_smddp_local",
     "tcp_reachable",
 ]
 
 STATUS_FILE_PREFIX = "/tmp/done."
+MPI_OPTIONS = "sagemaker_mpi_custom_mpi_options"
+SMDDP_OPTIONS = "sagemaker_distributed_dataparallel_custom_mpi_options"
 SSHD = "/usr/sbin/sshd"
 HEARTBEAT_STALE_SECONDS = 30.0
 MASTER_UNREACHABLE_SECONDS = 60.0
@@ -84,6 +88,8 @@ FORWARDED = (
     "MASTER_PORT",
     "LAUNCHBAY_RANKS_DIR",
     "LAUNCHBAY_HOST_ENV_FILE",
+    "LAUNCHBAY_SMDDP",
+    "LAUNCHBAY_STANDINS",
 )
 
 
@@ -122,7 +128,9 @@ def _forwarded_names(rank_env: dict[str, str]) -> list[str]:
     return names + [k for k in FORWARDED if k in rank_env]
 
 
-def mpirun_ssh_argv(ctx: LaunchContext, rank_env: dict[str, str]) -> list[str]:
+def mpirun_ssh_argv(
+    ctx: LaunchContext, rank_env: dict[str, str], options_key: str = MPI_OPTIONS
+) -> list[str]:
     """The master's mpirun line over SSH (the toolkit's options)."""
     env = ctx.env
     ppn = env.processes_per_host()
@@ -130,7 +138,7 @@ def mpirun_ssh_argv(ctx: LaunchContext, rank_env: dict[str, str]) -> list[str]:
     host_list = addresses if ppn == 1 else [f"{a}:{ppn}" for a in addresses]
     iface = str(env.network_interface_name)
     nccl_debug, custom = parse_custom_mpi_options(
-        str(env.additional_framework_parameters.get("sagemaker_mpi_custom_mpi_options", ""))
+        str(env.additional_framework_parameters.get(options_key, ""))
     )
     argv = [
         "mpirun", "--host", ",".join(host_list), "-np", str(num_processes(ctx)),
@@ -212,10 +220,10 @@ def smddp_argv(ctx: LaunchContext, rank_env: dict[str, str]) -> list[str]:
     return argv + ["smddprun"] + rank_command(ctx)
 
 
-def mpirun_local_argv(ctx: LaunchContext) -> list[str]:
+def mpirun_local_argv(ctx: LaunchContext, options_key: str = MPI_OPTIONS) -> list[str]:
     """One mpirun for every rank of every host, on this machine (no SSH, no ``--host``)."""
     _, custom = parse_custom_mpi_options(
-        str(ctx.env.additional_framework_parameters.get("sagemaker_mpi_custom_mpi_options", ""))
+        str(ctx.env.additional_framework_parameters.get(options_key, ""))
     )
     argv = [
         "mpirun", "-np", str(num_processes(ctx)),
@@ -481,7 +489,9 @@ def _write_host_env(path: str, env: dict[str, str], cwd: str) -> None:
 # --------------------------------------------------------------------------- builders
 
 
-def _build_local(ctx: LaunchContext) -> LaunchPlan:
+def _build_local(
+    ctx: LaunchContext, *, launcher: str = "mpi", options_key: str = MPI_OPTIONS
+) -> LaunchPlan:
     settings = ctx.settings
     if not settings.shared_dir:
         raise TrainingSetupError(
@@ -501,7 +511,7 @@ def _build_local(ctx: LaunchContext) -> LaunchPlan:
     rank_env["LAUNCHBAY_IO_DIR"] = ctx.io_dir
     host_env_file = os.path.join(env_dir, f"{env.current_host}.json")
     plan = LaunchPlan(
-        launcher="mpi",
+        launcher=launcher,
         processes=[],
         world_size=total,
         host_ranks=_host_ranks(ctx, index, ppn, total),
@@ -519,7 +529,10 @@ def _build_local(ctx: LaunchContext) -> LaunchPlan:
         mpirun_env.setdefault("OMPI_MCA_rmaps_base_oversubscribe", "1")
         plan.processes.append(
             ProcessSpec(
-                name="mpirun", argv=mpirun_local_argv(ctx), env=mpirun_env, cwd=ctx.code_dir
+                name="mpirun",
+                argv=mpirun_local_argv(ctx, options_key),
+                env=mpirun_env,
+                cwd=ctx.code_dir,
             )
         )
         plan.gate = _FilesGate(
@@ -535,7 +548,9 @@ def _build_local(ctx: LaunchContext) -> LaunchPlan:
     return plan
 
 
-def _build_ssh(ctx: LaunchContext, *, smddp: bool) -> LaunchPlan:
+def _build_ssh(
+    ctx: LaunchContext, *, smddp: bool, launcher: str = "mpi", options_key: str = MPI_OPTIONS
+) -> LaunchPlan:
     env = ctx.env
     hosts = env.distribution_hosts
     ppn = env.processes_per_host()
@@ -558,7 +573,7 @@ def _build_ssh(ctx: LaunchContext, *, smddp: bool) -> LaunchPlan:
         name="sshd", argv=[SSHD, "-D"], env=dict(ctx.base_env), cwd="/", role="service"
     )
     plan = LaunchPlan(
-        launcher="smdistributed" if smddp else "mpi",
+        launcher="smdistributed" if smddp else launcher,
         processes=[sshd],
         world_size=total,
         host_ranks=_host_ranks(ctx, index, ppn, total),
@@ -568,7 +583,10 @@ def _build_ssh(ctx: LaunchContext, *, smddp: bool) -> LaunchPlan:
     workers = [ctx.settings.address(h) for h in hosts if h != env.master_hostname]
     if env.is_master:
         _require_mpi(ctx)
-        argv = smddp_argv(ctx, rank_env) if smddp else mpirun_ssh_argv(ctx, rank_env)
+        if smddp:
+            argv = smddp_argv(ctx, rank_env)
+        else:
+            argv = mpirun_ssh_argv(ctx, rank_env, options_key)
         plan.processes.append(
             ProcessSpec(name="mpirun", argv=argv, env=rank_env, cwd=ctx.code_dir, output="mpi-tags")
         )
@@ -595,3 +613,25 @@ def build(ctx: LaunchContext) -> LaunchPlan:
 def build_smddp(ctx: LaunchContext) -> LaunchPlan:
     """The smdistributed-dataparallel plan (SageMaker GPU hosts with smddprun)."""
     return _build_ssh(ctx, smddp=True)
+
+
+def build_smddp_local(ctx: LaunchContext) -> LaunchPlan:
+    """smdistributed dataparallel in a local job without ``smddprun``: the stand-in's plan.
+
+    The ranks start as the MPI launcher starts them (one ``mpirun`` for the job, on
+    this machine in ``local_process`` mode, over SSH between containers), one per
+    GPU or ``processes_per_host`` per host. ``LAUNCHBAY_SMDDP=1`` makes each rank's
+    bootstrap export ``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ``LOCAL_WORLD_SIZE``
+    from MPI's numbering; ``MASTER_ADDR``/``MASTER_PORT`` (the first host, the job's
+    port) are already in the rank environment, so ``init_process_group`` meets at
+    the same place on every rank. The custom options are the dataparallel ones.
+    """
+    base_env = dict(ctx.base_env)
+    base_env["LAUNCHBAY_SMDDP"] = "1"
+    if ctx.settings.local_process:
+        for name in ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME"):
+            base_env.setdefault(name, "lo")
+    local = dataclasses.replace(ctx, base_env=base_env)
+    if ctx.settings.local_process:
+        return _build_local(local, launcher="smdistributed", options_key=SMDDP_OPTIONS)
+    return _build_ssh(local, smddp=False, launcher="smdistributed", options_key=SMDDP_OPTIONS)

@@ -4,10 +4,13 @@ Python entry points run as ``python -m launchbay.runtime._bootstrap script.py
 args`` (the bootstrap records an uncaught exception, then behaves exactly like
 ``python script.py``); other entry points as ``/bin/sh -c './name args'``, as
 the toolkit runs them. The process is rank ``hosts.index(current_host)``.
+In local jobs a non-Python entry point gets the local stand-ins through
+``PYTHONPATH`` (Python ones through the bootstrap; see :mod:`..standins`).
 """
 
 from __future__ import annotations
 
+from launchbay.runtime import standins
 from launchbay.runtime.launchers.base import (
     LaunchContext,
     LaunchPlan,
@@ -34,6 +37,8 @@ def build(ctx: LaunchContext, *, extra_env: dict[str, str] | None = None) -> Lau
     env.update(extra_env or {})
     env.update({"LAUNCHBAY_RANK": str(rank), "LAUNCHBAY_LOCAL_RANK": "0"})
     env.pop("LAUNCHBAY_IO_DIR", None)
+    if ctx.settings.standins and not ctx.entry.is_python:
+        standins.add_to_pythonpath(env)
     process = ProcessSpec(
         name="script",
         argv=plain_argv(ctx),

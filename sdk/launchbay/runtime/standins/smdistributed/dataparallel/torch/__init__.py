@@ -1,0 +1,2 @@
+"""PyTorch side of the stand-in: ``torch_smddp`` (current API), ``distributed`` and
+``parallel`` (legacy API). Importing this package imports nothing heavy."""

@@ -1,0 +1,93 @@
+"""smdistributed.dataparallel PyTorch scripts in local Docker mode, through the stand-in.
+
+The same two scripts as tests/integration/test_smddp_local.py, unchanged, on 2
+containers x 2 processes of the CPU PyTorch image built from this tree: ``mpirun``
+on algo-1 reaches algo-2 over SSH, and the ``smddp`` process group is gloo.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from job_outputs import archive_members, check_ranks, file_uri, rank_reports
+from launchbay import JobFailedError
+from launchbay.backends.docker import LABEL_JOB_DIR
+from launchbay.pytorch import PyTorch
+from smddp_checks import check_training
+
+pytestmark = pytest.mark.filterwarnings("ignore:framework_version=:UserWarning")
+
+SCRIPTS = Path(__file__).parent.parent / "integration" / "local_process_scripts"
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    root = tmp_path / "home"
+    monkeypatch.setenv("LAUNCHBAY_HOME", str(root))
+    monkeypatch.setenv("LAUNCHBAY_GRACE_SECONDS", "5")
+    return root
+
+
+@pytest.fixture(scope="module")
+def framework_version(pytorch_image):
+    from launchbay.images import parse_image_name
+
+    spec = parse_image_name(pytorch_image)
+    assert spec is not None and spec.processor == "cpu"
+    return spec.framework_version
+
+
+@pytest.mark.parametrize("entry_point", ["smddp_torch.py", "smddp_torch_legacy.py"])
+def test_pytorch_scripts_train_2x2_in_two_containers(
+    home, tmp_path, framework_version, docker_client, entry_point
+):
+    out = tmp_path / "out"
+    est = PyTorch(
+        entry_point=entry_point,
+        source_dir=str(SCRIPTS),
+        role=None,
+        instance_type="local",
+        instance_count=2,
+        framework_version=framework_version,
+        py_version="py311",
+        distribution={"pytorchddp": {"enabled": True, "processes_per_host": 2}},
+        output_path=file_uri(out),
+    )
+    est.fit(logs=False)
+    job = est.latest_training_job
+    reports = rank_reports(archive_members(out / job.name / "output" / "output.tar.gz"))
+    check_ranks(reports)
+    check_training(reports, torch_layout=True)
+    log = (home / "jobs" / job.name / "logs" / "algo-1.log").read_text()
+    assert "smdistributed on algo-1: mpirun --host" in log  # over SSH, one rank per slot
+    job_dir = home / "jobs" / job.name
+    left = docker_client.containers.list(all=True, filters={"label": f"{LABEL_JOB_DIR}={job_dir}"})
+    assert not left, [c.name for c in left]
+    assert not [n for n in docker_client.networks.list() if n.name == f"launchbay-{job.name}"]
+
+
+def test_a_rank_raising_in_algo_2_is_reported_and_nothing_is_left(
+    home, tmp_path, framework_version, docker_client
+):
+    est = PyTorch(
+        entry_point="smddp_torch.py",
+        source_dir=str(SCRIPTS),
+        role=None,
+        instance_type="local",
+        instance_count=2,
+        framework_version=framework_version,
+        py_version="py311",
+        distribution={"pytorchddp": {"enabled": True, "processes_per_host": 2}},
+        hyperparameters={"fail-rank": 3},
+        output_path=file_uri(tmp_path / "out"),
+    )
+    with pytest.raises(JobFailedError) as caught:
+        est.fit(logs=False)
+    head = caught.value.reason[:1024]
+    assert "Rank 3" in head and "algo-2" in head
+    assert "ValueError: boom from rank 3" in head
+    job_dir = home / "jobs" / caught.value.job_name
+    left = docker_client.containers.list(all=True, filters={"label": f"{LABEL_JOB_DIR}={job_dir}"})
+    assert not left, [c.name for c in left]
