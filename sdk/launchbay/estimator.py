@@ -702,39 +702,16 @@ class EstimatorBase:
             else None
         )
         request = _request.build_request(
-            _request.RequestSpec(
+            self._request_spec(
                 job_name="placeholder",
                 role="arn:aws:iam::000000000000:role/placeholder",
                 image_uri=self.image_uri or "placeholder",
-                input_mode=self.input_mode,
                 hyperparameters={},
                 channels=None,
                 output_path=output,
-                output_kms_key=self.output_kms_key,
-                disable_output_compression=self.disable_output_compression,
-                instance_count=self.instance_count,
-                instance_type=self.instance_type,
-                instance_groups=[g.to_request_dict() for g in self.instance_groups or []] or None,
-                volume_size=self.volume_size,
-                volume_kms_key=self.volume_kms_key,
-                keep_alive_period_in_seconds=self.keep_alive_period_in_seconds,
-                max_run=self.max_run,
-                max_wait=self.max_wait,
-                subnets=self.subnets,
-                security_group_ids=self.security_group_ids,
-                environment=self.environment,
-                tags=self.tags,
-                metric_definitions=self.metric_definitions,
                 enable_sagemaker_metrics=self.enable_sagemaker_metrics,
                 enable_network_isolation=self._enable_network_isolation,
-                encrypt_inter_container_traffic=self.encrypt_inter_container_traffic,
-                use_spot_instances=self.use_spot_instances,
-                checkpoint_s3_uri=self.checkpoint_s3_uri,
-                checkpoint_local_path=self.checkpoint_local_path,
                 debug_hook_config=debug,
-                max_retry_attempts=self.max_retry_attempts,
-                container_entry_point=self.container_entry_point,
-                container_arguments=self.container_arguments,
             )
         )
         _request_rules.check_request(request, local=local)
@@ -879,7 +856,7 @@ class EstimatorBase:
             input_mode = inputs.config["InputMode"]
 
         request = _request.build_request(
-            _request.RequestSpec(
+            self._request_spec(
                 job_name=name,
                 role=self._role_arn(),
                 image_uri=image,
@@ -887,36 +864,47 @@ class EstimatorBase:
                 hyperparameters=hyperparameters,
                 channels=channels,
                 output_path=output_path,
-                output_kms_key=self.output_kms_key,
-                disable_output_compression=self.disable_output_compression,
-                instance_count=self.instance_count,
-                instance_type=self.instance_type,
-                instance_groups=[g.to_request_dict() for g in self.instance_groups or []] or None,
-                volume_size=self.volume_size,
-                volume_kms_key=self.volume_kms_key,
-                keep_alive_period_in_seconds=self.keep_alive_period_in_seconds,
-                max_run=self.max_run,
-                max_wait=self.max_wait,
-                subnets=self.subnets,
-                security_group_ids=self.security_group_ids,
-                environment=self.environment,
-                tags=self.tags,
-                metric_definitions=self.metric_definitions,
                 enable_sagemaker_metrics=self._sagemaker_metrics(),
                 enable_network_isolation=self.enable_network_isolation(),
-                encrypt_inter_container_traffic=self.encrypt_inter_container_traffic,
-                use_spot_instances=self.use_spot_instances,
-                checkpoint_s3_uri=self.checkpoint_s3_uri,
-                checkpoint_local_path=self.checkpoint_local_path,
                 debug_hook_config=self._debug_hook_request(region, output_path),
                 profiler_config=self._profiler_request(region, output_path),
-                max_retry_attempts=self.max_retry_attempts,
-                container_entry_point=self.container_entry_point,
-                container_arguments=self.container_arguments,
             )
         )
         self._check_request(request)
         return request, bundle, code_uri
+
+    def _request_spec(self, **fields: Any) -> _request.RequestSpec:
+        """The request spec of this estimator's arguments, with what the caller resolved.
+
+        One spelling of the argument -> request field mapping, for the dry check at
+        construction and for :meth:`_plan`.
+        """
+        stored = {
+            "input_mode": self.input_mode,
+            "output_kms_key": self.output_kms_key,
+            "disable_output_compression": self.disable_output_compression,
+            "instance_count": self.instance_count,
+            "instance_type": self.instance_type,
+            "instance_groups": [g.to_request_dict() for g in self.instance_groups or []] or None,
+            "volume_size": self.volume_size,
+            "volume_kms_key": self.volume_kms_key,
+            "keep_alive_period_in_seconds": self.keep_alive_period_in_seconds,
+            "max_run": self.max_run,
+            "max_wait": self.max_wait,
+            "subnets": self.subnets,
+            "security_group_ids": self.security_group_ids,
+            "environment": self.environment,
+            "tags": self.tags,
+            "metric_definitions": self.metric_definitions,
+            "encrypt_inter_container_traffic": self.encrypt_inter_container_traffic,
+            "use_spot_instances": self.use_spot_instances,
+            "checkpoint_s3_uri": self.checkpoint_s3_uri,
+            "checkpoint_local_path": self.checkpoint_local_path,
+            "max_retry_attempts": self.max_retry_attempts,
+            "container_entry_point": self.container_entry_point,
+            "container_arguments": self.container_arguments,
+        }
+        return _request.RequestSpec(**{**stored, **fields})
 
     def _check_request(self, request: dict[str, Any]) -> None:
         """The finished request against what CreateTrainingJob accepts."""
