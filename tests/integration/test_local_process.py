@@ -129,6 +129,25 @@ def test_mpi_2x2_with_mpi4py(home, tmp_path):
     assert not job_processes(job_dir(home, est.latest_training_job))
 
 
+@pytest.mark.parametrize(
+    ("script", "distribution"),
+    [
+        ("torch_ddp.py", {"torch_distributed": {"enabled": True, "processes_per_host": 2}}),
+        ("mpi_check.py", {"mpi": {"enabled": True, "processes_per_host": 2}}),
+    ],
+    ids=["torch_distributed", "mpi"],
+)
+def test_nothing_is_left_in_the_callers_tmpdir(home, tmp_path, monkeypatch, script, distribution):
+    """torchelastic_* and OpenMPI session dirs go to a per-host TMPDIR removed with the job."""
+    tmpdir = tmp_path / "t"
+    tmpdir.mkdir()
+    monkeypatch.setenv("TMPDIR", str(tmpdir))
+    est = pytorch(script, distribution=distribution, output_path=file_uri(tmp_path / "out"))
+    est.fit(logs=False)
+    assert est.latest_training_job.describe()["TrainingJobStatus"] == "Completed"
+    assert sorted(os.listdir(tmpdir)) == []
+
+
 # --------------------------------------------------------------------------- (c)
 
 
