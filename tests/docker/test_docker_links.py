@@ -14,6 +14,7 @@ import io
 import os
 import stat
 import tarfile
+from pathlib import Path
 
 import pytest
 
@@ -111,3 +112,63 @@ def test_container_links_to_host_files_are_not_packed_or_uploaded(
     assert stat.S_IMODE(os.stat(compose).st_mode) == 0o600
     for name in ("request.json", "status.json"):
         assert stat.S_IMODE(os.stat(home / "jobs" / job.name / name).st_mode) == 0o600, name
+
+
+CODE_CHECK_SCRIPT = r"""
+import io, json, os, sys, tarfile, tempfile
+sys.path.insert(0, "/lb")
+from launchbay.runtime import code
+from launchbay.runtime.errors import UnsafeArchiveError
+
+cases = json.loads(sys.argv[1])
+result = {"has_data_filter": hasattr(tarfile, "data_filter"), "version": sys.version.split()[0]}
+for case, members in cases.items():
+    work = tempfile.mkdtemp()
+    archive = os.path.join(work, "s.tar.gz")
+    with tarfile.open(archive, "w:gz") as tar:
+        for kind, name, payload in [["file", "train.py", "x"], *members]:
+            info = tarfile.TarInfo(name)
+            if kind == "file":
+                info.size = len(payload)
+                tar.addfile(info, io.BytesIO(payload.encode()))
+                continue
+            info.type = {"symlink": tarfile.SYMTYPE, "hardlink": tarfile.LNKTYPE,
+                         "dir": tarfile.DIRTYPE}[kind]
+            info.linkname = payload
+            tar.addfile(info)
+    dest = os.path.join(work, "code")
+    try:
+        code.safe_extract(archive, dest)
+        refused = False
+    except UnsafeArchiveError:
+        refused = True
+    except Exception as exc:  # extraction itself failed part way
+        refused = f"{type(exc).__name__}: {exc}"
+    result[case] = {"refused": refused, "inside": os.listdir(dest),
+                    "outside": sorted(set(os.listdir(work)) - {"s.tar.gz", "code"})}
+print(json.dumps(result))
+"""
+
+
+def test_code_archive_check_holds_on_the_images_python_without_the_data_filter(
+    pytorch_image, docker_client, tmp_path
+):
+    """The training image's Python (Debian bookworm 3.11.2) has no tarfile data filter."""
+    import json
+
+    from runtime.test_runtime_code import CHAINED
+
+    sdk = Path(__file__).resolve().parents[2] / "sdk"
+    output = docker_client.containers.run(
+        pytorch_image,
+        ["python3", "-c", CODE_CHECK_SCRIPT, json.dumps(CHAINED)],
+        volumes={str(sdk): {"bind": "/lb", "mode": "ro"}},
+        network_disabled=True,
+        remove=True,
+        entrypoint=[],
+    )
+    result = json.loads(output.decode().strip().splitlines()[-1])
+    assert result.pop("has_data_filter") is False, "the image's Python grew the filter"
+    result.pop("version")
+    for case, outcome in result.items():
+        assert outcome == {"refused": True, "inside": [], "outside": []}, (case, outcome)
