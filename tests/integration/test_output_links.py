@@ -20,6 +20,8 @@ import pytest
 from launchbay.backends._local import JobLayout, LocalStager
 from launchbay.pytorch import PyTorch
 
+pytestmark = pytest.mark.filterwarnings("ignore:framework_version=:UserWarning")
+
 BUCKET = "links-data"
 SECRET = b"host-only secret"
 
@@ -269,7 +271,7 @@ def test_local_process_job_packs_no_host_file(tmp_path, monkeypatch, secret):
         checkpoint_s3_uri=f"file://{tmp_path}/ck",
         environment={"HOST_SECRET": str(secret)},
     )
-    estimator.fit(wait=True, logs="None")
+    estimator.fit(wait=True, logs=False)
     prefix = tmp_path / "out" / estimator.latest_training_job.name / "output"
     for name in ("model.tar.gz", "output.tar.gz"):
         files, links = tar_contents(prefix / name)
