@@ -458,7 +458,11 @@ class Session:
 
         Raises:
             InputError: ``path`` does not exist, or a bad ``bucket``/``extra_args``.
-            TransferError: An upload failed (the message names the file and S3 URI).
+            TransferError: An upload failed. The message names the file and S3 URI;
+                for a directory it starts ``Uploaded N of M file(s) to s3://bucket/``
+                and names the failed files (the first five) and how many were not
+                attempted: the upload stops at the first failure, and what went up
+                stays in S3.
         """
         local = os.fspath(path)
         if not os.path.exists(local):
@@ -684,6 +688,20 @@ class Session:
             callback=callback,
         )
 
+        done: list[str] = []
+        failed: list[tuple[str, str, TransferError]] = []
+        lock = threading.Lock()
+
+        def counted(upload: Callable[[], None], local: str, key: str) -> None:
+            try:
+                upload()
+            except TransferError as exc:
+                with lock:
+                    failed.append((local, key, exc))
+                raise
+            with lock:
+                done.append(key)
+
         def put(local: str, key: str, size: int) -> None:
             try:
                 with open(local, "rb") as body:
@@ -717,11 +735,16 @@ class Session:
         large: list[Callable[[], None]] = []
         for local, key, size in files:
             if size >= MULTIPART_THRESHOLD:
-                large.append(lambda a=local, b=key: managed(a, b))
+                large.append(lambda a=local, b=key: counted(lambda: managed(a, b), a, b))
             else:
-                small.append(lambda a=local, b=key, c=size: put(a, b, c))
-        with bar:
-            self._run(small, large, workers)
+                small.append(lambda a=local, b=key, c=size: counted(lambda: put(a, b, c), a, b))
+        try:
+            with bar:
+                self._run(small, large, workers)
+        except TransferError as exc:
+            if len(files) <= 1:
+                raise
+            raise _partial_upload_error(bucket, len(files), done, failed, exc) from exc.__cause__
         logger.info(
             "Uploaded %d file(s) to s3://%s/ in %.2fs",
             len(files),
@@ -821,6 +844,34 @@ class Session:
 def _normalise_prefix(prefix: str | None) -> str:
     """Drop leading, trailing and repeated slashes: ``"/a//b/"`` -> ``"a/b"``."""
     return "/".join(part for part in (prefix or "").split("/") if part)
+
+
+#: Failed files a partial-upload error names.
+_FAILURES_SHOWN = 5
+
+
+def _partial_upload_error(
+    bucket: str,
+    total: int,
+    done: list[str],
+    failed: list[tuple[str, str, TransferError]],
+    first: TransferError,
+) -> TransferError:
+    """``Uploaded N of M file(s) ...``: what went up, what failed (first few), what was not tried."""
+    failed = sorted(failed, key=lambda f: f[1])
+    shown = "; ".join(str(exc) for _, _, exc in failed[:_FAILURES_SHOWN]) or str(first)
+    more = f" (and {len(failed) - _FAILURES_SHOWN} more)" if len(failed) > _FAILURES_SHOWN else ""
+    skipped = total - len(done) - len(failed)
+    not_tried = (
+        f" {skipped} file(s) were not attempted: the upload stops at the first failure."
+        if skipped > 0
+        else ""
+    )
+    return TransferError(
+        f"Uploaded {len(done)} of {total} file(s) to s3://{bucket}/; {len(failed) or 1} "
+        f"failed: {shown}{more}.{not_tried} Files already uploaded stay in S3; fix the cause "
+        "and upload again (existing keys are overwritten)."
+    )
 
 
 def _walk_files(root: str, prefix: str) -> list[tuple[str, str, int]]:
