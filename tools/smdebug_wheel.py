@@ -142,11 +142,11 @@ def main(argv: list[str] | None = None) -> int:
     with tempfile.TemporaryDirectory(prefix="smdebug-wheel-") as tmp:
         wheel = build(args.out or Path(tmp))
         if args.install:
-            subprocess.run(
-                [sys.executable, "-m", "pip", "install", "--quiet", "--force-reinstall"]
-                + ["--no-deps", str(wheel)],
-                check=True,
-            )
+            pip = [sys.executable, "-m", "pip", "install", "--quiet"]
+            # Replace any smdebug 1.0.34 already there (the unpatched one has the same
+            # version), then let pip add the dependencies the wheel declares.
+            subprocess.run([*pip, "--force-reinstall", "--no-deps", str(wheel)], check=True)
+            subprocess.run([*pip, str(wheel)], check=True)
         print(wheel if args.out else "installed" if args.install else "built")
     return 0
 
