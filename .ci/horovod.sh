@@ -74,6 +74,7 @@ if ! compgen -G "$cache/horovod-$version-*.whl" >/dev/null; then
   mkdir -p "$cache_root"
   # Publish atomically: a concurrent run never sees a half-copied wheel.
   tmp_cache="$(mktemp -d "$cache_root/.tmp.XXXXXX")"
+  chmod 755 "$tmp_cache"
   cp "$work"/dist/horovod-*.whl "$tmp_cache/"
   if ! mv -T "$tmp_cache" "$cache" 2>/dev/null; then
     rm -rf "$tmp_cache"
