@@ -2,8 +2,11 @@
 # Builds Horovod from its PyPI source against the torch (and TensorFlow, when installed) of the
 # active Python, caches the wheel outside the repository, and installs it. docs/horovod.md.
 #
-#   .ci/horovod.sh            build if not cached, then pip install the wheel
-#   .ci/horovod.sh --path     build if not cached, print the cache folder holding the wheel
+#   .ci/horovod.sh                    build if not cached, then pip install the wheel
+#   .ci/horovod.sh --path             build if not cached, print the cache folder holding it
+#   .ci/horovod.sh --wheelhouse [DIR] build if not cached, print a wheelhouse for
+#                                     `launchbay images build --wheelhouse`: links to the
+#                                     horovod wheel and to the wheels in DIR (torch's)
 #
 # The cache folder is keyed by what the wheel's native libraries were compiled against:
 #   ${LAUNCHBAY_WHEEL_CACHE:-$HOME/.cache/launchbay/wheels}/horovod-<v>-torch<v>[-tf<v>]-cp<XY>/
@@ -83,6 +86,20 @@ fi
 
 if [ "$mode" = "--path" ]; then
   echo "$cache"
+elif [ "$mode" = "--wheelhouse" ]; then
+  # One folder per (key, DIR), made of links: the image build copies the files they point
+  # to, and its context hash sees the same names and contents on every run.
+  source_dir="${2:-}"
+  tag="$(printf '%s' "$source_dir" | sha256sum | cut -c1-12)"
+  house="$cache_root/wheelhouse/$key-$tag"
+  mkdir -p "$house"
+  ln -sfn "$cache"/horovod-"$version"-*.whl "$house/"
+  if [ -n "$source_dir" ]; then
+    for wheel in "$source_dir"/*.whl; do
+      [ -e "$wheel" ] && ln -sfn "$(cd "$(dirname "$wheel")" && pwd)/$(basename "$wheel")" "$house/"
+    done
+  fi
+  echo "$house"
 else
   python -m pip install --quiet --no-deps "$cache"/horovod-"$version"-*.whl
   python -m pip install --quiet cffi cloudpickle psutil pyyaml packaging

@@ -8,8 +8,10 @@ engine that cannot be reached FAILS them, with the message saying how to start i
 * ``base_image`` (session): the Python base the images build FROM. ``$LAUNCHBAY_BASE_IMAGE``
   if set (e.g. ``python:3.11-slim`` where pulling works), else the local
   ``launchbay/python-base:<python>-<suite>``, made with mmdebstrap when missing.
-* ``wheelhouse`` (session): the first directory of ``$PIP_FIND_LINKS`` (then /opt/wheels)
-  that holds torch's wheel, or ``None``.
+* ``wheelhouse`` (session): the image's wheelhouse as ``.ci/run`` makes it: links to
+  Horovod's cached wheel (``.ci/horovod.sh`` builds it on first use, docs/horovod.md) and to
+  the wheels of the first directory of ``$PIP_FIND_LINKS`` (then /opt/wheels) that holds
+  torch's wheel.
 * ``pytorch_image`` (session): ``launchbay/pytorch-training:2.13.0-cpu-py311``, built when
   missing or built from other sources (``build_image(..., reuse=True)``).
 """
@@ -18,6 +20,7 @@ from __future__ import annotations
 
 import glob
 import os
+import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -70,7 +73,7 @@ def base_image(docker_client: Any) -> str:
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def _wheelhouse() -> str | None:
+def _torch_wheels() -> str | None:
     """The first of $PIP_FIND_LINKS' directories, then /opt/wheels, that holds torch's wheel.
 
     The same rule as .ci/run's, so the image CI builds is the one the fixture reuses.
@@ -83,13 +86,25 @@ def _wheelhouse() -> str | None:
 
 
 @pytest.fixture(scope="session")
-def wheelhouse() -> str | None:
-    """The local wheel directory holding torch's CPU wheel, or ``None`` (pip uses the index)."""
-    return _wheelhouse()
+def wheelhouse() -> str:
+    """Horovod's wheel beside torch's CPU wheel: ``.ci/horovod.sh --wheelhouse``, as .ci/run."""
+    torch_dir = _torch_wheels()
+    script = HERE.parent.parent / ".ci" / "horovod.sh"
+    # The script builds against (and keys its cache by) the frameworks of this Python.
+    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    result = subprocess.run(
+        ["bash", str(script), "--wheelhouse", *([torch_dir] if torch_dir else [])],
+        env=env,
+        capture_output=True,
+        text=True,
+    )
+    if result.returncode != 0:
+        pytest.fail(f"{script} --wheelhouse failed:\n{result.stderr[-4000:]}", pytrace=False)
+    return result.stdout.strip().splitlines()[-1]
 
 
 @pytest.fixture(scope="session")
-def pytorch_image(docker_client: Any, base_image: str, wheelhouse: str | None) -> str:
+def pytorch_image(docker_client: Any, base_image: str, wheelhouse: str) -> str:
     """``launchbay/pytorch-training:2.13.0-cpu-py311``, (re)built when needed."""
     from launchbay import images
 

@@ -10,7 +10,8 @@ from pathlib import Path
 
 import pytest
 
-from job_outputs import archive_members, file_uri, rank_reports
+from job_outputs import HOROVOD_MPI as MPI
+from job_outputs import archive_members, check_horovod_ranks, file_uri, rank_reports
 from launchbay.pytorch import PyTorch
 from launchbay.tensorflow import TensorFlow
 
@@ -25,35 +26,6 @@ def home(tmp_path, monkeypatch):
     monkeypatch.setenv("LAUNCHBAY_HOME", str(root))
     monkeypatch.setenv("LAUNCHBAY_GRACE_SECONDS", "5")
     return root
-
-
-def check_horovod_ranks(reports: dict[int, dict], local_size: int = 4) -> None:
-    """Ranks 0-3 on algo-1/algo-2; the average of (r+1, 10(r+1)) is (2.5, 25), the sum (10, 100).
-
-    Horovod's MPI controller counts as "local" the ranks that share memory: in
-    ``local_process`` every host is on this one machine (local size 4), in Docker each
-    container is its own node (local size 2), as on SageMaker.
-    """
-    assert sorted(reports) == [0, 1, 2, 3]
-    for rank, report in reports.items():
-        assert report["world"] == 4
-        assert report["local_size"] == local_size
-        assert report["local_rank"] == rank % local_size
-        assert report["host"] == f"algo-{rank // 2 + 1}"
-        assert report["mpi"] is True
-        assert report["average"] == pytest.approx([2.5, 25.0])
-        assert report["sum"] == pytest.approx([10.0, 100.0])
-        # Broadcast start plus averaged gradients: every rank ends with the same weights.
-        assert report["same_weights"] is True
-
-
-MPI = {
-    "mpi": {
-        "enabled": True,
-        "processes_per_host": 2,
-        "custom_mpi_options": "-x HOROVOD_LOG_LEVEL=warning",
-    }
-}
 
 
 def test_horovod_torch_allreduce_2x2(home, tmp_path):
