@@ -43,11 +43,14 @@ cache="$cache_root/$key"
 
 if ! compgen -G "$cache/horovod-$version-*.whl" >/dev/null; then
   # Build tools: cmake and a C++17 compiler; OpenMPI's headers for the MPI controller.
-  if ! command -v cmake >/dev/null || ! command -v g++ >/dev/null || ! command -v mpicxx >/dev/null; then
-    export DEBIAN_FRONTEND=noninteractive
-    apt-get update -qq
-    apt-get install -y -qq cmake g++ make libopenmpi-dev openmpi-bin >/dev/null
-  fi
+  for tool in cmake g++ make patch mpicxx; do
+    if ! command -v "$tool" >/dev/null; then
+      export DEBIAN_FRONTEND=noninteractive
+      apt-get update -qq
+      apt-get install -y -qq cmake g++ make patch libopenmpi-dev openmpi-bin >/dev/null
+      break
+    fi
+  done
   # Horovod's setup.py imports these at build time; --no-build-isolation builds against the
   # venv's torch and TensorFlow instead of a fresh isolated copy of them.
   python -m pip install --quiet cffi cloudpickle psutil pyyaml packaging wheel setuptools
