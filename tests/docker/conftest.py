@@ -14,13 +14,12 @@ engine that cannot be reached FAILS them, with the message saying how to start i
   torch's wheel.
 * ``pytorch_image`` (session): ``launchbay/pytorch-training:2.13.0-cpu-py311``, built when
   missing or built from other sources (``build_image(..., reuse=True)``).
+* ``tensorflow_image`` (session): ``launchbay/tensorflow-training:2.21.0-cpu-py311``, the same.
 """
 
 from __future__ import annotations
 
-import glob
 import os
-import subprocess
 import sys
 from collections.abc import Iterator
 from pathlib import Path
@@ -29,6 +28,7 @@ from typing import Any
 import pytest
 
 TORCH_VERSION = "2.13.0"
+TF_VERSION = "2.21.0"
 HERE = Path(__file__).resolve().parent
 
 
@@ -73,34 +73,16 @@ def base_image(docker_client: Any) -> str:
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def _torch_wheels() -> str | None:
-    """The first of $PIP_FIND_LINKS' directories, then /opt/wheels, that holds torch's wheel.
-
-    The same rule as .ci/run's, so the image CI builds is the one the fixture reuses.
-    """
-    for entry in [*(os.environ.get("PIP_FIND_LINKS") or "").split(), "/opt/wheels"]:
-        path = entry[len("file://") :] if entry.startswith("file://") else entry
-        if os.path.isdir(path) and glob.glob(os.path.join(path, f"torch-{TORCH_VERSION}*.whl")):
-            return path
-    return None
-
-
 @pytest.fixture(scope="session")
 def wheelhouse() -> str:
     """Horovod's wheel beside torch's CPU wheel: ``.ci/horovod.sh --wheelhouse``, as .ci/run."""
-    torch_dir = _torch_wheels()
-    script = HERE.parent.parent / ".ci" / "horovod.sh"
-    # The script builds against (and keys its cache by) the frameworks of this Python.
-    env = dict(os.environ, PATH=f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
-    result = subprocess.run(
-        ["bash", str(script), "--wheelhouse", *([torch_dir] if torch_dir else [])],
-        env=env,
-        capture_output=True,
-        text=True,
-    )
-    if result.returncode != 0:
-        pytest.fail(f"{script} --wheelhouse failed:\n{result.stderr[-4000:]}", pytrace=False)
-    return result.stdout.strip().splitlines()[-1]
+    from image_wheels import image_wheelhouse
+
+    try:
+        return image_wheelhouse()
+    except RuntimeError as exc:
+        pytest.fail(str(exc), pytrace=False)
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 @pytest.fixture(scope="session")
@@ -121,4 +103,25 @@ def pytorch_image(docker_client: Any, base_image: str, wheelhouse: str) -> str:
         )
     except images.ImageBuildError as exc:
         pytest.fail(f"Building the PyTorch image failed:\n{exc}", pytrace=False)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+@pytest.fixture(scope="session")
+def tensorflow_image(docker_client: Any, base_image: str, wheelhouse: str) -> str:
+    """``launchbay/tensorflow-training:2.21.0-cpu-py311`` (with Horovod), built when needed."""
+    from launchbay import images
+
+    try:
+        return images.build_image(
+            "tensorflow",
+            TF_VERSION,
+            "cpu",
+            base_image=base_image,
+            wheelhouse=wheelhouse,
+            reuse=True,
+            client=docker_client,
+            stream=sys.stderr,
+        )
+    except images.ImageBuildError as exc:
+        pytest.fail(f"Building the TensorFlow image failed:\n{exc}", pytrace=False)
     raise AssertionError("unreachable")  # pragma: no cover
