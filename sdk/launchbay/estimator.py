@@ -1130,6 +1130,29 @@ class EstimatorBase:
             return None
         return self.latest_training_job.model_data
 
+    def latest_job_debugger_artifacts_path(self) -> str | None:
+        """Where the latest job's debugger hook output went: ``<S3OutputPath>/<job>/debug-output``.
+
+        ``S3OutputPath`` is the request's ``DebugHookConfig`` one (the hook config's
+        ``s3_output_path``, else the job's ``output_path``): an ``s3://`` URI, or a
+        ``file://`` one where local jobs copied every host's tensors. ``None`` when the job
+        ran without a debugger hook config.
+
+        Raises:
+            ConfigurationError: no job has run from this estimator yet.
+        """
+        if self.latest_training_job is None:
+            raise ConfigurationError.invalid(
+                "latest_training_job",
+                None,
+                "a job started by fit() (or attach()) before asking for its debugger artifacts",
+            )
+        hook = self.latest_training_job.describe().get("DebugHookConfig") or {}
+        target = hook.get("S3OutputPath")
+        if not target:
+            return None
+        return "/".join([target.rstrip("/"), self.latest_training_job.name, "debug-output"])
+
     @classmethod
     def attach(
         cls,
