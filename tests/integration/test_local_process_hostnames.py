@@ -1,0 +1,63 @@
+"""``local_process``: host names (``algo-N``) resolve for every program of a job.
+
+Real runtimes, real torch/gloo (C++ name resolution), ``getent`` and mpirun.
+See :mod:`launchbay.runtime._hostnames` and docs/local.md.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from job_outputs import archive_members, file_uri
+from launchbay.pytorch import PyTorch
+
+pytestmark = pytest.mark.filterwarnings("ignore:framework_version=:UserWarning")
+
+SCRIPTS = Path(__file__).parent / "local_process_scripts"
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    root = tmp_path / "home"
+    monkeypatch.setenv("LAUNCHBAY_HOME", str(root))
+    monkeypatch.setenv("LAUNCHBAY_GRACE_SECONDS", "5")
+    return root
+
+
+def _mounts() -> str:
+    return Path("/proc/self/mountinfo").read_text()
+
+
+def test_script_with_its_own_rendezvous_from_sm_hosts(home, tmp_path):
+    etc_hosts = Path("/etc/hosts").read_text()
+    mounts = _mounts()
+    est = PyTorch(
+        entry_point="own_rendezvous.py",
+        source_dir=str(SCRIPTS),
+        role=None,
+        instance_type="local_process",
+        instance_count=2,
+        framework_version="2.8.0",
+        py_version="py312",
+        output_path=file_uri(tmp_path / "out"),
+    )
+    est.fit(logs=False)
+    name = est.latest_training_job.name
+    model = archive_members(tmp_path / "out" / name / "output" / "model.tar.gz")
+    assert sorted(model) == ["algo-1.json", "algo-2.json"]
+    for host in ("algo-1", "algo-2"):
+        report = json.loads(model[f"{host}.json"])
+        assert report["master_addr"] == "algo-1"
+        assert report["sum"] == 3.0  # 1 + 2: the all_reduce went through algo-1
+        assert report["getent_rc"] == 0  # C library (NSS), not only Python
+        resolved = {line.split()[1]: line.split()[0] for line in report["getent"] if line}
+        assert resolved == {"algo-1": "127.0.0.1", "algo-2": "127.0.0.1"}
+        assert report["python"] == {"algo-1": "127.0.0.1", "algo-2": "127.0.0.1"}
+        assert sorted(report["peers"]) == ["algo-1", "algo-2"]
+    # The machine's /etc/hosts and mount table are as before: nothing written, nothing left.
+    assert Path("/etc/hosts").read_text() == etc_hosts
+    assert _mounts() == mounts
+    assert "algo-1" not in Path("/etc/hosts").read_text()
