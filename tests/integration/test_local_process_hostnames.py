@@ -31,18 +31,26 @@ def _mounts() -> str:
     return Path("/proc/self/mountinfo").read_text()
 
 
-def test_script_with_its_own_rendezvous_from_sm_hosts(home, tmp_path):
-    etc_hosts = Path("/etc/hosts").read_text()
-    mounts = _mounts()
-    est = PyTorch(
-        entry_point="own_rendezvous.py",
+def _estimator(entry_point: str, out: Path, **kwargs) -> PyTorch:
+    return PyTorch(
+        entry_point=entry_point,
         source_dir=str(SCRIPTS),
         role=None,
         instance_type="local_process",
         instance_count=2,
         framework_version="2.8.0",
         py_version="py312",
-        output_path=file_uri(tmp_path / "out"),
+        output_path=file_uri(out),
+        **kwargs,
+    )
+
+
+# auto: a mount namespace (these tests run as root); nss_wrapper: LD_PRELOAD.
+@pytest.mark.parametrize("mode", ["auto", "nss_wrapper"])
+def test_script_with_its_own_rendezvous_from_sm_hosts(home, tmp_path, mode):
+    etc_hosts = Path("/etc/hosts").read_text()
+    est = _estimator(
+        "own_rendezvous.py", tmp_path / "out", environment={"LAUNCHBAY_HOST_NAMES": mode}
     )
     est.fit(logs=False)
     name = est.latest_training_job.name
@@ -54,10 +62,21 @@ def test_script_with_its_own_rendezvous_from_sm_hosts(home, tmp_path):
         assert report["sum"] == 3.0  # 1 + 2: the all_reduce went through algo-1
         assert report["getent_rc"] == 0  # C library (NSS), not only Python
         resolved = {line.split()[1]: line.split()[0] for line in report["getent"] if line}
-        assert resolved == {"algo-1": "127.0.0.1", "algo-2": "127.0.0.1"}
+        loopback = "127.0.0.1" if mode == "auto" else "::ffff:127.0.0.1"  # see _hostnames
+        assert resolved == {"algo-1": loopback, "algo-2": loopback}
         assert report["python"] == {"algo-1": "127.0.0.1", "algo-2": "127.0.0.1"}
         assert sorted(report["peers"]) == ["algo-1", "algo-2"]
-    # The machine's /etc/hosts and mount table are as before: nothing written, nothing left.
+    # The machine's /etc/hosts is as before and no mount of the job is left.
     assert Path("/etc/hosts").read_text() == etc_hosts
-    assert _mounts() == mounts
+    assert str(home) not in _mounts()
     assert "algo-1" not in Path("/etc/hosts").read_text()
+
+
+def test_mpirun_started_by_the_script_with_algo_host_names(home, tmp_path):
+    est = _estimator("mpirun_by_name.py", tmp_path / "out")
+    est.fit(logs=False)
+    name = est.latest_training_job.name
+    model = archive_members(tmp_path / "out" / name / "output" / "model.tar.gz")
+    report = json.loads(model["mpirun.json"])
+    assert report["rc"] == 0, report["err"]
+    assert report["out"].split() == ["sum", "3", "sum", "3"]

@@ -18,9 +18,11 @@ the first of these that works:
     written; the namespace ends with the host's last process. No pid namespace:
     the processes keep their pids, signals and ``/proc`` work as before.
 ``nss_wrapper``
-    ``LD_PRELOAD=libnss_wrapper.so`` with ``NSS_WRAPPER_HOSTS=<job hosts file>``
+    ``LD_PRELOAD=libnss_wrapper.so`` with ``NSS_WRAPPER_HOSTS=<job hosts file>-nss_wrapper``
+    (the job hosts file plus IPv4-mapped ``::ffff:127.0.0.1`` twins, for torch)
     for the processes the runtime starts (Debian/Ubuntu: ``libnss-wrapper``;
-    Fedora: ``nss_wrapper``). Covers dynamically linked programs.
+    Fedora: ``nss_wrapper``; ``LAUNCHBAY_NSS_WRAPPER=<path>`` names another
+    copy). Covers dynamically linked programs.
 
 ``LAUNCHBAY_HOST_NAMES`` chooses: ``auto`` (default: the first that works,
 else a warning and the job goes on with names unresolved), ``namespace`` or
@@ -34,16 +36,22 @@ import contextlib
 import ctypes
 import os
 import sys
-from collections.abc import Iterable, MutableMapping
+from collections.abc import Iterable, Mapping, MutableMapping
 
 from launchbay.runtime.errors import TrainingSetupError
 
-__all__ = ["MODES", "HostNames", "apply", "hosts_file_text", "write_hosts_file"]
+__all__ = [
+    "MODES",
+    "HostNames",
+    "apply",
+    "hosts_file_text",
+    "nss_wrapper_library",
+    "write_hosts_file",
+]
 
 #: Accepted values of ``LAUNCHBAY_HOST_NAMES``.
 MODES = ("auto", "namespace", "nss_wrapper", "off")
 LOOPBACK = "127.0.0.1"
-_MARKER = "# launchbay local_process host names"
 
 _CLONE_NEWNS = 0x00020000
 _CLONE_NEWUSER = 0x10000000
@@ -63,16 +71,16 @@ _NSS_WRAPPER_DIRS = (
 
 
 def hosts_file_text(hosts: Iterable[str], base: str = "/etc/hosts") -> str:
-    """``base``'s lines (this machine's names stay), then ``127.0.0.1 <host>`` for each host."""
+    """``base``'s entries (this machine's names stay), then ``127.0.0.1 <host>`` for each host."""
     try:
         with open(base, encoding="utf-8", errors="replace") as f:
-            existing = f.read()
+            existing = f.read().splitlines()
     except OSError:
-        existing = f"{LOOPBACK} localhost\n"
-    if existing and not existing.endswith("\n"):
-        existing += "\n"
-    lines = [_MARKER] + [f"{LOOPBACK} {host}" for host in hosts]
-    return existing + "\n".join(lines) + "\n"
+        existing = [f"{LOOPBACK} localhost"]
+    # No comments or blank lines: nss_wrapper rejects a file that has any.
+    lines = [" ".join(line.split("#", 1)[0].split()) for line in existing]
+    lines = [line for line in lines if line]
+    return "\n".join(lines + [f"{LOOPBACK} {host}" for host in hosts]) + "\n"
 
 
 def write_hosts_file(path: str, hosts: Iterable[str]) -> str:
@@ -105,8 +113,8 @@ def _check(result: int, what: str) -> None:
 
 
 def _write(path: str, text: str) -> None:
-    with open(path, "w", encoding="ascii") as f:
-        f.write(text)
+    with open(path, "wb") as f:
+        f.write(text.encode())
 
 
 def _enter_namespace(hosts_file: str, user: bool) -> None:
@@ -126,8 +134,8 @@ def _enter_namespace(hosts_file: str, user: bool) -> None:
         if os.path.exists(socket_path):
             with contextlib.suppress(OSError):
                 _check(libc.mount(b"/dev/null", socket_path.encode(), None, _MS_BIND, None), "")
-    with open("/etc/hosts", encoding="utf-8", errors="replace") as f:
-        if _MARKER not in f.read():
+    with open("/etc/hosts", "rb") as seen, open(hosts_file, "rb") as wanted:
+        if seen.read() != wanted.read():
             raise OSError("the bind mount did not replace /etc/hosts")
 
 
@@ -172,8 +180,11 @@ def _namespace(hosts_file: str, failures: list[str]) -> bool:
     return False
 
 
-def nss_wrapper_library() -> str | None:
-    """The path of ``libnss_wrapper.so`` on this machine, or None."""
+def nss_wrapper_library(environ: Mapping[str, str] | None = None) -> str | None:
+    """``LAUNCHBAY_NSS_WRAPPER`` if set, else ``libnss_wrapper.so`` in the usual places, or None."""
+    explicit = (os.environ if environ is None else environ).get("LAUNCHBAY_NSS_WRAPPER")
+    if explicit:
+        return explicit
     for directory in _NSS_WRAPPER_DIRS:
         path = os.path.join(directory, "libnss_wrapper.so")
         if os.path.isfile(path):
@@ -182,18 +193,45 @@ def nss_wrapper_library() -> str | None:
 
 
 def _nss_wrapper(hosts_file: str, environ: MutableMapping[str, str], failures: list[str]) -> bool:
-    library = nss_wrapper_library()
+    library = nss_wrapper_library(environ)
     if library is None:
         failures.append(
             "nss_wrapper: libnss_wrapper.so not found (install libnss-wrapper / nss_wrapper)"
         )
         return False
+    if not os.path.isfile(library):
+        failures.append(f"nss_wrapper: LAUNCHBAY_NSS_WRAPPER={library!r} is not a file")
+        return False
+    try:
+        wrapper_hosts = _nss_wrapper_hosts_file(hosts_file)
+    except OSError as exc:
+        failures.append(f"nss_wrapper: {exc}")
+        return False
     preload = [p for p in environ.get("LD_PRELOAD", "").replace(":", " ").split() if p]
     if library not in preload:
         preload.append(library)
     environ["LD_PRELOAD"] = " ".join(preload)
-    environ["NSS_WRAPPER_HOSTS"] = hosts_file
+    environ["NSS_WRAPPER_HOSTS"] = wrapper_hosts
     return True
+
+
+def _nss_wrapper_hosts_file(hosts_file: str) -> str:
+    """``hosts_file`` plus ``::ffff:127.x.y.z`` (IPv4-mapped) twins of its loopback lines.
+
+    nss_wrapper answers an IPv6 query for an IPv4-only name with EAI_ADDRFAMILY,
+    where glibc says "no such name"; torch's c10d asks for IPv6 first and keeps
+    retrying on that error. The mapped address still is this machine's loopback.
+    """
+    with open(hosts_file, encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    mapped = [f"::ffff:{line}" for line in lines if line.startswith("127.")]
+    path = f"{hosts_file}-nss_wrapper"
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write("\n".join(lines + mapped) + "\n")
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, path)
+    return path
 
 
 def apply(environ: MutableMapping[str, str] | None = None) -> HostNames | None:
