@@ -7,6 +7,7 @@ See :mod:`launchbay.runtime._hostnames` and docs/local.md.
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -80,3 +81,30 @@ def test_mpirun_started_by_the_script_with_algo_host_names(home, tmp_path):
     report = json.loads(model["mpirun.json"])
     assert report["rc"] == 0, report["err"]
     assert report["out"].split() == ["sum", "3", "sum", "3"]
+
+
+# --------------------------------------------------------------------------- TF model_dir
+
+
+def test_tensorflow_model_dir_is_the_jobs_own_model_dir(home, tmp_path):
+    from launchbay.tensorflow import TensorFlow
+
+    est = TensorFlow(
+        entry_point="tf_model_dir.py",
+        source_dir=str(SCRIPTS),
+        role=None,
+        instance_type="local_process",
+        instance_count=1,
+        framework_version="2.19.0",
+        py_version="py312",
+        output_path=file_uri(tmp_path / "out"),
+    )
+    # The request is SageMaker's: the container path, as SDK v2 sends it.
+    assert est.create_training_job_request()["HyperParameters"]["model_dir"] == '"/opt/ml/model"'
+    est.fit(logs=False)
+    name = est.latest_training_job.name
+    model = archive_members(tmp_path / "out" / name / "output" / "model.tar.gz")
+    assert "1/saved_model.pb" in model
+    seen = model["model_dir.txt"].decode()
+    assert seen == str(home / "jobs" / name / "algo-1" / "model")
+    assert not os.path.exists("/opt/ml/model/1")
