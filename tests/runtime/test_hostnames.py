@@ -68,16 +68,20 @@ def _run(tmp_path: Path, env: dict[str, str], unprivileged=False, threaded=False
     full_env = dict(os.environ, LAUNCHBAY_HOSTS_FILE=str(hosts_file), **env)
     full_env.pop("LD_PRELOAD", None)
     options = json.dumps({"unprivileged": unprivileged, "threaded": threaded})
-    done = subprocess.run(
+    proc = subprocess.Popen(
         [sys.executable, "-c", _CHILD, options],
         env=full_env,
-        capture_output=True,
+        stdout=subprocess.PIPE,
+        stderr=subprocess.PIPE,
         text=True,
-        timeout=60,
         cwd="/",
     )
-    assert done.returncode == 0, done.stderr
-    return json.loads(done.stdout.strip().splitlines()[-1])
+    out, err = proc.communicate(timeout=60)
+    assert proc.returncode == 0, err
+    result = json.loads(out.strip().splitlines()[-1])
+    if "pid" in result:  # no pid namespace: the parent sees the pid the process sees
+        assert result["pid"] == proc.pid
+    return result
 
 
 def test_hosts_file_keeps_this_machines_names_and_adds_each_host(tmp_path):
