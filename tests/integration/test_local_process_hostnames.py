@@ -108,3 +108,22 @@ def test_tensorflow_model_dir_is_the_jobs_own_model_dir(home, tmp_path):
     seen = model["model_dir.txt"].decode()
     assert seen == str(home / "jobs" / name / "algo-1" / "model")
     assert not os.path.exists("/opt/ml/model/1")
+
+
+def test_a_named_mechanism_that_cannot_work_fails_the_job_at_start(home, tmp_path):
+    from launchbay import JobFailedError
+
+    missing = str(tmp_path / "no-libnss_wrapper.so")
+    est = _estimator(
+        "own_rendezvous.py",
+        tmp_path / "out",
+        environment={"LAUNCHBAY_HOST_NAMES": "nss_wrapper", "LAUNCHBAY_NSS_WRAPPER": missing},
+    )
+    with pytest.raises(JobFailedError) as info:
+        est.fit(logs=False)
+    reason = est.latest_training_job.describe()["FailureReason"]
+    assert (
+        "LAUNCHBAY_HOST_NAMES='nss_wrapper': the host names of this local_process job cannot "
+        f"be made to resolve (nss_wrapper: LAUNCHBAY_NSS_WRAPPER={missing!r} is not a file)"
+    ) in reason
+    assert "Accepted: auto, namespace" in str(info.value)
