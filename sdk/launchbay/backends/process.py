@@ -7,6 +7,8 @@ launchbay.runtime.train`` in a new session (its own process group), with::
 
     SAGEMAKER_BASE_DIR=<job dir>/<host>     LAUNCHBAY_LOCAL_PROCESS=1  LAUNCHBAY_STANDINS=1
     LAUNCHBAY_HOST_ADDRESSES={"algo-1": "127.0.0.1", ...}
+    LAUNCHBAY_HOSTS_FILE=<job dir>/hosts    (/etc/hosts + "127.0.0.1 algo-N"; each
+        host's runtime makes it its /etc/hosts, see launchbay.runtime._hostnames)
     LAUNCHBAY_MASTER_PORT=<a free loopback port block, one per job>
     LAUNCHBAY_SHARED_DIR=<job dir>/shared   LAUNCHBAY_GRACE_SECONDS=<grace>
     TRAINING_JOB_NAME, TRAINING_JOB_ARN, PYTHONUNBUFFERED=1
@@ -53,6 +55,7 @@ from launchbay.backends._localjob import (
     join_readers,
     start_reader,
 )
+from launchbay.runtime._hostnames import write_hosts_file
 from launchbay.runtime._procs import descendants
 
 __all__ = ["ProcessBackend", "DEFAULT_GRACE_SECONDS"]
@@ -220,6 +223,9 @@ class ProcessBackend(LocalBackend):
                 "LAUNCHBAY_LOCAL_PROCESS": "1",
                 "LAUNCHBAY_STANDINS": "1",
                 "LAUNCHBAY_HOST_ADDRESSES": json.dumps({h: "127.0.0.1" for h in job.hosts}),
+                "LAUNCHBAY_HOSTS_FILE": write_hosts_file(
+                    os.path.join(layout.job_dir, "hosts"), job.hosts
+                ),
                 "LAUNCHBAY_MASTER_PORT": str(port),
                 "LAUNCHBAY_SHARED_DIR": layout.shared_dir,
                 "LAUNCHBAY_GRACE_SECONDS": f"{job.grace:g}",
