@@ -206,6 +206,37 @@ class _Follower:
                 return
 
 
+_LOCKS_DIR = ".locks"
+
+
+class NameLock:
+    """An exclusive ``flock`` on a job's lock file, held while the job runs here."""
+
+    def __init__(self, path: str, fd: int) -> None:
+        self.path = path
+        self._fd: int | None = fd
+
+    @classmethod
+    def try_acquire(cls, path: str) -> NameLock | None:
+        """The lock, or ``None`` when another holder has it (any process, this one too)."""
+        import fcntl
+
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            return None
+        return cls(path, fd)
+
+    def release(self) -> None:
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
 class LocalJob:
     """State of one running (or finished) job; touched by the supervisor and callers."""
 
@@ -250,6 +281,8 @@ class LocalJob:
         self._lines: list[tuple[str, str]] = []
         self._dropped = 0
         self.thread: threading.Thread | None = None
+        #: Holds the job name on this machine while the job runs (see LocalBackend._claim_name).
+        self.name_lock: NameLock | None = None
         self._set_secondary("Starting", "Preparing the instances for training")
 
     # -- status -----------------------------------------------------------------
@@ -303,6 +336,11 @@ class LocalJob:
             _write_json_atomic(self.layout.status_file, _to_json(self.describe()))
         except OSError as exc:
             logger.debug("Could not write %s: %s", self.layout.status_file, exc)
+
+    def release_name(self) -> None:
+        """Let the job name go (the job has ended and its final state is written)."""
+        if self.name_lock is not None:
+            self.name_lock.release()
 
     # -- logs -------------------------------------------------------------------
     def add_line(self, host: str, line: str) -> None:
@@ -451,17 +489,17 @@ class LocalBackend:
         check_request(request)
         hosts = host_names(request)
         self._check_can_run(request, hosts)
-        job_dir = os.path.join(self.job_root, name)
-        with _JOBS_LOCK:
-            running = _JOBS.get(job_dir)
-        if running is not None and not running.done.is_set():
-            raise JobError(
-                f"A local training job named {name!r} is still running ({job_dir}). "
-                "Accepted: another job_name, or stop that job first."
+        name_lock = self._claim_name(name)
+        try:
+            layout = JobLayout.create(self.job_root, name, hosts)
+            layout.write_request(request)
+            job = LocalJob(
+                request, layout, self.stager, grace_from(request, self.grace_seconds), self
             )
-        layout = JobLayout.create(self.job_root, name, hosts)
-        layout.write_request(request)
-        job = LocalJob(request, layout, self.stager, grace_from(request, self.grace_seconds), self)
+        except BaseException:
+            name_lock.release()
+            raise
+        job.name_lock = name_lock
         _register(job)
         job.thread = threading.Thread(
             target=self._supervise, args=(job,), name=f"launchbay-job-{name}", daemon=True
@@ -474,6 +512,43 @@ class LocalBackend:
             layout.job_dir,
         )
         return TrainingJob(name, self)
+
+    def _claim_name(self, name: str) -> NameLock:
+        """Take the job name on this machine, or refuse it while a job of that name runs.
+
+        The name is held by an exclusive ``flock`` on ``<job root>/.locks/<name>.lock``
+        for as long as the job runs in this process; the kernel lets it go when
+        the process dies, so a crashed client never blocks the name. A job whose
+        client is gone but whose hosts still run (they are being stopped) keeps
+        the name too.
+
+        Raises:
+            JobError: a job of that name runs (in this process or another one).
+        """
+        job_dir = self.job_dir(name)
+        lock = NameLock.try_acquire(os.path.join(self.job_root, _LOCKS_DIR, f"{name}.lock"))
+        if lock is None or self._hosts_left(name):
+            if lock is not None:
+                lock.release()
+            raise JobError(
+                f"A local training job named {name!r} is still running ({self._who_runs(name)}; "
+                f"job directory {job_dir}). SageMaker refuses a duplicate job name, and so "
+                "does a local run: its directory and processes are left alone. Accepted: "
+                f"another job_name, or stop that job first (launchbay stop {name})."
+            )
+        return lock
+
+    def _who_runs(self, name: str) -> str:
+        try:
+            description = self._load(name)
+        except JobError:
+            return "its status is not written yet"
+        client = str(description.get("LocalClient") or "an unknown process")
+        return f"status {description.get('TrainingJobStatus')}, started by process {client}"
+
+    def _hosts_left(self, name: str) -> bool:
+        """Whether anything that ran a host of job ``name`` is still alive (after its client)."""
+        return False
 
     def describe(self, name: str) -> dict[str, Any]:
         """The job's DescribeTrainingJob-shaped description (plus ``LocalJobDir``)."""
@@ -678,8 +753,11 @@ class LocalBackend:
                     with job.lock:
                         job.status, job.end_time = "Failed", job.end_time or _now()
                         job.failure_reason = job.failure_reason or outcome[1]
+                    job.save()
+                    job.release_name()
                     job.done.set()
                     job.notify()
+                job.release_name()
 
     def _run_job(self, job: LocalJob) -> tuple[str, str | None]:
         job._set_secondary("Downloading", "Downloading input data")
@@ -871,6 +949,7 @@ class LocalBackend:
             job.status = status
             job.failure_reason = reason[:_REASON_LIMIT] if reason else None
         job.save()
+        job.release_name()
         job.done.set()
         job.notify()
         if status == "Completed":

@@ -575,11 +575,14 @@ class DockerBackend(LocalBackend):
     def _hard_kill(self, job: LocalJob) -> None:
         self._remove_job(job.name, job.layout.job_dir)
 
-    def _runs_elsewhere(self, name: str) -> bool:
+    def _hosts_left(self, name: str) -> bool:
         found = self.client.api.containers(
             filters={"label": f"{LABEL_JOB_DIR}={self.job_dir(name)}", "status": "running"}
         )
-        return bool(found) or super()._runs_elsewhere(name)
+        return bool(found)
+
+    def _runs_elsewhere(self, name: str) -> bool:
+        return self._hosts_left(name) or super()._runs_elsewhere(name)
 
     def _give_back_files(self, job: LocalJob) -> None:
         """``chown`` what the containers wrote to :attr:`owner` (nothing to do for root)."""

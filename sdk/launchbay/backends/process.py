@@ -253,8 +253,11 @@ class ProcessBackend(LocalBackend):
             _killpg(pid, signal.SIGKILL)
         _kill(below | _job_processes(job.layout.job_dir), signal.SIGKILL)
 
+    def _hosts_left(self, name: str) -> bool:
+        return bool(_job_processes(self.job_dir(name)))
+
     def _runs_elsewhere(self, name: str) -> bool:
-        return bool(_job_processes(self.job_dir(name))) or super()._runs_elsewhere(name)
+        return self._hosts_left(name) or super()._runs_elsewhere(name)
 
 
 def _pipe_lines(proc: subprocess.Popen[bytes]) -> Iterator[str]:

@@ -1,0 +1,164 @@
+"""Local jobs under concurrency and dying drivers (issue 12): real drivers, real ranks.
+
+Each driver is ``local_process_scripts/lifecycle_driver.py`` in a child process
+(its own ``fit()``), so the tests see what a second terminal, a killed notebook
+kernel or a ``kill -9`` does to a job.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import re
+import signal
+import subprocess
+import sys
+import time
+from pathlib import Path
+
+import psutil
+import pytest
+
+from job_outputs import archive_members, file_uri
+from launchbay import JobError
+from launchbay.pytorch import PyTorch
+
+pytestmark = pytest.mark.filterwarnings("ignore:framework_version=:UserWarning")
+
+SCRIPTS = Path(__file__).parent / "local_process_scripts"
+JOB_NAME_RE = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    root = tmp_path / "home"
+    monkeypatch.setenv("LAUNCHBAY_HOME", str(root))
+    monkeypatch.setenv("LAUNCHBAY_GRACE_SECONDS", "5")
+    return root
+
+
+def start_driver(**options) -> subprocess.Popen[str]:
+    options.setdefault("source_dir", str(SCRIPTS))
+    return subprocess.Popen(
+        [sys.executable, str(SCRIPTS / "lifecycle_driver.py"), json.dumps(options)],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+    )
+
+
+def wait_for_markers(marker: Path, count: int, driver: subprocess.Popen[str]) -> dict[str, int]:
+    """``{host: rank pid}`` once ``count`` ranks wrote their ``started-<host>`` marker."""
+    deadline = time.monotonic() + 90
+    while len(list(marker.glob("started-*"))) < count:
+        assert driver.poll() is None, driver.communicate()[0]
+        assert time.monotonic() < deadline, "the job did not start"
+        time.sleep(0.1)
+    time.sleep(0.2)  # the pid is written right after the file is created
+    return {p.name[len("started-") :]: int(p.read_text()) for p in marker.glob("started-*")}
+
+
+def finish(driver: subprocess.Popen[str], sig: int = signal.SIGINT, timeout: float = 60) -> str:
+    if driver.poll() is None:
+        driver.send_signal(sig)
+    try:
+        output, _ = driver.communicate(timeout=timeout)
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+            driver.wait()
+    return output
+
+
+def job_processes(directory) -> list[psutil.Process]:
+    """Live processes whose command line or environment mentions ``directory``."""
+    needle = str(directory)
+    found = []
+    for proc in psutil.process_iter():
+        if proc.pid == os.getpid():
+            continue
+        try:
+            if proc.status() == psutil.STATUS_ZOMBIE:
+                continue
+            text = " ".join(proc.cmdline()) + " " + " ".join(proc.environ().values())
+        except psutil.Error:
+            continue
+        if needle in text:
+            found.append(proc)
+    return found
+
+
+# --------------------------------------------------------------------------- defect 1
+
+
+def test_a_second_fit_with_a_running_jobs_name_is_refused_and_touches_nothing(home, tmp_path):
+    marker = tmp_path / "markers"
+    marker.mkdir()
+    name = "same-name-job"
+    driver = start_driver(
+        entry_point="checkpoint_on_sigterm.py",
+        job_name=name,
+        hyperparameters={"marker": str(marker)},
+        distribution={"torch_distributed": {"enabled": True, "processes_per_host": 1}},
+        output=file_uri(tmp_path / "out"),
+    )
+    try:
+        ranks = wait_for_markers(marker, 2, driver)
+        directory = Path(home) / "jobs" / name
+        request = (directory / "request.json").read_text()
+        second = PyTorch(
+            entry_point="sleepy.py",
+            source_dir=str(SCRIPTS),
+            role=None,
+            instance_type="local_process",
+            instance_count=1,
+            framework_version="2.8.0",
+            py_version="py312",
+            output_path=file_uri(tmp_path / "out2"),
+        )
+        with pytest.raises(JobError) as caught:
+            second.fit(job_name=name, logs=False)
+        message = str(caught.value)
+        assert f"named {name!r} is still running" in message
+        assert f"started by process {os.uname().nodename}:{driver.pid}" in message
+        assert "another job_name" in message
+        # The running job is untouched: its directory, its request, its ranks.
+        assert (directory / "request.json").read_text() == request
+        assert sorted(p.name for p in marker.iterdir()) == ["started-algo-1", "started-algo-2"]
+        assert all(psutil.pid_exists(pid) for pid in ranks.values())
+        status = json.loads((directory / "status.json").read_text())
+        assert status["TrainingJobStatus"] == "InProgress"
+        assert not (tmp_path / "out2").exists()
+    finally:
+        output = finish(driver)
+    assert driver.returncode == 42, output
+    assert json.loads((directory / "status.json").read_text())["TrainingJobStatus"] == "Stopped"
+
+
+def test_generated_names_never_collide_across_processes_in_the_same_millisecond(home, tmp_path):
+    drivers = [
+        start_driver(
+            entry_point="sleepy.py",
+            base_job_name="same-base",
+            instance_count=1,
+            hyperparameters={"seconds": 1},
+            output=file_uri(tmp_path / "out"),
+            frozen_time=1_790_000_000.5,
+            logs=False,
+        )
+        for _ in range(3)
+    ]
+    outputs = [d.communicate(timeout=120)[0] for d in drivers]
+    names = []
+    for driver, output in zip(drivers, outputs, strict=True):
+        assert driver.returncode == 0, output
+        match = re.search(r"driver: job (\S+) Completed", output)
+        assert match, output
+        names.append(match.group(1))
+    assert len(set(names)) == 3, names
+    for name in names:
+        assert JOB_NAME_RE.match(name) and len(name) <= 63, name
+        # SDK v2's pattern, in the frozen second: only the milliseconds differ.
+        assert re.fullmatch(r"same-base-2026-09-21-14-13-20-5\d\d", name), name
+        model = archive_members(tmp_path / "out" / name / "output" / "model.tar.gz")
+        assert list(model) == ["model.txt"]
