@@ -162,3 +162,74 @@ def test_generated_names_never_collide_across_processes_in_the_same_millisecond(
         assert re.fullmatch(r"same-base-2026-09-21-14-13-20-5\d\d", name), name
         model = archive_members(tmp_path / "out" / name / "output" / "model.tar.gz")
         assert list(model) == ["model.txt"]
+
+
+# --------------------------------------------------------------------------- defect 7
+
+
+def aborting(how: str, tmp_path: Path, distributed: bool) -> PyTorch:
+    options = {}
+    if distributed:
+        options["distribution"] = {"torch_distributed": {"enabled": True, "processes_per_host": 2}}
+    return PyTorch(
+        entry_point="abort_at_exit.py",
+        source_dir=str(SCRIPTS),
+        role=None,
+        instance_type="local_process",
+        instance_count=2,
+        framework_version="2.8.0",
+        py_version="py312",
+        hyperparameters={"how": how, "torch": int(distributed)},
+        output_path=file_uri(tmp_path / "out"),
+        **options,
+    )
+
+
+def host_logs(home, job) -> str:
+    logs = Path(home) / "jobs" / job.name / "logs"
+    return "".join(p.read_text() for p in sorted(logs.glob("*.log")))
+
+
+@pytest.mark.parametrize("distributed", [False, True], ids=["plain", "torchrun-2x2"])
+def test_an_abort_after_the_script_returned_is_a_warning_not_a_failure(home, tmp_path, distributed):
+    est = aborting("python", tmp_path, distributed)
+    est.fit(logs=False)
+    job = est.latest_training_job
+    assert job.describe()["TrainingJobStatus"] == "Completed"
+    model = archive_members(tmp_path / "out" / job.name / "output" / "model.tar.gz")
+    assert sorted(model) == (
+        ["model-0.txt", "model-1.txt", "model-2.txt", "model-3.txt"]
+        if distributed
+        else ["model-0.txt"]
+    )
+    logs = host_logs(home, job)
+    assert "[launchbay] WARNING" in logs
+    assert "after the training code had returned normally" in logs
+    assert "gloo aborts at exit" in logs
+    if not distributed:
+        assert "killed by SIGABRT" in logs
+    assert not job_processes(Path(home) / "jobs" / job.name)
+
+
+def test_an_abort_in_interpreter_finalization_does_not_happen_to_a_finished_rank(home, tmp_path):
+    # A C-level atexit abort() runs where gloo's destructors abort: after Python's
+    # finalization. A rank whose code returned never gets there.
+    est = aborting("c", tmp_path, distributed=True)
+    est.fit(logs=False)
+    job = est.latest_training_job
+    assert job.describe()["TrainingJobStatus"] == "Completed"
+    assert "SIGABRT" not in host_logs(home, job)
+
+
+def test_an_abort_before_the_script_returned_still_fails_the_job(home, tmp_path):
+    from launchbay import JobFailedError
+
+    est = aborting("before", tmp_path, distributed=True)
+    with pytest.raises(JobFailedError) as caught:
+        est.fit(logs=False)
+    assert caught.value.status == "Failed"
+    # (How the signal is named is issue 12's defect 9, tested with it.)
+    assert "the process ended without a Python exception" in caught.value.reason
+    assert "after the training code had returned normally" not in host_logs(
+        home, est.latest_training_job
+    )

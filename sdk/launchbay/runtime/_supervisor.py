@@ -80,6 +80,8 @@ class Outcome:
     setup_error: str | None = None
     ranks: dict[int, RankState] = field(default_factory=dict)
     launcher_tails: dict[str, deque[str]] = field(default_factory=dict)
+    #: Processes that crashed after their code returned normally (forgiven, with a warning).
+    teardown_crashes: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -90,6 +92,13 @@ class _Stream:
     name: str
     rank: int | None = None
     buffer: bytes = b""
+
+
+def _signal_name(signum: int) -> str:
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
 
 
 def _returncode(code: int) -> int:
@@ -475,12 +484,55 @@ class Supervisor:
             if name in self.outcome.main_codes or proc.poll() is None:
                 continue
             code = _returncode(proc.returncode)
-            if self._specs[name].role != "main":
+            spec = self._specs[name]
+            if spec.role != "main":
                 continue
+            if code != 0 and self._crashed_after_return(spec, proc.returncode):
+                code = 0
             self.outcome.main_codes[name] = code
             self.outcome.main_exit_times[name] = time.time()
             if code != 0:
                 self._failure("failure", time.time())
+
+    def _crashed_after_return(self, spec: ProcessSpec, returncode: int) -> bool:
+        """Whether ``spec`` failed only after its ranks' code had returned normally.
+
+        A rank process (``output == "rank"``) must have died by a signal after
+        its end record said it returned (exit code 0); a launcher (torchrun,
+        mpirun) may exit with any code, as long as every rank of this host
+        recorded a normal return. Such a crash is interpreter teardown (torch
+        2.13's gloo aborts at exit, pytorch/pytorch#179291): the work is done,
+        so it is reported as a warning, not a failure.
+        """
+        if spec.output == "rank":
+            if spec.rank is None or returncode >= 0:
+                return False
+            ranks = [spec.rank]
+        else:
+            ranks = list(self.outcome.ranks)
+        if not ranks:
+            return False
+        _starts, ends = _records.read_records(self.ranks_dir)
+        since = self.outcome.started_at - 1.0
+        for rank in ranks:
+            end = ends.get(rank)
+            if end is None or end.get("exit_code") != 0 or float(end.get("timestamp", 0)) < since:
+                return False
+        how = (
+            f"was killed by {_signal_name(-returncode)}"
+            if returncode < 0
+            else f"exited with code {returncode}"
+        )
+        who = f"Rank {spec.rank}" if spec.output == "rank" else f"{spec.name} (ranks {ranks})"
+        message = (
+            f"{who} {how} after the training code had returned normally: the Python "
+            "interpreter crashed while tearing down (torch's gloo aborts at exit with "
+            "'terminate called without an active exception'). The work was done, so "
+            "this does not fail the job."
+        )
+        self.outcome.teardown_crashes.append(message)
+        self._write("err", f"[launchbay] WARNING {message}\n".encode())
+        return True
 
     def _begin_finish(self) -> None:
         """The job is over: stop helpers (ps server, sshd) and anything left behind."""
