@@ -233,3 +233,38 @@ def test_an_abort_before_the_script_returned_still_fails_the_job(home, tmp_path)
     assert "after the training code had returned normally" not in host_logs(
         home, est.latest_training_job
     )
+
+
+# --------------------------------------------------------------------------- defect 8
+
+
+def test_mpi_workers_learn_at_once_that_the_master_could_not_start(home, tmp_path):
+    from launchbay import JobFailedError
+
+    no_mpirun = tmp_path / "bin"
+    no_mpirun.mkdir()
+    est = PyTorch(
+        entry_point="mpi_check.py",
+        source_dir=str(SCRIPTS),
+        role=None,
+        instance_type="local_process",
+        instance_count=2,
+        framework_version="2.8.0",
+        py_version="py312",
+        distribution={"mpi": {"enabled": True, "processes_per_host": 1}},
+        environment={"PATH": str(no_mpirun)},
+        output_path=file_uri(tmp_path / "out"),
+    )
+    with pytest.raises(JobFailedError) as caught:
+        est.fit(logs=False)
+    assert "needs 'mpirun' on PATH" in caught.value.reason
+    job = est.latest_training_job
+    worker_log = (Path(home) / "jobs" / job.name / "logs" / "algo-2.log").read_text()
+    # The worker says why it ends, naming the master and its error, and does not wait.
+    assert "Training failed: Host algo-1 failed" in worker_log, worker_log
+    assert "needs 'mpirun' on PATH" in worker_log
+    assert "did not start within" not in worker_log
+    described = job.describe()
+    took = (described["TrainingEndTime"] - described["TrainingStartTime"]).total_seconds()
+    print(f"MPI job with no mpirun ended after {took:.1f} s")
+    assert not job_processes(Path(home) / "jobs" / job.name)

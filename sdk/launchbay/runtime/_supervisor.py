@@ -619,6 +619,10 @@ class Supervisor:
                         waiter_done = True
                         outcome.waiter_code = code
                         outcome.waiter_reason = getattr(plan.waiter, "reason", None)
+                        if code != 0 and outcome.waiter_reason:
+                            self._write(
+                                "err", f"[launchbay] ERROR {outcome.waiter_reason}\n".encode()
+                            )
                         if code != 0 and outcome.teardown_reason is None:
                             self._failure("failure", time.time())
                 if not self._finishing and mains_done and (waiter_done or not wait_for_waiter):

@@ -44,6 +44,7 @@ import time
 from dataclasses import dataclass
 
 from launchbay.runtime import _procs, _records
+from launchbay.runtime._shared import SharedDir
 from launchbay.runtime.errors import TrainingSetupError
 from launchbay.runtime.launchers.base import (
     BOOTSTRAP_MODULE,
@@ -343,15 +344,38 @@ class _ReachableGate:
 class _LocalDoneWaiter:
     """A non-master host in local MPI mode: wait for the master's done file."""
 
-    def __init__(self, done_file: str, heartbeat: str, startup_timeout: float):
+    def __init__(
+        self,
+        done_file: str,
+        heartbeat: str,
+        startup_timeout: float,
+        shared: SharedDir | None = None,
+        master: str = "",
+    ):
         self.done_file = done_file
         self.heartbeat = heartbeat
         self.startup_timeout = startup_timeout
+        self.shared = shared
+        self.master = master
         self.reason: str | None = None
         self._started: float | None = None
 
+    def _master_failed(self) -> int | None:
+        """The master's exit code if its runtime marked itself failed before reporting."""
+        if self.shared is None or not self.master:
+            return None
+        mark = self.shared.host_marks().get(self.master)
+        if not mark or mark.get("cause") != "failed" or not mark.get("error"):
+            return None
+        self.reason = (
+            f"The MPI master {self.master} failed before starting the job, so this host "
+            f"has no ranks to run: {mark['error']}"
+        )
+        code = mark.get("exit_code")
+        return code if isinstance(code, int) and code > 0 else 1
+
     def poll(self, now: float) -> int | None:
-        """The master's exit status once reported; 1 if the master never came or went silent."""
+        """The master's exit status once reported; 1 if the master failed, never came or went silent."""
         if self._started is None:
             self._started = now
         if os.path.exists(self.done_file):
@@ -360,6 +384,9 @@ class _LocalDoneWaiter:
                     return int(json.load(f).get("exit_code", 1))
             except (OSError, ValueError, TypeError):
                 return None
+        failed = self._master_failed()
+        if failed is not None:
+            return failed
         try:
             age = time.time() - os.stat(self.heartbeat).st_mtime
         except OSError:
@@ -530,7 +557,13 @@ def _build_local(ctx: LaunchContext) -> LaunchPlan:
         plan.periodic.append(_Heartbeat(heartbeat))
         plan.on_finish.append(lambda code: _write_json(done_file, {"exit_code": code}))
     else:
-        plan.waiter = _LocalDoneWaiter(done_file, heartbeat, settings.startup_timeout)
+        plan.waiter = _LocalDoneWaiter(
+            done_file,
+            heartbeat,
+            settings.startup_timeout,
+            SharedDir(settings.shared_dir, env.current_host),
+            env.master_hostname,
+        )
         plan.stop_via_shared_dir = True
     return plan
 
