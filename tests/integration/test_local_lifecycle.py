@@ -268,3 +268,130 @@ def test_mpi_workers_learn_at_once_that_the_master_could_not_start(home, tmp_pat
     took = (described["TrainingEndTime"] - described["TrainingStartTime"]).total_seconds()
     print(f"MPI job with no mpirun ended after {took:.1f} s")
     assert not job_processes(Path(home) / "jobs" / job.name)
+
+
+# --------------------------------------------------------------------------- defect 4
+
+
+def start_stoppable_job(tmp_path: Path, name: str) -> tuple[subprocess.Popen[str], Path, Path]:
+    """A driver running a 2-host job whose ranks write a checkpoint on SIGTERM, once started."""
+    marker = tmp_path / "markers"
+    marker.mkdir()
+    checkpoints = tmp_path / "checkpoints"
+    checkpoints.mkdir()
+    (checkpoints / "old.ckpt").write_text("from an earlier run")
+    driver = start_driver(
+        entry_point="checkpoint_on_sigterm.py",
+        job_name=name,
+        hyperparameters={"marker": str(marker)},
+        distribution={"torch_distributed": {"enabled": True, "processes_per_host": 1}},
+        checkpoint=file_uri(checkpoints),
+        output=file_uri(tmp_path / "out"),
+    )
+    wait_for_markers(marker, 2, driver)
+    return driver, marker, checkpoints
+
+
+def watchdogs(name: str) -> list[psutil.Process]:
+    found = []
+    for proc in psutil.process_iter():
+        try:
+            cmdline = proc.cmdline()
+        except psutil.Error:
+            continue
+        if "launchbay.backends._watchdog" in cmdline and name in cmdline:
+            found.append(proc)
+    return found
+
+
+def wait_for_final_status(directory: Path, timeout: float = 60) -> dict:
+    """``status.json`` once it holds a final state (read as a file: nobody reconciles it)."""
+    deadline = time.monotonic() + timeout
+    while True:
+        status = json.loads((directory / "status.json").read_text())
+        if status["TrainingJobStatus"] in ("Completed", "Failed", "Stopped"):
+            return status
+        assert time.monotonic() < deadline, status
+        time.sleep(0.2)
+
+
+def cli(*args: str) -> subprocess.CompletedProcess[str]:
+    return subprocess.run(
+        [sys.executable, "-m", "launchbay.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=120,
+    )
+
+
+def check_finished_after_the_client(directory: Path, checkpoints: Path, status: dict) -> None:
+    for host in ("algo-1", "algo-2"):
+        assert (checkpoints / f"last-{host}.ckpt").read_text() == f"stopped on {host}"
+        # Logs are complete: the ranks printed this after the client was gone.
+        assert "checkpoint written on SIGTERM" in (directory / "logs" / f"{host}.log").read_text()
+    assert status["TrainingEndTime"]
+    assert not job_processes(directory)
+
+
+def test_a_client_killed_by_sigkill_leaves_a_finished_job(home, tmp_path):
+    name = "client-sigkill"
+    driver, _marker, checkpoints = start_stoppable_job(tmp_path, name)
+    directory = Path(home) / "jobs" / name
+    assert len(watchdogs(name)) == 1
+    driver.kill()
+    driver.communicate(timeout=30)
+    status = wait_for_final_status(directory)
+    assert status["TrainingJobStatus"] == "Failed"
+    reason = status["FailureReason"]
+    assert reason.startswith("ClientError: the process that ran this local job")
+    assert f":{driver.pid}) went away before the job ended" in reason
+    check_finished_after_the_client(directory, checkpoints, status)
+    failure = tmp_path / "out" / name / "output" / "failure"
+    assert "went away" in failure.read_text()
+    time.sleep(0.5)
+    assert not watchdogs(name)
+    shown = cli("status", name)
+    assert shown.returncode == 0, shown.stderr
+    assert "Failed" in shown.stdout
+    stopped = cli("stop", name)  # a finished job: nothing to do, no error
+    assert stopped.returncode == 0, stopped.stderr
+
+
+def test_a_client_killed_by_sigterm_stops_its_job_like_ctrl_c(home, tmp_path):
+    name = "client-sigterm"
+    driver, _marker, checkpoints = start_stoppable_job(tmp_path, name)
+    directory = Path(home) / "jobs" / name
+    output = finish(driver, signal.SIGTERM)
+    assert driver.returncode == -signal.SIGTERM, output
+    assert "SIGTERM: stopping local training job client-sigterm" in output
+    status = json.loads((directory / "status.json").read_text())
+    assert status["TrainingJobStatus"] == "Stopped", status
+    assert "the client process received SIGTERM" in status.get("FailureReason", ""), status
+    check_finished_after_the_client(directory, checkpoints, status)
+    assert not watchdogs(name)
+
+
+@pytest.mark.parametrize("command", ["status", "stop"])
+def test_status_and_stop_finish_a_job_whose_client_and_watchdog_died(home, tmp_path, command):
+    name = f"client-gone-{command}"
+    driver, _marker, checkpoints = start_stoppable_job(tmp_path, name)
+    directory = Path(home) / "jobs" / name
+    for watchdog in watchdogs(name):
+        watchdog.kill()
+    driver.kill()
+    driver.communicate(timeout=30)
+    # The hosts stop by themselves (they get SIGTERM when the client dies) ...
+    deadline = time.monotonic() + 30
+    while job_processes(directory):
+        assert time.monotonic() < deadline
+        time.sleep(0.2)
+    assert json.loads((directory / "status.json").read_text())["TrainingJobStatus"] == "InProgress"
+    # ... and the first look at the job finishes it.
+    result = cli(command, name)
+    assert result.returncode == 0, result.stdout + result.stderr
+    status = json.loads((directory / "status.json").read_text())
+    assert status["TrainingJobStatus"] == "Failed"
+    assert "went away before the job ended" in status["FailureReason"]
+    check_finished_after_the_client(directory, checkpoints, status)
+    if command == "status":
+        assert "Failed" in result.stdout

@@ -504,6 +504,8 @@ class Supervisor:
         2.13's gloo aborts at exit, pytorch/pytorch#179291): the work is done,
         so it is reported as a warning, not a failure.
         """
+        if self.outcome.teardown_reason is not None:
+            return False  # stopped or torn down: the exit codes say nothing about teardown
         if spec.output == "rank":
             if spec.rank is None or returncode >= 0:
                 return False
