@@ -293,6 +293,7 @@ def start_stoppable_job(tmp_path: Path, name: str) -> tuple[subprocess.Popen[str
 
 
 def watchdogs(name: str) -> list[psutil.Process]:
+    """Live watchdog processes with ``name`` (a job name or job root) among their arguments."""
     found = []
     for proc in psutil.process_iter():
         try:
@@ -395,3 +396,42 @@ def test_status_and_stop_finish_a_job_whose_client_and_watchdog_died(home, tmp_p
     check_finished_after_the_client(directory, checkpoints, status)
     if command == "status":
         assert "Failed" in result.stdout
+
+
+# --------------------------------------------------------------------------- 20 in a row
+
+
+def test_twenty_2x2_torch_distributed_jobs_in_a_row_all_succeed_and_leave_nothing(
+    home, tmp_path, monkeypatch
+):
+    scratch = tmp_path / "tmp"
+    scratch.mkdir()
+    monkeypatch.setenv("TMPDIR", str(scratch))
+    me = psutil.Process()
+    before = {p.pid for p in me.children(recursive=True)}
+    est = PyTorch(
+        entry_point="ddp_plain.py",
+        source_dir=str(SCRIPTS),
+        role=None,
+        instance_type="local_process",
+        instance_count=2,
+        framework_version="2.8.0",
+        py_version="py312",
+        distribution={"torch_distributed": {"enabled": True, "processes_per_host": 2}},
+        output_path=file_uri(tmp_path / "out"),
+    )
+    statuses = []
+    for _ in range(20):
+        est.fit(logs=False)
+        job = est.latest_training_job
+        statuses.append(job.describe()["TrainingJobStatus"])
+        assert not job_processes(Path(home) / "jobs" / job.name), job.name
+        assert "model.pt" in archive_members(tmp_path / "out" / job.name / "output" / "model.tar.gz")
+    assert statuses == ["Completed"] * 20
+    assert {p.pid for p in me.children(recursive=True)} - before == set()
+    assert not watchdogs(str(Path(home) / "jobs"))
+    left = sorted(p.name for p in scratch.iterdir())
+    # Nothing of launchbay's own. Not counted: torch's compile cache (torchinductor_<user>,
+    # one per user, reused) and torchrun's torchelastic_* dirs (issue 12's defect 9).
+    ours = [n for n in left if not n.startswith(("torchelastic_", "torchinductor_"))]
+    assert ours == [], left
