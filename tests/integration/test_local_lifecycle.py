@@ -426,7 +426,9 @@ def test_twenty_2x2_torch_distributed_jobs_in_a_row_all_succeed_and_leave_nothin
         job = est.latest_training_job
         statuses.append(job.describe()["TrainingJobStatus"])
         assert not job_processes(Path(home) / "jobs" / job.name), job.name
-        assert "model.pt" in archive_members(tmp_path / "out" / job.name / "output" / "model.tar.gz")
+        assert "model.pt" in archive_members(
+            tmp_path / "out" / job.name / "output" / "model.tar.gz"
+        )
     assert statuses == ["Completed"] * 20
     assert {p.pid for p in me.children(recursive=True)} - before == set()
     assert not watchdogs(str(Path(home) / "jobs"))
