@@ -98,3 +98,36 @@ def test_a_sigkilled_client_leaves_a_finished_job_and_no_container(
         all=True, filters={"label": f"{LABEL_JOB_DIR}={directory}"}
     )
     assert not [n for n in docker_client.networks.list() if n.name == f"launchbay-{name}"]
+
+
+def test_mpi_workers_over_ssh_learn_at_once_that_the_master_could_not_start(
+    home, tmp_path, framework_version, docker_client
+):
+    from launchbay import JobFailedError
+    from launchbay.backends.docker import LABEL_JOB_DIR
+    from launchbay.pytorch import PyTorch
+
+    est = PyTorch(
+        entry_point="mpi_check.py",
+        source_dir=str(SCRIPTS),
+        role=None,
+        instance_type="local",
+        instance_count=2,
+        framework_version=framework_version,
+        py_version="py311",
+        distribution={"mpi": {"enabled": True, "processes_per_host": 1}},
+        # Python and the runtime stay reachable; mpirun (/usr/bin) does not.
+        environment={"PATH": "/opt/venv/bin"},
+        output_path=file_uri(tmp_path / "out"),
+    )
+    with pytest.raises(JobFailedError) as caught:
+        est.fit(logs=False)
+    assert "needs 'mpirun' on PATH" in caught.value.reason
+    directory = home / "jobs" / est.latest_training_job.name
+    worker_log = (directory / "logs" / "algo-2.log").read_text()
+    assert "The MPI master algo-1 failed before starting the job" in worker_log, worker_log
+    assert "needs 'mpirun' on PATH" in worker_log
+    assert "No MPI job reached this host" not in worker_log
+    assert not docker_client.containers.list(
+        all=True, filters={"label": f"{LABEL_JOB_DIR}={directory}"}
+    )

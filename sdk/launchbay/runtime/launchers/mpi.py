@@ -37,6 +37,7 @@ import contextlib
 import importlib.util
 import json
 import os
+import shlex
 import shutil
 import socket
 import subprocess
@@ -341,6 +342,23 @@ class _ReachableGate:
         return False
 
 
+@dataclass
+class _FailingGate:
+    """Waits for ``first`` (bounded), then fails with ``message``: a master that cannot start."""
+
+    first: _ReachableGate
+    message: str
+
+    def poll(self, now: float) -> bool:
+        """Never opens: raises once ``first`` is open or has timed out."""
+        try:
+            if not self.first.poll(now):
+                return False
+        except TrainingSetupError:
+            pass
+        raise TrainingSetupError(self.message)
+
+
 class _LocalDoneWaiter:
     """A non-master host in local MPI mode: wait for the master's done file."""
 
@@ -439,7 +457,19 @@ class _SshWorkerWaiter:
                 text = f.read().strip()
         except OSError:
             return None
-        return int(text) if text.lstrip("-").isdigit() else 0
+        code = int(text) if text.lstrip("-").isdigit() else 0
+        if code:
+            try:
+                with open(self.status_file + ".reason", encoding="utf-8") as f:
+                    why = f.read(2000).strip()
+            except OSError:
+                why = ""
+            if why:
+                self.reason = (
+                    f"The MPI master {self.master_address} failed before starting the job, "
+                    f"so this host has no ranks to run: {why}"
+                )
+        return code
 
     def _local_failure(self) -> int:
         _, ends = _records.read_records(self.ranks_dir)
@@ -477,13 +507,22 @@ class _SshWorkerWaiter:
         return None
 
 
-def _notify_workers(addresses: list[str], status_file: str, exit_code: int) -> None:
-    """Write the status file on every worker over ssh, then give them up to 30 s to exit."""
+def _notify_workers(
+    addresses: list[str], status_file: str, exit_code: int, reason: str | None = None
+) -> None:
+    """Write the status file on every worker over ssh, then give them up to 30 s to exit.
+
+    With ``reason`` (the master failed before mpirun ran), ``<status file>.reason``
+    is written first, so the worker can say why the job ended.
+    """
+    ssh = shutil.which("ssh") or "/usr/bin/ssh"
+    command = f"printf %s {int(exit_code)} > {status_file}"
+    if reason:
+        command = f"printf %s {shlex.quote(reason)} > {status_file}.reason; {command}"
     for address in addresses:
         for _attempt in range(5):
             result = subprocess.run(
-                ["ssh", "-o", "StrictHostKeyChecking=no", address,
-                 f"printf %s {int(exit_code)} > {status_file}"],
+                [ssh, "-o", "StrictHostKeyChecking=no", address, command],
                 capture_output=True,
                 timeout=30,
                 check=False,
@@ -600,7 +639,20 @@ def _build_ssh(ctx: LaunchContext, *, smddp: bool) -> LaunchPlan:
     )
     workers = [ctx.settings.address(h) for h in hosts if h != env.master_hostname]
     if env.is_master:
-        _require_mpi(ctx)
+        try:
+            _require_mpi(ctx)
+        except TrainingSetupError as exc:
+            # Fail, but first tell the workers why (over ssh, once their sshd answers),
+            # so they end at once instead of waiting out their startup timeout.
+            message = str(exc)
+            plan.gate = _FailingGate(
+                _ReachableGate(list(workers), 22, min(ctx.settings.startup_timeout, 60.0)),
+                message,
+            )
+            plan.on_finish.append(
+                lambda code: _notify_workers(workers, status_file, code or 1, message)
+            )
+            return plan
         argv = smddp_argv(ctx, rank_env) if smddp else mpirun_ssh_argv(ctx, rank_env)
         plan.processes.append(
             ProcessSpec(name="mpirun", argv=argv, env=rank_env, cwd=ctx.code_dir, output="mpi-tags")
