@@ -7,6 +7,7 @@ kernel or a ``kill -9`` does to a job.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import os
 import re
@@ -37,14 +38,42 @@ def home(tmp_path, monkeypatch):
     return root
 
 
+_DRIVERS: list[subprocess.Popen[str]] = []
+
+
+@pytest.fixture(autouse=True)
+def no_driver_left_behind():
+    """A test that fails midway must not leave its driver (and so its job) running."""
+    yield
+    while _DRIVERS:
+        driver = _DRIVERS.pop()
+        if driver.poll() is not None:
+            continue
+        try:
+            helpers = [
+                p
+                for p in psutil.Process(driver.pid).children()
+                if "launchbay.backends._watchdog" in p.cmdline()
+            ]
+        except psutil.Error:
+            helpers = []
+        driver.kill()
+        driver.communicate(timeout=30)
+        for watchdog in helpers:  # it stops the job's hosts; let it finish
+            with contextlib.suppress(psutil.Error):
+                watchdog.wait(60)
+
+
 def start_driver(**options) -> subprocess.Popen[str]:
     options.setdefault("source_dir", str(SCRIPTS))
-    return subprocess.Popen(
+    driver = subprocess.Popen(
         [sys.executable, str(SCRIPTS / "lifecycle_driver.py"), json.dumps(options)],
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,
     )
+    _DRIVERS.append(driver)
+    return driver
 
 
 def wait_for_markers(marker: Path, count: int, driver: subprocess.Popen[str]) -> dict[str, int]:
@@ -372,7 +401,7 @@ def test_a_client_killed_by_sigterm_stops_its_job_like_ctrl_c(home, tmp_path):
     assert not watchdogs(name)
 
 
-@pytest.mark.parametrize("command", ["status", "stop"])
+@pytest.mark.parametrize("command", ["status", "stop", "fit"])
 def test_status_and_stop_finish_a_job_whose_client_and_watchdog_died(home, tmp_path, command):
     name = f"client-gone-{command}"
     driver, _marker, checkpoints = start_stoppable_job(tmp_path, name)
@@ -387,6 +416,24 @@ def test_status_and_stop_finish_a_job_whose_client_and_watchdog_died(home, tmp_p
         assert time.monotonic() < deadline
         time.sleep(0.2)
     assert json.loads((directory / "status.json").read_text())["TrainingJobStatus"] == "InProgress"
+    if command == "fit":  # a new job of that name first finishes the old one
+        again = PyTorch(
+            entry_point="sleepy.py",
+            source_dir=str(SCRIPTS),
+            role=None,
+            instance_type="local_process",
+            instance_count=1,
+            framework_version="2.8.0",
+            py_version="py312",
+            output_path=file_uri(tmp_path / "out2"),
+        )
+        again.fit(job_name=name, logs=False)
+        assert again.latest_training_job.describe()["TrainingJobStatus"] == "Completed"
+        failure = (tmp_path / "out" / name / "output" / "failure").read_text()
+        assert "went away before the job ended" in failure
+        for host in ("algo-1", "algo-2"):
+            assert (checkpoints / f"last-{host}.ckpt").read_text() == f"stopped on {host}"
+        return
     # ... and the first look at the job finishes it.
     result = cli(command, name)
     assert result.returncode == 0, result.stdout + result.stderr

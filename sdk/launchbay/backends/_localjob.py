@@ -65,6 +65,8 @@ logger = logging.getLogger("launchbay.backends.local")
 DEFAULT_GRACE_SECONDS = 10.0
 #: Extra time a host's runtime gets after the grace period to report and exit.
 RUNTIME_MARGIN = 5.0
+#: Seconds the other hosts get to end by themselves once one host failed.
+PEER_EXIT_WAIT = 3.0
 POLL = 0.05
 _READER_JOIN = 5.0
 _MAX_BUFFERED_LINES = 200_000
@@ -569,6 +571,7 @@ class LocalBackend:
         self._check_can_run(request, hosts)
         name_lock = self._claim_name(name)
         try:
+            self._finish_left_behind(name)
             layout = JobLayout.create(self.job_root, name, hosts)
             layout.write_request(request)
             job = LocalJob(
@@ -733,6 +736,21 @@ class LocalBackend:
     def _orphan_host_request(self, request: dict[str, Any]) -> dict[str, Any]:
         """The request as the stager sees the hosts' trees (see ``LocalJob.host_request``)."""
         return request
+
+    def _finish_left_behind(self, name: str) -> None:
+        """Before a job directory is replaced: finish the old job if its client left it unfinished.
+
+        The caller holds the name. Its checkpoints and outputs are saved first.
+        """
+        try:
+            description = self._load(name)
+        except JobError:
+            return
+        if description["TrainingJobStatus"] not in TERMINAL_STATUSES:
+            try:
+                self.finish_orphan(name)
+            except Exception as exc:  # the new job must still be able to start
+                logger.warning("Could not finish the earlier job %s: %s", name, exc)
 
     def _reconcile(self, name: str, description: dict[str, Any]) -> dict[str, Any]:
         """A job left unfinished with nobody holding its name is finished here and now."""
@@ -1033,6 +1051,7 @@ class LocalBackend:
                     job.name,
                     codes[failed[0]],
                 )
+                self._let_hosts_end(job, PEER_EXIT_WAIT)
                 self._terminate(job, self._running_hosts(job))
                 return "Failed", self._failure_reason(job, failed[0], codes[failed[0]])
             if codes and all(code == 0 for code in codes.values()):
@@ -1042,6 +1061,20 @@ class LocalBackend:
 
     def _running_hosts(self, job: LocalJob) -> list[str]:
         return [host for host, code in self._exit_codes(job).items() if code is None]
+
+    def _let_hosts_end(self, job: LocalJob, seconds: float) -> None:
+        """Give the other hosts up to ``seconds`` to end by themselves after a host failed.
+
+        Their runtimes learn of the failure through the shared directory (or from
+        the MPI master) and stop their ranks themselves, each writing its own
+        report (a worker says why it ends); only those still running then get SIGTERM.
+        """
+        deadline = time.monotonic() + seconds
+        while self._running_hosts(job) and time.monotonic() < deadline:
+            if job.stop_requested.is_set() or job.force_kill.is_set():
+                return
+            job.changed.wait(self.poll_interval)
+            job.changed.clear()
 
     #: Seconds between two looks at the hosts' exit codes.
     poll_interval = POLL

@@ -41,6 +41,7 @@ import contextlib
 import json
 import os
 import runpy
+import signal
 import socket
 import sys
 import time
@@ -190,6 +191,9 @@ def _leave_after_atexit() -> None:
     """Registered before the user's code runs, so it runs after every handler the code added."""
     if _leave_code is None:
         return
+    for signum in (signal.SIGTERM, signal.SIGINT):  # the code is done: nothing to interrupt
+        with contextlib.suppress(ValueError, OSError):
+            signal.signal(signum, signal.SIG_IGN)
     _finalize_mpi()
     _flush_everything()
     os._exit(_leave_code)

@@ -48,6 +48,8 @@ FAILURE_KILL_DELAY = 2.0
 CLEANUP_KILL_DELAY = 2.0
 HARD_STOP_AFTER_KILL = 5.0
 TAIL_LINES = 40
+#: A second stop signal within this many seconds of the first is taken as a copy of it.
+SIGNAL_REPEAT_SECONDS = 1.0
 MAX_LINE = 64 * 1024
 
 
@@ -145,6 +147,7 @@ class Supervisor:
         self._last_scan = 0.0
         self._seen_failures: set[str] = set()
         self._pidfds: dict[int, int] = {}
+        self._first_signal_at = float("-inf")
 
     # ------------------------------------------------------------------ output
 
@@ -451,10 +454,17 @@ class Supervisor:
         outcome.teardown_at = time.time()
         if reason == "signal":
             outcome.signal = signum
+            self._first_signal_at = time.monotonic()
             if self.shared is not None:
                 with contextlib.suppress(OSError):
                     self.shared.request_stop(signum)
         self._signal_groups(signal.SIGTERM, ("main", "aux", "service"))
+        # Each rank of this host gets the SIGTERM itself too: a launcher (torchrun) can
+        # exit without passing it on when every host is stopped at once, which left its
+        # ranks to the SIGKILL with no chance to write a last checkpoint.
+        launched = {proc.pid for proc in self._procs.values()}
+        ranks = {s.pid for s in outcome.ranks.values() if s.pid and s.died_at is None}
+        _procs.send_signal(ranks - launched, signal.SIGTERM)
         self._kill_at = time.monotonic() + self.grace
         if self.plan.stop_via_shared_dir:
             # Nothing of ours to kill: wait for the master to report, but not forever.
@@ -466,9 +476,18 @@ class Supervisor:
             if self.outcome.teardown_reason is None and not self._finishing:
                 self._stop("signal", signum)
             else:
-                if self.outcome.signal is None:
+                now = time.monotonic()
+                first = self.outcome.signal is None
+                if first:
                     self.outcome.signal = signum
-                self._kill_at = time.monotonic()  # a second signal: stop waiting
+                    self._first_signal_at = now
+                # A signal after a signal (someone insisting) stops waiting. The first one
+                # after a stop this host saw in the shared directory (another host got the
+                # same SIGTERM a moment earlier, e.g. when the client died) is that stop,
+                # and so is a copy of the first signal within a second of it.
+                insisting = not first and now - self._first_signal_at >= SIGNAL_REPEAT_SECONDS
+                if insisting or self._finishing:
+                    self._kill_at = now
 
     # ------------------------------------------------------------------ main loop
 
