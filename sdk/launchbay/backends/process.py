@@ -329,6 +329,7 @@ class ProcessBackend(LocalBackend):
             deadline = time.monotonic() + 2.0
             while time.monotonic() < deadline and _job_processes(job_dir):
                 time.sleep(POLL)
+        _remove_tmpdirs(job_dir)
 
     def _hosts_left(self, name: str) -> bool:
         return bool(_job_processes(self.job_dir(name)))
