@@ -258,7 +258,8 @@ def test_an_abort_before_the_script_returned_still_fails_the_job(home, tmp_path)
         est.fit(logs=False)
     assert caught.value.status == "Failed"
     # (How the signal is named is issue 12's defect 9, tested with it.)
-    assert "the process ended without a Python exception" in caught.value.reason
+    assert "SIGABRT" in caught.value.reason
+    assert "without a Python exception" in caught.value.reason
     assert "after the training code had returned normally" not in host_logs(
         home, est.latest_training_job
     )
