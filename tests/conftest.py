@@ -11,6 +11,8 @@ or a container would reach it.
 * ``aws`` (function scope): a clean moto state (``POST /moto-api/reset``) and
   the environment above for one test; yields the server URL.
 * ``session``: a ``launchbay.Session(region_name="us-west-2")`` on a clean moto.
+* ``home``: ``$LAUNCHBAY_HOME`` in the test's temporary directory (where local jobs keep
+  their directories, outputs and names) and a 5 s grace period for stopping ranks.
 """
 
 from __future__ import annotations
@@ -107,4 +109,13 @@ def src(tmp_path: os.PathLike[str], monkeypatch: pytest.MonkeyPatch) -> Path:
     (root / "util.py").write_text("X = 1\n")
     (root / "run.sh").write_text("echo run\n")
     monkeypatch.chdir(tmp_path)
+    return root
+
+
+@pytest.fixture
+def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
+    """``$LAUNCHBAY_HOME`` under ``tmp_path`` (local jobs' files), and a 5 s stop grace period."""
+    root = tmp_path / "home"
+    monkeypatch.setenv("LAUNCHBAY_HOME", str(root))
+    monkeypatch.setenv("LAUNCHBAY_GRACE_SECONDS", "5")
     return root

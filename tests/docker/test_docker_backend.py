@@ -46,14 +46,6 @@ def make_bucket(s3, name):
     return name
 
 
-@pytest.fixture
-def home(tmp_path, monkeypatch):
-    root = tmp_path / "home"
-    monkeypatch.setenv("LAUNCHBAY_HOME", str(root))
-    monkeypatch.setenv("LAUNCHBAY_GRACE_SECONDS", "5")
-    return root
-
-
 @pytest.fixture(scope="module")
 def framework_version(pytorch_image):
     from launchbay.images import parse_image_name

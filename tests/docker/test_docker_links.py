@@ -45,14 +45,6 @@ print("links written")
 """
 
 
-@pytest.fixture
-def home(tmp_path, monkeypatch):
-    root = tmp_path / "home"
-    monkeypatch.setenv("LAUNCHBAY_HOME", str(root))
-    monkeypatch.setenv("LAUNCHBAY_GRACE_SECONDS", "5")
-    return root
-
-
 def tar_contents(data) -> tuple[dict[str, bytes], dict[str, str]]:
     opened = (
         tarfile.open(fileobj=io.BytesIO(data)) if isinstance(data, bytes) else tarfile.open(data)

@@ -24,14 +24,6 @@ pytestmark = [
 SCRIPTS = Path(__file__).parent.parent / "integration" / "local_process_scripts"
 
 
-@pytest.fixture
-def home(tmp_path, monkeypatch):
-    root = tmp_path / "home"
-    monkeypatch.setenv("LAUNCHBAY_HOME", str(root))
-    monkeypatch.setenv("LAUNCHBAY_GRACE_SECONDS", "5")
-    return root
-
-
 def test_horovod_torch_allreduce_2x2_in_two_containers(
     home, tmp_path, pytorch_image, docker_client
 ):

@@ -22,14 +22,6 @@ pytestmark = pytest.mark.filterwarnings("ignore:framework_version=:UserWarning")
 SCRIPTS = Path(__file__).parent.parent / "integration" / "local_process_scripts"
 
 
-@pytest.fixture
-def home(tmp_path, monkeypatch):
-    root = tmp_path / "home"
-    monkeypatch.setenv("LAUNCHBAY_HOME", str(root))
-    monkeypatch.setenv("LAUNCHBAY_GRACE_SECONDS", "5")
-    return root
-
-
 @pytest.fixture(scope="module")
 def framework_version(pytorch_image):
     from launchbay.images import parse_image_name

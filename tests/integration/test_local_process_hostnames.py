@@ -20,14 +20,6 @@ pytestmark = pytest.mark.filterwarnings("ignore:framework_version=:UserWarning")
 SCRIPTS = Path(__file__).parent / "local_process_scripts"
 
 
-@pytest.fixture
-def home(tmp_path, monkeypatch):
-    root = tmp_path / "home"
-    monkeypatch.setenv("LAUNCHBAY_HOME", str(root))
-    monkeypatch.setenv("LAUNCHBAY_GRACE_SECONDS", "5")
-    return root
-
-
 def _mounts() -> str:
     return Path("/proc/self/mountinfo").read_text()
 

@@ -30,14 +30,6 @@ SCRIPTS = Path(__file__).parent / "local_process_scripts"
 SMDDP = {"smdistributed": {"dataparallel": {"enabled": True, "processes_per_host": 2}}}
 
 
-@pytest.fixture
-def home(tmp_path, monkeypatch):
-    root = tmp_path / "home"
-    monkeypatch.setenv("LAUNCHBAY_HOME", str(root))
-    monkeypatch.setenv("LAUNCHBAY_GRACE_SECONDS", "5")
-    return root
-
-
 def pytorch(entry_point, out, **kwargs):
     options = dict(
         entry_point=entry_point,
