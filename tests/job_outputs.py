@@ -10,6 +10,8 @@ import io
 import json
 import tarfile
 
+from pytest import approx
+
 
 def file_uri(path) -> str:
     return "file://" + str(path)
@@ -43,3 +45,32 @@ def check_ranks(reports):
         assert report["local_rank"] == rank % 2
         assert report["host"] == f"algo-{rank // 2 + 1}"
         assert report["hosts"] == ["algo-1", "algo-2"]
+
+
+def check_horovod_ranks(reports: dict[int, dict], local_size: int = 4) -> None:
+    """Ranks 0-3 on algo-1/algo-2; the average of (r+1, 10(r+1)) is (2.5, 25), the sum (10, 100).
+
+    Horovod's MPI controller counts as "local" the ranks that share memory: in
+    ``local_process`` every host is on this one machine (local size 4), in Docker each
+    container is its own node (local size 2), as on SageMaker.
+    """
+    assert sorted(reports) == [0, 1, 2, 3]
+    for rank, report in reports.items():
+        assert report["world"] == 4
+        assert report["local_size"] == local_size
+        assert report["local_rank"] == rank % local_size
+        assert report["host"] == f"algo-{rank // 2 + 1}"
+        assert report["mpi"] is True
+        assert report["average"] == approx([2.5, 25.0])
+        assert report["sum"] == approx([10.0, 100.0])
+        # Broadcast start plus averaged gradients: every rank ends with the same weights.
+        assert report["same_weights"] is True
+
+
+HOROVOD_MPI = {
+    "mpi": {
+        "enabled": True,
+        "processes_per_host": 2,
+        "custom_mpi_options": "-x HOROVOD_LOG_LEVEL=warning",
+    }
+}

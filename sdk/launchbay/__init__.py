@@ -3,8 +3,9 @@
 The public surface is small and imported lazily, so ``import launchbay`` stays
 fast and never imports boto3::
 
-    from launchbay import Estimator, Session
+    from launchbay import Estimator, Session, get_execution_role
     from launchbay.pytorch import PyTorch
+    from launchbay.utils import name_from_base, sagemaker_timestamp
 """
 
 from __future__ import annotations
@@ -34,6 +35,7 @@ _LAZY = {
     "Estimator": "launchbay.estimator",
     "Framework": "launchbay.estimator",
     "Session": "launchbay.session",
+    "get_execution_role": "launchbay.session",
     "TrainingInput": "launchbay.inputs",
     "FileSystemInput": "launchbay.inputs",
     "DebuggerHookConfig": "launchbay.debugger",
@@ -65,6 +67,7 @@ __all__ = [
     "TransferError",
     "UnknownArgumentError",
     "__version__",
+    "get_execution_role",
 ]
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -72,7 +75,7 @@ if TYPE_CHECKING:  # pragma: no cover
     from launchbay.estimator import Estimator, Framework
     from launchbay.inputs import FileSystemInput, TrainingInput
     from launchbay.pytorch import PyTorch
-    from launchbay.session import Session
+    from launchbay.session import Session, get_execution_role
     from launchbay.tensorflow import TensorFlow
 
 

@@ -24,7 +24,7 @@ import threading
 from collections.abc import Iterable, Sequence
 from typing import Any, TextIO
 
-from launchbay._progress import _in_notebook
+from launchbay._progress import NotebookLine, _in_notebook
 from launchbay.errors import ConfigurationError
 
 __all__ = ["LogPrinter", "show_logs", "sorted_hosts", "COLOURS"]
@@ -107,6 +107,10 @@ class LogPrinter:
         self._prefixes: dict[str, str] = {}
         self._status = ""
         self._shown = 0  # characters of the status line now on screen
+        # Jupyter keeps every "\r" in the saved output: there the status is a display
+        # updated in place, and a line's carriage-return redraws keep only their last state.
+        self.notebook = notebook
+        self._notebook_line = NotebookLine() if notebook and self.live else None
         for host in hosts:
             self.add_host(host)
 
@@ -135,6 +139,8 @@ class LogPrinter:
     def print(self, lines: Iterable[tuple[str, str]]) -> None:
         """Print ``(host, line)`` pairs, each as ``host | line``."""
         with self._lock:
+            if self.notebook:
+                lines = [(host, line.rsplit("\r", 1)[-1]) for host, line in lines]
             text = "".join(f"{self._prefix(host)}{line}\n" for host, line in lines)
             if text:
                 self._write(self._clear() + text + self._draw())
@@ -149,6 +155,9 @@ class LogPrinter:
         with self._lock:
             if not self.live:
                 self._write(text + "\n")
+                return
+            if self._notebook_line is not None:
+                self._notebook_line.update(text.replace("\n", " "))
                 return
             if text == self._status and self._shown:
                 return  # already on screen

@@ -2,8 +2,10 @@
 
 The bar counts bytes and files at once and is safe to update from many worker
 threads. It redraws at most a few times a second on one line (carriage return),
-and writes a final line when closed. It is shown when the output stream is a
-terminal or the code runs in a Jupyter kernel; callers can force it on or off.
+and writes a final line when closed; in a Jupyter kernel it is a display updated
+in place (:class:`NotebookLine`), so saved cell outputs hold no ``\r``. It is
+shown when the output stream is a terminal or the code runs in a Jupyter
+kernel; callers can force it on or off.
 """
 
 from __future__ import annotations
@@ -12,12 +14,47 @@ import sys
 import threading
 import time
 from collections.abc import Callable
-from typing import TextIO
+from typing import Any, TextIO
 
-__all__ = ["Progress", "progress_enabled"]
+__all__ = ["NotebookLine", "Progress", "in_notebook", "progress_enabled"]
 
 _BAR_WIDTH = 24
 _MIN_REDRAW_INTERVAL = 0.1  # seconds
+
+
+def in_notebook() -> bool:
+    """True when running inside a Jupyter (ZMQ) kernel."""
+    return _in_notebook()
+
+
+class NotebookLine:
+    """One line of text in a Jupyter cell's output, replaced in place as it changes.
+
+    A carriage return cannot redraw a line there: the saved output keeps every
+    state, ``\r`` included. This shows the text as a display (IPython's
+    ``display(..., display_id=True)``) and updates that display, so the cell
+    (and the saved notebook) holds only the last text.
+    """
+
+    def __init__(self) -> None:
+        self._handle: Any = None
+        self._text: str | None = None
+
+    def update(self, text: str) -> None:
+        """Show ``text`` (nothing is sent when it did not change)."""
+        if text == self._text:
+            return
+        self._text = text
+        try:
+            from IPython.display import display
+
+            bundle = {"text/plain": text}
+            if self._handle is None:
+                self._handle = display(bundle, raw=True, display_id=True)
+            else:
+                self._handle.update(bundle, raw=True)
+        except Exception:  # a display problem must never break a transfer or a job
+            self._handle = None
 
 
 def _in_notebook() -> bool:
@@ -98,6 +135,13 @@ class Progress:
         self._last_draw = 0.0
         self._closed = False
         self._last_len = 0
+        # In a notebook (and writing where the notebook shows it) the bar is a display
+        # updated in place; elsewhere one line redrawn with carriage returns.
+        self._notebook = (
+            NotebookLine()
+            if enabled and stream in (None, sys.stderr, sys.stdout) and _in_notebook()
+            else None
+        )
 
     # -- counters ---------------------------------------------------------------
     @property
@@ -163,8 +207,11 @@ class Progress:
         )
 
     def _draw(self, end: str) -> None:
-        stream = sys.stderr if self._stream is None else self._stream
         line = self.render()
+        if self._notebook is not None:
+            self._notebook.update(line)
+            return
+        stream = sys.stderr if self._stream is None else self._stream
         pad = " " * max(self._last_len - len(line), 0)
         self._last_len = len(line)
         try:

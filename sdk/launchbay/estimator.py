@@ -14,15 +14,13 @@ import copy
 import inspect
 import json
 import logging
-import math
 import os
 import re
-import time
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from launchbay import _request
+from launchbay import _request, utils
 from launchbay._instances import version_tuple
 from launchbay.debugger import DebuggerHookConfig
 from launchbay.distribution import LOCAL_INSTANCE_TYPES, Distribution, parse_distribution
@@ -153,16 +151,9 @@ def _str_list(argument: str, value: Any, *, allow_empty: bool = False) -> list[s
     return list(value)
 
 
-def _timestamp() -> str:
-    now = time.time()
-    millis = int((now - math.floor(now)) * 1000)
-    return time.strftime("%Y-%m-%d-%H-%M-%S", time.gmtime(now)) + f"-{millis:03d}"
-
-
 def name_from_base(base: str, max_length: int = 63) -> str:
     """``base`` trimmed, with a millisecond UTC timestamp appended (as SDK v2 names jobs)."""
-    stamp = _timestamp()
-    return f"{base[: max_length - len(stamp) - 1]}-{stamp}"
+    return utils.name_from_base(base, max_length)
 
 
 def base_name_from_image(image: str) -> str:
@@ -393,7 +384,20 @@ class EstimatorBase:
             )
         if role is not None and (not isinstance(role, str) or not role):
             raise ConfigurationError.invalid("role", role, "an IAM role ARN or role name")
-        self.role = role
+        from launchbay.session import LocalExecutionRole
+
+        if isinstance(role, LocalExecutionRole) and not self.is_local:
+            raise ConfigurationError(
+                f"role={str(role)!r} is the placeholder get_execution_role() returns outside "
+                f"a SageMaker notebook; instance_type={self.instance_type!r} runs on SageMaker, "
+                "which needs a real role. Accepted: an IAM role ARN such as "
+                "'arn:aws:iam::123456789012:role/SageMakerRole' (or set "
+                "LAUNCHBAY_EXECUTION_ROLE), or a local instance type "
+                "('local', 'local_gpu', 'local_process').",
+                argument="role",
+                value=str(role),
+            )
+        self.role = None if role is None else str(role)
         if base_job_name is not None:
             validate_job_name(base_job_name, "base_job_name")
         self.base_job_name = base_job_name
@@ -1129,6 +1133,29 @@ class EstimatorBase:
         if self.latest_training_job is None:
             return None
         return self.latest_training_job.model_data
+
+    def latest_job_debugger_artifacts_path(self) -> str | None:
+        """Where the latest job's debugger hook output went: ``<S3OutputPath>/<job>/debug-output``.
+
+        ``S3OutputPath`` is the request's ``DebugHookConfig`` one (the hook config's
+        ``s3_output_path``, else the job's ``output_path``): an ``s3://`` URI, or a
+        ``file://`` one where local jobs copied every host's tensors. ``None`` when the job
+        ran without a debugger hook config.
+
+        Raises:
+            ConfigurationError: no job has run from this estimator yet.
+        """
+        if self.latest_training_job is None:
+            raise ConfigurationError.invalid(
+                "latest_training_job",
+                None,
+                "a job started by fit() (or attach()) before asking for its debugger artifacts",
+            )
+        hook = self.latest_training_job.describe().get("DebugHookConfig") or {}
+        target = hook.get("S3OutputPath")
+        if not target:
+            return None
+        return "/".join([target.rstrip("/"), self.latest_training_job.name, "debug-output"])
 
     @classmethod
     def attach(

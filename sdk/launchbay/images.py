@@ -59,6 +59,7 @@ from typing import IO, Any, NamedTuple, TextIO
 
 from launchbay._docker import docker_client as _engine_client
 from launchbay._docker import docker_errors
+from launchbay._progress import _in_notebook
 from launchbay.errors import ConfigurationError, DockerError, MissingDependencyError
 
 __all__ = [
@@ -760,6 +761,8 @@ class _BuildDisplay:
 def _display_mode(progress: bool | None, stream: TextIO) -> str:
     if progress is False:
         return "quiet"
+    if _in_notebook() and stream in (sys.stdout, sys.stderr):
+        return "plain"  # Jupyter keeps every "\r" redraw in the saved output
     if progress is True:
         return "live"
     return "live" if _isatty(stream) else "plain"

@@ -51,6 +51,10 @@ if TYPE_CHECKING:  # pragma: no cover
 
 __all__ = [
     "Session",
+    "get_execution_role",
+    "LocalExecutionRole",
+    "LOCAL_ROLE_ARN",
+    "NOTEBOOK_METADATA_FILE",
     "DEFAULT_MAX_WORKERS",
     "MAX_WORKERS",
     "MULTIPART_THRESHOLD",
@@ -369,6 +373,48 @@ class Session:
                 reason=f"IAM GetRole failed: {exc}",
             ) from exc
 
+    def get_caller_identity_arn(self) -> str:
+        """The IAM role (or user) ARN this code runs as, as SDK v2 finds it.
+
+        In a SageMaker notebook instance, its ``RoleArn`` (DescribeNotebookInstance);
+        in Studio, the user profile's (else the domain's) execution role; otherwise
+        STS GetCallerIdentity, with an assumed-role ARN turned into its role's ARN
+        (``arn:aws:iam::<account>:role/<path><name>``).
+        """
+        import botocore.exceptions
+
+        try:
+            metadata = _notebook_metadata()
+            if metadata.get("ResourceName") and not metadata.get("DomainId"):
+                name = metadata["ResourceName"]
+                found = self.sagemaker_client.describe_notebook_instance(NotebookInstanceName=name)
+                return str(found["RoleArn"])
+            if metadata.get("DomainId") and metadata.get("UserProfileName"):
+                profile = self.sagemaker_client.describe_user_profile(
+                    DomainId=metadata["DomainId"], UserProfileName=metadata["UserProfileName"]
+                )
+                role = (profile.get("UserSettings") or {}).get("ExecutionRole")
+                if not role:
+                    domain = self.sagemaker_client.describe_domain(DomainId=metadata["DomainId"])
+                    role = (domain.get("DefaultUserSettings") or {}).get("ExecutionRole")
+                if role:
+                    return str(role)
+            arn = str(self._new_client("sts").get_caller_identity()["Arn"])
+        except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as exc:
+            raise ConfigurationError(
+                f"Could not find the execution role of this notebook ({exc}). Pass role= an "
+                "IAM role ARN, or set LAUNCHBAY_EXECUTION_ROLE.",
+                argument="role",
+            ) from exc
+        if ":assumed-role/" not in arn:
+            return arn
+        account = arn.split(":")[4]
+        role_name = arn.split(":assumed-role/", 1)[1].split("/")[0]
+        try:  # the role's path, when IAM lets us read it
+            return str(self._new_client("iam").get_role(RoleName=role_name)["Role"]["Arn"])
+        except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError):
+            return f"arn:aws:iam::{account}:role/{role_name}"
+
     # -- small helpers ------------------------------------------------------------
     def object_exists(self, bucket: str, key: str) -> bool:
         """True if ``s3://bucket/key`` exists (``HeadObject``); False on 404."""
@@ -429,13 +475,13 @@ class Session:
         path: str | os.PathLike[str],
         bucket: str | None = None,
         key_prefix: str = "data",
+        callback: Callable[[int], object] | None = None,
         extra_args: Mapping[str, Any] | None = None,
         *,
         max_workers: int | None = None,
         progress: bool | None = None,
-        callback: Callable[[int], object] | None = None,
     ) -> str:
-        """Upload a local file or directory to S3, in parallel.
+        """Upload a local file or directory to S3, in parallel (SDK v2's arguments, in order).
 
         A file goes to ``{key_prefix}/{filename}`` and the returned URI is
         ``s3://{bucket}/{key_prefix}/{filename}``. A directory is uploaded
@@ -458,7 +504,11 @@ class Session:
 
         Raises:
             InputError: ``path`` does not exist, or a bad ``bucket``/``extra_args``.
-            TransferError: An upload failed (the message names the file and S3 URI).
+            TransferError: An upload failed. The message names the file and S3 URI;
+                for a directory it starts ``Uploaded N of M file(s) to s3://bucket/``
+                and names the failed files (the first five) and how many were not
+                attempted: the upload stops at the first failure, and what went up
+                stays in S3.
         """
         local = os.fspath(path)
         if not os.path.exists(local):
@@ -684,6 +734,20 @@ class Session:
             callback=callback,
         )
 
+        done: list[str] = []
+        failed: list[tuple[str, str, TransferError]] = []
+        lock = threading.Lock()
+
+        def counted(upload: Callable[[], None], local: str, key: str) -> None:
+            try:
+                upload()
+            except TransferError as exc:
+                with lock:
+                    failed.append((local, key, exc))
+                raise
+            with lock:
+                done.append(key)
+
         def put(local: str, key: str, size: int) -> None:
             try:
                 with open(local, "rb") as body:
@@ -717,11 +781,16 @@ class Session:
         large: list[Callable[[], None]] = []
         for local, key, size in files:
             if size >= MULTIPART_THRESHOLD:
-                large.append(lambda a=local, b=key: managed(a, b))
+                large.append(lambda a=local, b=key: counted(lambda: managed(a, b), a, b))
             else:
-                small.append(lambda a=local, b=key, c=size: put(a, b, c))
-        with bar:
-            self._run(small, large, workers)
+                small.append(lambda a=local, b=key, c=size: counted(lambda: put(a, b, c), a, b))
+        try:
+            with bar:
+                self._run(small, large, workers)
+        except TransferError as exc:
+            if len(files) <= 1:
+                raise
+            raise _partial_upload_error(bucket, len(files), done, failed, exc) from exc.__cause__
         logger.info(
             "Uploaded %d file(s) to s3://%s/ in %.2fs",
             len(files),
@@ -823,6 +892,34 @@ def _normalise_prefix(prefix: str | None) -> str:
     return "/".join(part for part in (prefix or "").split("/") if part)
 
 
+#: Failed files a partial-upload error names.
+_FAILURES_SHOWN = 5
+
+
+def _partial_upload_error(
+    bucket: str,
+    total: int,
+    done: list[str],
+    failed: list[tuple[str, str, TransferError]],
+    first: TransferError,
+) -> TransferError:
+    """``Uploaded N of M file(s) ...``: what went up, what failed (first few), what was not tried."""
+    failed = sorted(failed, key=lambda f: f[1])
+    shown = "; ".join(str(exc) for _, _, exc in failed[:_FAILURES_SHOWN]) or str(first)
+    more = f" (and {len(failed) - _FAILURES_SHOWN} more)" if len(failed) > _FAILURES_SHOWN else ""
+    skipped = total - len(done) - len(failed)
+    not_tried = (
+        f" {skipped} file(s) were not attempted: the upload stops at the first failure."
+        if skipped > 0
+        else ""
+    )
+    return TransferError(
+        f"Uploaded {len(done)} of {total} file(s) to s3://{bucket}/; {len(failed) or 1} "
+        f"failed: {shown}{more}.{not_tried} Files already uploaded stay in S3; fix the cause "
+        "and upload again (existing keys are overwritten)."
+    )
+
+
 def _walk_files(root: str, prefix: str) -> list[tuple[str, str, int]]:
     """(local path, key, size) for every file under ``root``, in a stable order.
 
@@ -844,3 +941,70 @@ def _walk_files(root: str, prefix: str) -> list[tuple[str, str, int]]:
                 ) from exc
             files.append((local, s3_join(prefix, *rel_parts, name), size))
     return files
+
+
+# --------------------------------------------------------------------------- execution role
+
+#: Where a SageMaker notebook instance or Studio app describes itself.
+NOTEBOOK_METADATA_FILE = "/opt/ml/metadata/resource-metadata.json"
+#: The role ARN local jobs carry when no role was given.
+LOCAL_ROLE_ARN = "arn:aws:iam::000000000000:role/launchbay-local"
+
+
+class LocalExecutionRole(str):
+    """The placeholder :func:`get_execution_role` returns outside SageMaker.
+
+    It is :data:`LOCAL_ROLE_ARN` for local instance types (``local``,
+    ``local_gpu``, ``local_process``); an estimator for SageMaker instance types
+    refuses it with a :class:`~launchbay.errors.ConfigurationError`.
+    """
+
+    __slots__ = ()
+
+
+def _notebook_metadata() -> dict[str, Any]:
+    import json
+
+    try:
+        with open(NOTEBOOK_METADATA_FILE, encoding="utf-8") as f:
+            document = json.load(f)
+    except (OSError, ValueError):
+        return {}
+    return document if isinstance(document, dict) else {}
+
+
+def get_execution_role(sagemaker_session: Session | None = None, use_default: bool = False) -> str:
+    """The IAM role to run training jobs with (``sagemaker.get_execution_role()``).
+
+    * ``LAUNCHBAY_EXECUTION_ROLE`` when set (a role ARN);
+    * in a SageMaker notebook instance or Studio (``/opt/ml/metadata/resource-metadata.json``
+      exists): its execution role, as SDK v2 finds it
+      (:meth:`Session.get_caller_identity_arn`); a ConfigurationError when that is
+      not a role;
+    * anywhere else: a :class:`LocalExecutionRole` placeholder, no AWS call. Local
+      instance types run with it; an estimator for an ``ml.*`` instance type
+      raises a ConfigurationError that says to pass a role ARN.
+
+    ``use_default=True`` (SDK v2 then creates ``AmazonSageMaker-DefaultRole``) is
+    not supported: launchbay creates no IAM roles.
+    """
+    if use_default:
+        raise ConfigurationError.invalid(
+            "use_default",
+            use_default,
+            "False (launchbay creates no IAM roles: pass role= an IAM role ARN instead)",
+        )
+    explicit = os.environ.get("LAUNCHBAY_EXECUTION_ROLE")
+    if explicit:
+        return explicit
+    if not os.path.exists(NOTEBOOK_METADATA_FILE):
+        return LocalExecutionRole(LOCAL_ROLE_ARN)
+    arn = (sagemaker_session or Session()).get_caller_identity_arn()
+    if ":role/" in arn:
+        return arn
+    raise ConfigurationError(
+        f"The AWS identity of this notebook is not a role ({arn}), so it cannot be a "
+        "SageMaker execution role. Pass role= an IAM role ARN, or set LAUNCHBAY_EXECUTION_ROLE.",
+        argument="role",
+        value=arn,
+    )

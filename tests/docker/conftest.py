@@ -8,15 +8,17 @@ engine that cannot be reached FAILS them, with the message saying how to start i
 * ``base_image`` (session): the Python base the images build FROM. ``$LAUNCHBAY_BASE_IMAGE``
   if set (e.g. ``python:3.11-slim`` where pulling works), else the local
   ``launchbay/python-base:<python>-<suite>``, made with mmdebstrap when missing.
-* ``wheelhouse`` (session): the first directory of ``$PIP_FIND_LINKS`` (then /opt/wheels)
-  that holds torch's wheel, or ``None``.
+* ``wheelhouse`` (session): the image's wheelhouse as ``.ci/run`` makes it: links to
+  Horovod's cached wheel (``.ci/horovod.sh`` builds it on first use, docs/horovod.md) and to
+  the wheels of the first directory of ``$PIP_FIND_LINKS`` (then /opt/wheels) that holds
+  torch's wheel.
 * ``pytorch_image`` (session): ``launchbay/pytorch-training:2.13.0-cpu-py311``, built when
   missing or built from other sources (``build_image(..., reuse=True)``).
+* ``tensorflow_image`` (session): ``launchbay/tensorflow-training:2.21.0-cpu-py311``, the same.
 """
 
 from __future__ import annotations
 
-import glob
 import os
 import sys
 from collections.abc import Iterator
@@ -26,6 +28,7 @@ from typing import Any
 import pytest
 
 TORCH_VERSION = "2.13.0"
+TF_VERSION = "2.21.0"
 HERE = Path(__file__).resolve().parent
 
 
@@ -70,26 +73,20 @@ def base_image(docker_client: Any) -> str:
     raise AssertionError("unreachable")  # pragma: no cover
 
 
-def _wheelhouse() -> str | None:
-    """The first of $PIP_FIND_LINKS' directories, then /opt/wheels, that holds torch's wheel.
+@pytest.fixture(scope="session")
+def wheelhouse() -> str:
+    """Horovod's wheel beside torch's CPU wheel: ``.ci/horovod.sh --wheelhouse``, as .ci/run."""
+    from image_wheels import image_wheelhouse
 
-    The same rule as .ci/run's, so the image CI builds is the one the fixture reuses.
-    """
-    for entry in [*(os.environ.get("PIP_FIND_LINKS") or "").split(), "/opt/wheels"]:
-        path = entry[len("file://") :] if entry.startswith("file://") else entry
-        if os.path.isdir(path) and glob.glob(os.path.join(path, f"torch-{TORCH_VERSION}*.whl")):
-            return path
-    return None
+    try:
+        return image_wheelhouse()
+    except RuntimeError as exc:
+        pytest.fail(str(exc), pytrace=False)
+    raise AssertionError("unreachable")  # pragma: no cover
 
 
 @pytest.fixture(scope="session")
-def wheelhouse() -> str | None:
-    """The local wheel directory holding torch's CPU wheel, or ``None`` (pip uses the index)."""
-    return _wheelhouse()
-
-
-@pytest.fixture(scope="session")
-def pytorch_image(docker_client: Any, base_image: str, wheelhouse: str | None) -> str:
+def pytorch_image(docker_client: Any, base_image: str, wheelhouse: str) -> str:
     """``launchbay/pytorch-training:2.13.0-cpu-py311``, (re)built when needed."""
     from launchbay import images
 
@@ -106,4 +103,25 @@ def pytorch_image(docker_client: Any, base_image: str, wheelhouse: str | None) -
         )
     except images.ImageBuildError as exc:
         pytest.fail(f"Building the PyTorch image failed:\n{exc}", pytrace=False)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+@pytest.fixture(scope="session")
+def tensorflow_image(docker_client: Any, base_image: str, wheelhouse: str) -> str:
+    """``launchbay/tensorflow-training:2.21.0-cpu-py311`` (with Horovod), built when needed."""
+    from launchbay import images
+
+    try:
+        return images.build_image(
+            "tensorflow",
+            TF_VERSION,
+            "cpu",
+            base_image=base_image,
+            wheelhouse=wheelhouse,
+            reuse=True,
+            client=docker_client,
+            stream=sys.stderr,
+        )
+    except images.ImageBuildError as exc:
+        pytest.fail(f"Building the TensorFlow image failed:\n{exc}", pytrace=False)
     raise AssertionError("unreachable")  # pragma: no cover

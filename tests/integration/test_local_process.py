@@ -129,6 +129,25 @@ def test_mpi_2x2_with_mpi4py(home, tmp_path):
     assert not job_processes(job_dir(home, est.latest_training_job))
 
 
+@pytest.mark.parametrize(
+    ("script", "distribution"),
+    [
+        ("torch_ddp.py", {"torch_distributed": {"enabled": True, "processes_per_host": 2}}),
+        ("mpi_check.py", {"mpi": {"enabled": True, "processes_per_host": 2}}),
+    ],
+    ids=["torch_distributed", "mpi"],
+)
+def test_nothing_is_left_in_the_callers_tmpdir(home, tmp_path, monkeypatch, script, distribution):
+    """torchelastic_* and OpenMPI session dirs go to a per-host TMPDIR removed with the job."""
+    tmpdir = tmp_path / "t"
+    tmpdir.mkdir()
+    monkeypatch.setenv("TMPDIR", str(tmpdir))
+    est = pytorch(script, distribution=distribution, output_path=file_uri(tmp_path / "out"))
+    est.fit(logs=False)
+    assert est.latest_training_job.describe()["TrainingJobStatus"] == "Completed"
+    assert sorted(os.listdir(tmpdir)) == []
+
+
 # --------------------------------------------------------------------------- (c)
 
 
@@ -382,6 +401,29 @@ def test_stop_and_max_run_end_stopped_with_checkpoints_saved(home, tmp_path, how
         assert "MaxRuntimeInSeconds" in description["FailureReason"]
     assert sorted(p.name for p in checkpoints.iterdir()) == ["last-algo-1.ckpt", "last-algo-2.ckpt"]
     assert not job_processes(job_dir(home, job))
+
+
+def test_max_run_names_the_hosts_and_ranks_still_running(home, tmp_path):
+    """algo-1 ends at once, both ranks of algo-2 are stuck: the reason names only those."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "stuck.py").write_text(
+        "import os, time\nif os.environ['SM_CURRENT_HOST'] == 'algo-2':\n    time.sleep(120)\n"
+    )
+    est = pytorch(
+        "stuck.py",
+        source_dir=str(src),
+        distribution={"mpi": {"enabled": True, "processes_per_host": 2}},
+        output_path=file_uri(tmp_path / "out"),
+        max_run=4,
+    )
+    with pytest.raises(JobFailedError, match="Stopped") as caught:
+        est.fit(logs=False)
+    reason = caught.value.reason
+    assert "MaxRuntimeInSeconds (4 seconds)" in reason
+    assert "Still running when the limit was hit: host algo-2 (ranks 2, 3)." in reason, reason
+    assert "algo-1" not in reason, reason
+    assert not job_processes(job_dir(home, est.latest_training_job))
 
 
 def test_log_prefixes_are_coloured_on_a_terminal(monkeypatch):

@@ -348,3 +348,35 @@ def test_download_refuses_keys_that_escape_path(session: launchbay.Session, tmp_
     assert session.download_data(tmp_path / "o3", bucket, "database/") == [
         str(tmp_path / "o3" / "x.txt")
     ]
+
+
+def test_a_partial_upload_says_how_many_files_went_up_and_which_failed(
+    session: launchbay.Session, tmp_path: Path
+) -> None:
+    """A file removed after the listing (a real condition): the error counts what went up."""
+    src = tmp_path / "src"
+    src.mkdir()
+    for i in range(10):
+        (src / f"f{i:02d}.txt").write_text(str(i))
+    victim = src / "f05.txt"
+
+    def remove_one(_bytes: int) -> None:  # runs after the first file went up
+        if victim.exists():
+            victim.unlink()
+
+    bucket = session.default_bucket()
+    with pytest.raises(TransferError) as info:
+        session.upload_data(
+            src, bucket=bucket, key_prefix="p", max_workers=1, progress=False, callback=remove_one
+        )
+    message = str(info.value)
+    keys = [
+        o["Key"]
+        for o in session.s3_client.list_objects_v2(Bucket=bucket, Prefix="p/").get("Contents", [])
+    ]
+    assert len(keys) >= 5 and "p/f05.txt" not in keys
+    assert message.startswith(f"Uploaded {len(keys)} of 10 file(s) to s3://{bucket}/; 1 failed:")
+    assert str(victim) in message and f"s3://{bucket}/p/f05.txt" in message
+    assert "No such file or directory" in message
+    if len(keys) < 9:
+        assert f"{9 - len(keys)} file(s) were not attempted" in message

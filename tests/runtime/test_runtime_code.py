@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import io
+import os
 import tarfile
 from pathlib import Path
 
@@ -53,6 +54,94 @@ def test_archive_members_escaping_the_code_dir_are_refused(tmp_path: Path, bad: 
     assert bad[1] in str(info.value) and "outside the code directory" in str(info.value)
     assert not (dest / "train.py").exists(), "nothing is extracted from a refused archive"
     assert not (tmp_path / "evil.py").exists()
+
+
+def _listing(root: Path) -> list[str]:
+    return sorted(str(p.relative_to(root)) for p in root.rglob("*"))
+
+
+CHAINED = {
+    # A link whose target goes through another link from the same archive.
+    "dotdot through a dir link": [
+        ("symlink", "a", "."),
+        ("symlink", "b", "a/.."),
+        ("file", "b/evil.py", "x"),
+    ],
+    "link to a link to outside": [
+        ("symlink", "d", "."),
+        ("symlink", "x", "d/../evil.py"),
+        ("file", "x", "x"),
+    ],
+    "three links deep": [
+        ("dir", "sub", ""),
+        ("symlink", "sub/up", ".."),
+        ("symlink", "sub/up2", "up/sub/up"),
+        ("symlink", "esc", "sub/up2/.."),
+        ("file", "esc/evil.py", "x"),
+    ],
+    "a later member re-points a link": [
+        ("symlink", "l", "t/evil.py"),
+        ("symlink", "t", "sub/.."),
+        ("symlink", "sub", "."),
+    ],
+    "hard link through a link": [
+        ("symlink", "a", "."),
+        ("symlink", "b", "a/.."),
+        ("hardlink", "h", "b/outside.txt"),
+    ],
+    "absolute link": [("symlink", "abs", "/etc"), ("file", "abs/evil.py", "x")],
+    "dotdot member": [("file", "pkg/../../evil.py", "x")],
+    "hard link outside": [("hardlink", "h", "../outside.txt")],
+    "file written through a link": [("symlink", "f", "../evil.py"), ("file", "f", "x")],
+}
+
+
+@pytest.mark.parametrize("use_data_filter", [True, False], ids=["data-filter", "no-filter"])
+@pytest.mark.parametrize("case", sorted(CHAINED))
+def test_chained_links_are_refused_and_nothing_is_written(
+    tmp_path: Path, case: str, use_data_filter: bool
+) -> None:
+    """The check resolves links as extraction will; with or without tarfile's data filter."""
+    work = tmp_path / "work"
+    work.mkdir()
+    (work / "outside.txt").write_text("host file")
+    members = [("file", "train.py", "print(1)"), *CHAINED[case]]
+    archive = _tar(tmp_path / "sourcedir.tar.gz", members)
+    dest = work / "code"
+    before = _listing(tmp_path)
+    with pytest.raises(UnsafeArchiveError) as info:
+        code.safe_extract(str(archive), str(dest), use_data_filter=use_data_filter)
+    assert "outside the code directory" in str(info.value)
+    assert "through other links in the archive" in str(info.value)
+    assert "Nothing was unpacked" in str(info.value)
+    assert os.listdir(dest) == [], "nothing at all is written inside when refused"
+    assert _listing(tmp_path) == sorted([*before, "work/code"]), "nothing is written outside"
+    assert (work / "outside.txt").read_text() == "host file"
+
+
+@pytest.mark.parametrize("use_data_filter", [True, False], ids=["data-filter", "no-filter"])
+def test_links_that_stay_inside_are_extracted_with_or_without_the_filter(
+    tmp_path: Path, use_data_filter: bool
+) -> None:
+    archive = _tar(
+        tmp_path / "s.tar.gz",
+        [
+            ("dir", "pkg", ""),
+            ("file", "pkg/mod.py", "M"),
+            ("symlink", "latest", "."),
+            ("symlink", "p", "latest/pkg"),
+            ("symlink", "up", "pkg/.."),
+            ("file", "p/extra.py", "E"),
+            ("hardlink", "hard.py", "pkg/mod.py"),
+            ("symlink", "m", "up/p/mod.py"),
+        ],
+    )
+    dest = tmp_path / "code"
+    code.safe_extract(str(archive), str(dest), use_data_filter=use_data_filter)
+    assert (dest / "pkg" / "extra.py").read_text() == "E"
+    assert (dest / "m").read_text() == "M"
+    assert (dest / "hard.py").read_text() == "M"
+    assert os.readlink(dest / "latest") == "."
 
 
 def test_safe_archive_is_extracted(tmp_path: Path) -> None:

@@ -250,3 +250,36 @@ def test_a_rank_killed_without_a_traceback_is_the_root_cause_not_its_peers(local
         assert report["cause"] == "crash"
         assert "Rank 1" in result.failure[:1024] and "host algo-1" in result.failure[:1024]
     assert not job.leftovers()
+
+
+KILL_SELF_SCRIPT = """
+import os, signal, time
+rank = int(os.environ.get("RANK", os.environ.get("OMPI_COMM_WORLD_RANK", "0")))
+time.sleep(2)  # running, as a rank the OOM killer picks is
+if rank == 1:
+    os.kill(os.getpid(), signal.SIGKILL)
+time.sleep(60)
+"""
+
+
+@pytest.mark.parametrize("launcher", ["torch_distributed", "mpi"])
+def test_a_rank_killed_by_sigkill_is_reported_with_the_signal_and_a_memory_hint(
+    local_job, launcher
+) -> None:
+    """Not "exit code unknown": the report names SIGKILL and points at the OOM killer."""
+    enabled = (
+        {"sagemaker_torch_distributed_enabled": True}
+        if launcher == "torch_distributed"
+        else {"sagemaker_mpi_enabled": True, "sagemaker_mpi_custom_mpi_options": ""}
+    )
+    job = local_job(
+        {"train.py": KILL_SELF_SCRIPT}, hosts=1, hyperparameters={**enabled, **TWO_BY_TWO}
+    )
+    results = job.run(timeout=90)
+    result = results["algo-1"]
+    assert result.returncode != 0
+    head = result.failure[:1024]
+    assert "unknown" not in head, head
+    assert "Rank 1" in head and "SIGKILL (signal 9)" in head, head
+    assert "out-of-memory killer" in head and "memory" in head, head
+    assert result.failure_json["exit_code"] == 128 + signal.SIGKILL

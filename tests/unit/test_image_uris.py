@@ -176,14 +176,11 @@ def test_p2_is_refused_like_v2(v2, framework, instance_type):
     first_retired = {"pytorch": "1.13", "tensorflow": "2.12"}[framework]
     for version in _all_versions(framework):
         py = py_versions(framework, version)[0]
+        args = (version, py, instance_type)
         expected = _v2_outcome(
-            lambda: v2.retrieve(
-                framework, "us-east-1", version, py, instance_type, image_scope="training"
-            )
+            lambda args=args: v2.retrieve(framework, "us-east-1", *args, image_scope="training")
         )
-        got = _ours_outcome(
-            lambda: training_image_uri(framework, version, py, instance_type, "us-east-1")
-        )
+        got = _ours_outcome(lambda args=args: training_image_uri(framework, *args, "us-east-1"))
         assert got == expected, version
         assert (got[0] == "error") == (_vtuple(version) >= _vtuple(first_retired)), version
     with pytest.raises(ImageNotFoundError, match="instance_type='ml.p2") as info:

@@ -13,14 +13,22 @@ PUBLIC = [
     "DockerError", "Estimator", "FileSystemInput", "Framework", "ImageNotFoundError", "InputError", "JobError",
     "JobFailedError", "LaunchbayError", "MissingDependencyError", "ProvisioningError", "PyTorch",
     "Session", "TensorFlow", "TrainingInput", "TransferError", "UnknownArgumentError",
-    "__version__",
+    "__version__", "get_execution_role",
 ]  # fmt: skip
+UTILS = ["name_from_base", "sagemaker_short_timestamp", "sagemaker_timestamp"]
 
 
 def test_public_names_are_pinned():
     assert launchbay.__all__ == PUBLIC
     for name in PUBLIC:
         assert getattr(launchbay, name) is not None
+
+
+def test_sdk_v2_helper_names_are_pinned():
+    from launchbay import utils
+
+    assert utils.__all__ == UTILS
+    assert launchbay.get_execution_role.__module__ == "launchbay.session"
 
 
 def test_error_tree():

@@ -67,6 +67,7 @@ from typing import Any
 
 from launchbay._progress import Progress, progress_enabled
 from launchbay.errors import ConfigurationError, InputError, TransferError
+from launchbay.runtime._confine import TreeEntry, open_regular, scan_tree
 from launchbay.s3uri import is_file_uri, is_s3_uri, parse_s3_uri
 
 __all__ = [
@@ -690,36 +691,46 @@ class LocalStager:
         if not uri or not dirs:
             return 0
         copy_to = dirs
+        entries: list[TreeEntry]
         if is_file_uri(uri):
+            # Files are copied and links inside the saved tree are made again as
+            # links; a link leaving it is skipped with a warning, never followed.
             root = file_uri_path(uri)
-            files = _walk(root) if os.path.isdir(root) else []
+            entries = _scan(root, [], "Not restoring checkpoint")
         else:
             # Downloaded straight into the first host's dir, copied to the others.
             bucket, prefix = parse_s3_uri(uri, argument="checkpoint_s3_uri")
             prefix = prefix.rstrip("/") + "/" if prefix.strip("/") else ""
-            files = []
+            entries = []
             jobs = []
             for obj in _list_objects(self.s3, bucket, prefix):
                 rel = _relative_key(obj.key, prefix)
-                destination = _safe_join(dirs[0], rel)
-                files.append((rel, destination))
+                destination = _confined_destination(dirs[0], rel)
+                if destination is None:
+                    continue
+                entries.append(TreeEntry(rel, destination, "file"))
                 jobs.append(lambda o=obj, d=destination: _download(self.s3, o, d))
             _parallel(jobs, self.max_workers)
             copy_to = dirs[1:]
-        manifest: dict[str, dict[str, list[int]]] = {}
+        manifest: dict[str, dict[str, list[Any]]] = {}
+        restored_count = 0
         for directory in dirs:
             restored = manifest.setdefault(directory, {})
-            for rel, source in files:
-                target = _safe_join(directory, rel)
+            for entry in entries:
+                target = _confined_destination(directory, entry.rel)
+                if target is None:
+                    continue
                 if directory in copy_to:
-                    os.makedirs(os.path.dirname(target), exist_ok=True)
-                    shutil.copy2(source, target)
-                stat = os.stat(target)
-                restored[rel] = [stat.st_size, stat.st_mtime_ns]
+                    if entry.kind == "link":
+                        _link_atomic(entry.link, target)
+                    elif not _copy_atomic(entry.path, target):
+                        continue
+                restored[entry.rel] = _fingerprint(target)
+            restored_count = max(restored_count, len(restored))
         _write_json_atomic(layout.checkpoint_manifest, manifest)
-        if files:
-            logger.info("Restored %d checkpoint file(s) from %s", len(files), uri)
-        return len(files)
+        if entries:
+            logger.info("Restored %d checkpoint file(s) from %s", restored_count, uri)
+        return restored_count
 
     def save_checkpoints(self, request: Mapping[str, Any], layout: JobLayout) -> int:
         """Save new or changed checkpoint files of every host to ``CheckpointConfig.S3Uri``.
@@ -737,24 +748,19 @@ class LocalStager:
                 manifest = json.load(f)
         except (OSError, ValueError):
             manifest = {}
-        chosen: dict[str, str] = {}
+        chosen: dict[str, TreeEntry] = {}
         for directory in dirs:
-            if not os.path.isdir(directory):
-                continue
             restored = manifest.get(directory) or {}
-            for rel, path in _walk(directory):
-                if rel in chosen:
+            for entry in _scan(directory, [_CONTAINER_CHECKPOINTS], "Not saving checkpoint"):
+                if entry.rel in chosen:
                     continue
-                try:
-                    stat = os.stat(path)
-                except OSError:
+                fingerprint = _fingerprint(entry.path)
+                if fingerprint is None or restored.get(entry.rel) == fingerprint:
                     continue
-                if restored.get(rel) == [stat.st_size, stat.st_mtime_ns]:
-                    continue
-                chosen[rel] = path
+                chosen[entry.rel] = entry
         if not chosen:
             return 0
-        self._publish_files(sorted(chosen.items()), uri, request)
+        self._publish_files([chosen[rel] for rel in sorted(chosen)], uri, request)
         logger.info("Saved %d checkpoint file(s) to %s", len(chosen), uri)
         return len(chosen)
 
@@ -786,12 +792,14 @@ class LocalStager:
         hosts = list(layout.hosts)
         model_dirs = [os.path.join(layout.host_dir(h), "model") for h in hosts]
         data_dirs = [os.path.join(layout.host_dir(h), "output", "data") for h in hosts]
+        model = _merged(model_dirs, "/opt/ml/model")
+        data = _merged(data_dirs, "/opt/ml/output/data")
         if _uncompressed(request):
-            self._publish_files(_merged(model_dirs), _join_uri(prefix, "model"), request)
-            self._publish_files(_merged(data_dirs), _join_uri(prefix, "data"), request)
+            self._publish_files(model, _join_uri(prefix, "model"), request)
+            self._publish_files(data, _join_uri(prefix, "data"), request)
         else:
-            for name, dirs in (("model.tar.gz", model_dirs), ("output.tar.gz", data_dirs)):
-                self._publish_archive(_merged(dirs), _join_uri(prefix, name), layout, request)
+            for name, entries in (("model.tar.gz", model), ("output.tar.gz", data)):
+                self._publish_archive(entries, _join_uri(prefix, name), layout, request)
         if failure_reason:
             self._publish_bytes(
                 failure_reason.encode(), _join_uri(prefix, "failure"), layout, request
@@ -812,7 +820,7 @@ class LocalStager:
             config = debug_hook_config_for(request, layout.host_dir(host))
             if config and config["LocalPath"] not in dirs:
                 dirs.append(config["LocalPath"])
-        files = _merged(dirs)
+        files = _merged(dirs, "/opt/ml/output/tensors")
         if files:
             destination = _join_uri(target, request["TrainingJobName"], "debug-output")
             self._publish_files(files, destination, request)
@@ -825,34 +833,62 @@ class LocalStager:
     def _upload(self, path: str, uri: str, request: Mapping[str, Any]) -> None:
         bucket, key = parse_s3_uri(uri, argument="output_path")
         extra = self._upload_args(request)
+        fd = open_regular(path)  # never through a link swapped in after the scan
+        if fd is None:
+            logger.warning("Not uploading %s to %s: no longer a regular file", path, uri)
+            return
         try:
-            if os.path.getsize(path) < _MULTIPART_THRESHOLD:
-                # One PutObject, no transfer manager (whose thread pool refuses work
-                # while the interpreter shuts down).
-                with open(path, "rb") as body:
+            with os.fdopen(fd, "rb") as body:
+                if os.fstat(body.fileno()).st_size < _MULTIPART_THRESHOLD:
+                    # One PutObject, no transfer manager (whose thread pool refuses work
+                    # while the interpreter shuts down).
                     self.s3.put_object(Bucket=bucket, Key=key, Body=body.read(), **extra)
-            else:
-                self.s3.upload_file(path, bucket, key, ExtraArgs=extra or None)
+                else:
+                    self.s3.upload_fileobj(body, bucket, key, ExtraArgs=extra or None)
         except _transfer_errors() as exc:
             raise TransferError(f"Upload of {path!r} to {uri} failed: {exc}") from exc
 
     def _publish_files(
-        self, files: Sequence[tuple[str, str]], base_uri: str, request: Mapping[str, Any]
+        self, files: Sequence[TreeEntry], base_uri: str, request: Mapping[str, Any]
     ) -> None:
-        """Copy/upload ``(relative path, local file)`` pairs under ``base_uri``, in parallel."""
+        """Copy/upload scanned entries under ``base_uri``, in parallel.
+
+        ``file://``: files are copied, links (all inside their tree) made again as
+        links. ``s3://`` has no links: a link to a file is uploaded as a copy of
+        that file (read inside the tree); a link to a directory is skipped with a
+        warning, so a loop such as ``latest -> .`` uploads nothing twice.
+        """
+        jobs: list[Callable[[], None]] = []
         if is_file_uri(base_uri):
             root = file_uri_path(base_uri)
-            jobs = [lambda s=src, r=rel: _copy_atomic(s, _safe_join(root, r)) for rel, src in files]
+            for entry in files:
+                destination = _safe_join(root, entry.rel)
+                if entry.kind == "link":
+                    jobs.append(lambda e=entry, d=destination: _link_atomic(e.link, d))
+                else:
+                    jobs.append(lambda e=entry, d=destination: _copy_atomic(e.path, d))
         else:
-            jobs = [
-                lambda s=src, r=rel: self._upload(s, _join_uri(base_uri, r), request)
-                for rel, src in files
-            ]
+            for entry in files:
+                source = entry.path
+                if entry.kind == "link":
+                    if entry.target_kind != "file":
+                        logger.warning(
+                            "Not uploading %s to %s: a link to %s %r, and S3 has no links",
+                            entry.rel,
+                            base_uri,
+                            "directory" if entry.target_kind == "dir" else "missing file",
+                            entry.link,
+                        )
+                        continue
+                    source = entry.target_path
+                jobs.append(
+                    lambda s=source, r=entry.rel: self._upload(s, _join_uri(base_uri, r), request)
+                )
         _parallel(jobs, self.max_workers)
 
     def _publish_archive(
         self,
-        files: Sequence[tuple[str, str]],
+        files: Sequence[TreeEntry],
         uri: str,
         layout: JobLayout,
         request: Mapping[str, Any],
@@ -894,33 +930,133 @@ def _uncompressed(request: Mapping[str, Any]) -> bool:
     return (request.get("OutputDataConfig") or {}).get("CompressionType") == "NONE"
 
 
-def _merged(dirs: Sequence[str]) -> list[tuple[str, str]]:
-    """Files of all ``dirs`` by relative path; the first dir wins on a clash."""
-    chosen: dict[str, str] = {}
+#: How a container sees the default checkpoint dir (an absolute link through it stays inside).
+_CONTAINER_CHECKPOINTS = "/opt/ml/checkpoints"
+
+
+def _scan(directory: str, aliases: Sequence[str], what: str) -> list[TreeEntry]:
+    """Files and inside links of ``directory``; what is left out is logged as a warning.
+
+    Outputs never follow a link out of the directory being packed: such a link
+    (and a link loop, a FIFO, a socket or a device) is skipped, named in a warning.
+    """
+    scan = scan_tree(directory, aliases)
+    for rel, why in scan.skipped:
+        logger.warning("%s %s: %s", what, os.path.join(directory, rel), why)
+    return scan.entries
+
+
+def _merged(dirs: Sequence[str], container_path: str) -> list[TreeEntry]:
+    """Entries of all ``dirs`` by relative path; the first dir wins on a clash.
+
+    ``container_path`` is how a container saw each dir: an absolute link through
+    it (``/opt/ml/model/best.pt``) stays inside.
+    """
+    chosen: dict[str, TreeEntry] = {}
     for directory in dirs:
-        if os.path.isdir(directory):
-            for rel, path in _walk(directory):
-                chosen.setdefault(rel, path)
-    return sorted(chosen.items())
+        for entry in _scan(directory, [container_path], "Not packing"):
+            chosen.setdefault(entry.rel, entry)
+    return [chosen[rel] for rel in sorted(chosen)]
 
 
-def _write_tar(files: Sequence[tuple[str, str]], path: str) -> None:
-    with tarfile.open(path, "w:gz", compresslevel=6, dereference=True) as tar:
-        for rel, source in files:
-            tar.add(source, arcname=rel, recursive=False)
+def _write_tar(files: Sequence[TreeEntry], path: str) -> None:
+    """A gzipped tar of ``files``: regular files with their data, inside links as links."""
+    with tarfile.open(path, "w:gz", compresslevel=6) as tar:
+        for entry in files:
+            if entry.kind == "link":
+                info = tarfile.TarInfo(entry.rel)
+                info.type = tarfile.SYMTYPE
+                info.linkname = entry.link
+                info.mode = 0o777
+                with contextlib.suppress(OSError):
+                    info.mtime = int(os.lstat(entry.path).st_mtime)
+                tar.addfile(info)
+                continue
+            fd = open_regular(entry.path)
+            if fd is None:
+                logger.warning("Not packing %s: no longer a regular file", entry.path)
+                continue
+            with os.fdopen(fd, "rb") as f:
+                info = tar.gettarinfo(arcname=entry.rel, fileobj=f)
+                info.uid = info.gid = 0
+                info.uname = info.gname = ""
+                tar.addfile(info, f)
 
 
-def _copy_atomic(source: str, destination: str) -> None:
+def _fingerprint(path: str) -> list[Any] | None:
+    """What tells a restored checkpoint entry from a changed one: size and mtime, or the link."""
+    try:
+        if os.path.islink(path):
+            return ["->", os.readlink(path)]
+        stat = os.stat(path)
+    except OSError:
+        return None
+    return [stat.st_size, stat.st_mtime_ns]
+
+
+def _confined_destination(root: str, rel: str) -> str | None:
+    """``root/rel`` if no existing directory on the way is a link (else warn, ``None``).
+
+    A checkpoint dir may already hold links (a custom ``LocalPath`` kept between
+    jobs); writing a restored file through one would land outside it.
+    """
+    target = _safe_join(root, rel)
+    parts = rel.split("/")[:-1]
+    current = root
+    for part in parts:
+        if part in ("", "."):
+            continue
+        current = os.path.join(current, part)
+        if os.path.islink(current):
+            logger.warning(
+                "Not restoring checkpoint %s: %s is a symbolic link, and writing through it "
+                "could leave %s",
+                rel,
+                current,
+                root,
+            )
+            return None
+    return target
+
+
+def _link_atomic(link: str, destination: str) -> None:
+    """Make ``destination`` a symbolic link to ``link`` (replacing what is there)."""
+    os.makedirs(os.path.dirname(destination), exist_ok=True)
+    tmp = os.path.join(
+        os.path.dirname(destination), f".tmp-link-{os.getpid()}-{threading.get_ident()}"
+    )
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(tmp)
+    os.symlink(link, tmp)
+    try:
+        os.replace(tmp, destination)
+    except IsADirectoryError:
+        os.unlink(tmp)
+        raise
+
+
+def _copy_atomic(source: str, destination: str) -> bool:
+    """Copy the regular file ``source`` (never through a link) to ``destination`` atomically.
+
+    Returns ``False`` (with a warning) when ``source`` is no longer a regular file.
+    """
+    fd_in = open_regular(source)
+    if fd_in is None:
+        logger.warning("Not copying %s: no longer a regular file", source)
+        return False
     os.makedirs(os.path.dirname(destination), exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=os.path.dirname(destination))
-    os.close(fd)
     try:
-        shutil.copyfile(source, tmp)
-        shutil.copystat(source, tmp)
+        with os.fdopen(fd_in, "rb") as src, os.fdopen(fd, "wb") as out:
+            shutil.copyfileobj(src, out)
+            stat = os.fstat(src.fileno())
+        os.chmod(tmp, stat.st_mode & 0o7777)
+        os.utime(tmp, ns=(stat.st_atime_ns, stat.st_mtime_ns))
         os.replace(tmp, destination)
     finally:
         with contextlib.suppress(OSError):
             os.unlink(tmp)
+    return True
 
 
 def _remove(path: str) -> None:

@@ -41,7 +41,7 @@ import signal
 import socket
 import threading
 import time
-from collections.abc import Iterable, Mapping
+from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TextIO
 
 from launchbay._logs import LogPrinter, show_logs
@@ -393,6 +393,32 @@ def _stop_all_at_exit() -> None:
 # --------------------------------------------------------------------------- the backend
 
 
+def _still_running(job: LocalJob, hosts: Sequence[str]) -> str:
+    """``host algo-2 (ranks 2, 3)``...: the ranks without an end, by host.
+
+    Ranks are read from the runtime's rank records in the job's shared dir
+    (:mod:`launchbay.runtime._records`). A host whose ranks all ended is only
+    waiting for the others (an MPI master, say) and is left out; without any
+    record (the hosts never got to their ranks) the running hosts are named.
+    """
+    from launchbay.runtime import _records
+
+    starts, ends = _records.read_records(os.path.join(job.layout.shared_dir, "ranks"))
+    parts = []
+    for host in hosts:
+        ranks = sorted(
+            rank
+            for rank, record in starts.items()
+            if record.get("host") == host and rank not in ends
+        )
+        if ranks:
+            label = "rank" if len(ranks) == 1 else "ranks"
+            parts.append(f"host {host} ({label} {', '.join(str(r) for r in ranks)})")
+    if not parts:
+        parts = [f"host {host}" for host in hosts]
+    return ", ".join(parts) or "no host (every host had just ended)"
+
+
 class LocalBackend:
     """Runs CreateTrainingJob requests on this machine; subclasses say how hosts run.
 
@@ -714,9 +740,12 @@ class LocalBackend:
                 return "Stopped", None
             if max_run and time.monotonic() - started > float(max_run):
                 job._set_secondary("MaxRuntimeExceeded", "Training job reached MaxRuntimeInSeconds")
-                self._terminate(job, self._running_hosts(job))
+                running = self._running_hosts(job)
+                still = _still_running(job, running)
+                self._terminate(job, running)
                 return "Stopped", (
-                    f"Training job exceeded MaxRuntimeInSeconds ({max_run} seconds) and was stopped."
+                    f"Training job exceeded MaxRuntimeInSeconds ({max_run} seconds) and was "
+                    f"stopped. Still running when the limit was hit: {still}."
                 )
             codes = self._exit_codes(job)
             failed = [host for host, code in codes.items() if code not in (None, 0)]

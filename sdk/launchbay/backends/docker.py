@@ -35,7 +35,8 @@ machine's loopback is rewritten to ``host.docker.internal`` so a container can
 reach a server (e.g. moto) listening on the host.
 
 ``<job dir>/docker-compose.yaml`` reproduces the run by hand
-(``docker compose -f ... up``); it holds no credentials.
+(``docker compose -f ... up``); it holds no credentials, and is readable by its
+owner only (mode 0600), as it holds the job's environment values.
 
 Teardown always happens: after success, failure, stop, Ctrl-C, an exception in
 the client or the interpreter's exit, every container and the network of the
@@ -626,8 +627,12 @@ class DockerBackend(LocalBackend):
             f"#   docker compose -f {path} up\n"
             "# AWS credentials are named, not written: compose takes them from your shell.\n"
         ) + yaml.safe_dump(document, sort_keys=False, default_flow_style=False)
+        # 0600: the file holds the job's environment values (only credentials are left out).
         tmp = path + ".tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
+        with contextlib.suppress(FileNotFoundError):
+            os.unlink(tmp)
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
         os.replace(tmp, path)
         return path

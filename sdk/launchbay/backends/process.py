@@ -7,9 +7,12 @@ launchbay.runtime.train`` in a new session (its own process group), with::
 
     SAGEMAKER_BASE_DIR=<job dir>/<host>     LAUNCHBAY_LOCAL_PROCESS=1  LAUNCHBAY_STANDINS=1
     LAUNCHBAY_HOST_ADDRESSES={"algo-1": "127.0.0.1", ...}
+    LAUNCHBAY_HOSTS_FILE=<job dir>/hosts    (/etc/hosts + "127.0.0.1 algo-N"; each
+        host's runtime makes it its /etc/hosts, see launchbay.runtime._hostnames)
     LAUNCHBAY_MASTER_PORT=<a free loopback port block, one per job>
     LAUNCHBAY_SHARED_DIR=<job dir>/shared   LAUNCHBAY_GRACE_SECONDS=<grace>
     TRAINING_JOB_NAME, TRAINING_JOB_ARN, PYTHONUNBUFFERED=1
+    TMPDIR=TMP=TEMP=<a fresh directory per host, removed with the job>
     (+ OMPI_ALLOW_RUN_AS_ROOT[_CONFIRM]=1 when running as root)
 
 on top of the caller's environment and the request's ``Environment``. Stopping
@@ -20,6 +23,11 @@ and any process whose environment names the job directory are killed at the
 end of the job and, for jobs still running, at interpreter exit (each host also
 gets SIGTERM when the thread that started it dies). The job directory is kept
 for inspection.
+
+Nothing is left in the caller's ``$TMPDIR`` either: each host gets its own
+temporary directory (``launchbay-<job>-<host>-*``, short, because OpenMPI puts
+Unix sockets in it) where torchelastic, OpenMPI, torch's compile caches and the
+script's own ``tempfile`` calls write; it is removed when the job ends.
 """
 
 from __future__ import annotations
@@ -28,10 +36,12 @@ import contextlib
 import json
 import logging
 import os
+import shutil
 import signal
 import socket
 import subprocess
 import sys
+import tempfile
 import time
 from collections.abc import Iterator
 from typing import Any
@@ -45,6 +55,7 @@ from launchbay.backends._localjob import (
     join_readers,
     start_reader,
 )
+from launchbay.runtime._hostnames import write_hosts_file
 from launchbay.runtime._procs import descendants
 
 __all__ = ["ProcessBackend", "DEFAULT_GRACE_SECONDS"]
@@ -175,7 +186,10 @@ class ProcessBackend(LocalBackend):
         preexec = _parent_death_signal()
         with job.lock:
             for host in job.hosts:
-                host_env = dict(env, SAGEMAKER_BASE_DIR=layout.host_dir(host))
+                tmp = self._host_tmpdir(job, host)
+                host_env = dict(
+                    env, SAGEMAKER_BASE_DIR=layout.host_dir(host), TMPDIR=tmp, TMP=tmp, TEMP=tmp
+                )
                 proc = subprocess.Popen(
                     [sys.executable, "-m", "launchbay.runtime.train"],
                     cwd=layout.host_dir(host),
@@ -189,6 +203,16 @@ class ProcessBackend(LocalBackend):
                 job.procs[host] = proc
                 start_reader(job, host, _pipe_lines(proc))
 
+    def _host_tmpdir(self, job: LocalJob, host: str) -> str:
+        """A fresh temporary directory for ``host``, in the caller's ``$TMPDIR``; removed with the job.
+
+        Not under the job dir: OpenMPI puts Unix sockets (108-byte path limit) in it.
+        """
+        path = tempfile.mkdtemp(prefix=f"launchbay-{job.name[:24]}-{host}-")
+        with open(os.path.join(job.layout.job_dir, _TMPDIRS_FILE), "a", encoding="utf-8") as f:
+            f.write(path + "\n")
+        return path
+
     def _host_environment(self, job: LocalJob) -> dict[str, str]:
         layout = job.layout
         env = dict(os.environ)
@@ -199,6 +223,9 @@ class ProcessBackend(LocalBackend):
                 "LAUNCHBAY_LOCAL_PROCESS": "1",
                 "LAUNCHBAY_STANDINS": "1",
                 "LAUNCHBAY_HOST_ADDRESSES": json.dumps({h: "127.0.0.1" for h in job.hosts}),
+                "LAUNCHBAY_HOSTS_FILE": write_hosts_file(
+                    os.path.join(layout.job_dir, "hosts"), job.hosts
+                ),
                 "LAUNCHBAY_MASTER_PORT": str(port),
                 "LAUNCHBAY_SHARED_DIR": layout.shared_dir,
                 "LAUNCHBAY_GRACE_SECONDS": f"{job.grace:g}",
@@ -245,6 +272,7 @@ class ProcessBackend(LocalBackend):
             deadline = time.monotonic() + 2.0
             while time.monotonic() < deadline and _job_processes(job.layout.job_dir):
                 time.sleep(POLL)
+        _remove_tmpdirs(job.layout.job_dir)
         join_readers(job)
 
     def _hard_kill(self, job: LocalJob) -> None:
@@ -253,9 +281,29 @@ class ProcessBackend(LocalBackend):
         for pid in roots:
             _killpg(pid, signal.SIGKILL)
         _kill(below | _job_processes(job.layout.job_dir), signal.SIGKILL)
+        _remove_tmpdirs(job.layout.job_dir)
 
     def _runs_elsewhere(self, name: str) -> bool:
         return bool(_job_processes(self.job_dir(name))) or super()._runs_elsewhere(name)
+
+
+#: The per-host temporary directories of a job, one per line, in its job dir.
+_TMPDIRS_FILE = "tmpdirs.txt"
+
+
+def _remove_tmpdirs(job_dir: str) -> None:
+    """Remove the job's per-host temporary directories (listed in its job dir)."""
+    listing = os.path.join(job_dir, _TMPDIRS_FILE)
+    try:
+        with open(listing, encoding="utf-8") as f:
+            paths = [line.strip() for line in f if line.strip()]
+    except OSError:
+        return
+    for path in paths:
+        if os.path.basename(path).startswith("launchbay-"):
+            shutil.rmtree(path, ignore_errors=True)
+    with contextlib.suppress(OSError):
+        os.unlink(listing)
 
 
 def _pipe_lines(proc: subprocess.Popen[bytes]) -> Iterator[str]:

@@ -23,6 +23,9 @@ __all__ = [
     "is_alive",
     "send_signal",
     "reap_adopted",
+    "zombie_status",
+    "exit_code_of_status",
+    "crash_error",
 ]
 
 _PR_SET_PDEATHSIG = 1
@@ -127,3 +130,50 @@ def reap_adopted(managed: set[int]) -> None:
         if ppid == me and state == "Z" and pid not in managed:
             with contextlib.suppress(ChildProcessError, OSError):
                 os.waitpid(pid, os.WNOHANG)
+
+
+def zombie_status(pid: int) -> int | None:
+    """The wait status (``waitpid`` format) of ``pid`` if it has ended but is not reaped yet.
+
+    A rank's parent is its launcher (torchrun, orted), so the runtime cannot
+    ``wait`` for it; while it is a zombie, Linux shows its status in field 52 of
+    ``/proc/<pid>/stat``. ``None`` once the parent reaped it, or off Linux.
+    """
+    try:
+        with open(f"/proc/{pid}/stat", encoding="ascii", errors="replace") as f:
+            data = f.read()
+    except OSError:
+        return None
+    fields = data.rsplit(")", 1)[-1].split()
+    if not fields or fields[0] not in ("Z", "X") or len(fields) < 50:
+        return None
+    try:
+        return int(fields[49])
+    except ValueError:
+        return None
+
+
+def exit_code_of_status(status: int | None) -> int | None:
+    """A wait status as a shell exit code (128 + signal for a signal), ``None`` if unknown."""
+    if status is None:
+        return None
+    if os.WIFSIGNALED(status):
+        return 128 + os.WTERMSIG(status)
+    if os.WIFEXITED(status):
+        return os.WEXITSTATUS(status)
+    return None
+
+
+def crash_error(exit_code: int | None) -> str:
+    """What a rank that ended without a Python exception (no end record) died of."""
+    if exit_code is not None and exit_code > 128:
+        return "the process was killed by a signal, without a Python exception"
+    if exit_code is not None:
+        return (
+            f"the process ended with exit code {exit_code} without a Python exception "
+            "(os._exit(), or a crash in native code)"
+        )
+    return (
+        "the process ended without a Python exception (killed by a signal, a crash, or "
+        "os._exit()); its exit status was not seen"
+    )

@@ -354,6 +354,8 @@ class Supervisor:
         teardown_at = self.outcome.teardown_at
         if os.path.exists(path) or (teardown_at is not None and at >= teardown_at):
             return
+        # Read at once: the launcher (the rank's parent) reaps it any moment now.
+        status = _procs.zombie_status(state.pid) if state.pid is not None else None
         with contextlib.suppress(OSError):
             _records.write_record(
                 path,
@@ -363,10 +365,9 @@ class Supervisor:
                     "host": self.host,
                     "pid": state.pid,
                     "timestamp": at,
-                    "exit_code": None,
+                    "exit_code": _procs.exit_code_of_status(status),
                     "crashed": True,
-                    "error": "the process ended without a Python exception (killed by a "
-                    "signal, a crash, or os._exit())",
+                    "error": _procs.crash_error(_procs.exit_code_of_status(status)),
                 },
             )
 

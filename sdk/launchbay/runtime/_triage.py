@@ -38,7 +38,7 @@ import signal
 from dataclasses import asdict, dataclass
 from typing import Any
 
-from launchbay.runtime import _records
+from launchbay.runtime import _procs, _records
 from launchbay.runtime._shared import SharedDir
 from launchbay.runtime._supervisor import Outcome
 from launchbay.runtime.contract import ContractPaths
@@ -99,13 +99,52 @@ def _signal_name(signum: int) -> str:
         return f"signal {signum}"
 
 
-def _describe_exit(code: int | None) -> str:
+#: After SIGKILL: nothing in the job sends it first, so the usual sender is the kernel.
+OOM_HINT = (
+    "; SIGKILL is what the kernel's out-of-memory killer sends: check the memory the "
+    "ranks use against the machine's (or the container's) memory (dmesg shows OOM kills)"
+)
+
+
+def _describe_exit(code: int | None, *, hint: bool = True) -> str:
     if code is None:
-        return "exit code unknown"
+        return "exit status not seen"
     if code > 128:
-        hint = " (possibly out of memory)" if code == 137 else ""
-        return f"exit code {code}, {_signal_name(code - 128)}{hint}"
+        signum = code - 128
+        hint_text = OOM_HINT if hint and signum == signal.SIGKILL else ""
+        return f"exit code {code}: killed by {_signal_name(signum)} (signal {signum}){hint_text}"
     return f"exit code {code}"
+
+
+# What launchers print about a rank they saw die of a signal (torchrun's error summary,
+# OpenMPI's mpirun, which may print "PID 0"): the pid or the MPI rank, and the signal.
+_LAUNCHER_SIGNAL = (
+    re.compile(r"exitcode\s*:\s*-(?P<sig>\d+)\s*\(pid:\s*(?P<pid>\d+)\)"),
+    re.compile(r"Signal (?P<sig>\d+) \(\w+\) received by PID (?P<pid>\d+)"),
+    re.compile(
+        r"process rank (?P<rank>\d+) with PID (?P<pid>\d+) on node \S+ exited on signal (?P<sig>\d+)"
+    ),
+)
+
+
+def _signal_from_launchers(outcome: Outcome, pid: int | None, rank: int | None) -> int | None:
+    """``128 + signal`` for a rank whose status the runtime missed, from its launcher's output.
+
+    The launcher is the rank's parent and reaps it first (OpenMPI at once); what it
+    prints about the death is the only record left.
+    """
+    for lines in outcome.launcher_tails.values():
+        for line in lines:
+            for pattern in _LAUNCHER_SIGNAL:
+                match = pattern.search(line)
+                if not match:
+                    continue
+                groups = match.groupdict()
+                same_pid = pid is not None and int(groups["pid"]) == pid
+                same_rank = groups.get("rank") is not None and int(groups["rank"]) == rank
+                if same_pid or same_rank:
+                    return 128 + int(groups["sig"])
+    return None
 
 
 def _host_failure(host: str, exit_code: int | None, timestamp: float, error: str) -> Failure:
@@ -131,6 +170,10 @@ def find_root_cause(
         tail = _tail(end.get("traceback")) or (
             "\n".join(list(state.stderr_tail)[-TRACEBACK_LINES:]) if state else ""
         )
+        if end.get("crashed") and end.get("exit_code") is None:
+            code = _signal_from_launchers(outcome, end.get("pid"), rank)
+            if code is not None:
+                end = dict(end, exit_code=code, error=_procs.crash_error(code))
         candidates.append(
             Failure(
                 host=end.get("host"),
@@ -304,7 +347,10 @@ def failure_report(failure: Failure, ranks: list[dict[str, Any]]) -> str:
     if others:
         parts.append(
             "Other ranks (failed later, or stopped when the job was torn down): "
-            + ", ".join(f"{r['rank']} ({_describe_exit(r.get('exit_code'))})" for r in others[:32])
+            + ", ".join(
+                f"{r['rank']} ({_describe_exit(r.get('exit_code'), hint=False)})"
+                for r in others[:32]
+            )
         )
     parts.append("")
     for r in ranks:

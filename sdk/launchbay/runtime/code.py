@@ -16,6 +16,7 @@
 
 from __future__ import annotations
 
+import contextlib
 import logging
 import os
 import re
@@ -27,6 +28,7 @@ import tempfile
 import urllib.parse
 from dataclasses import dataclass
 
+from launchbay.runtime._confine import INSIDE, resolve
 from launchbay.runtime.errors import TrainingSetupError, UnsafeArchiveError
 
 __all__ = [
@@ -77,49 +79,116 @@ def _s3_download(uri: str, destination: str) -> None:
 
 
 def unsafe_members(archive: tarfile.TarFile, destination: str) -> list[str]:
-    """Names of members that would be written outside ``destination`` (or are devices)."""
-    root = os.path.realpath(destination)
+    """Names of members that would be written, or would link, outside ``destination``.
 
-    def inside(path: str) -> bool:
-        return path == root or path.startswith(root + os.sep)
+    Extraction is simulated member by member, in archive order, on a picture of
+    the tree as extraction will leave it: every path is resolved component by
+    component through the links already in the archive (and those already in
+    ``destination``), as the kernel will resolve it when the member is written
+    (:func:`launchbay.runtime._confine.resolve`). Refused:
+
+    * absolute names, ``..`` segments, devices and FIFOs;
+    * a member whose directory, or (for files, directories and hard links)
+      whose own path, resolves outside -- a link chain such as ``a -> .`` then
+      ``b -> a/..`` then ``b/evil.py`` is caught here;
+    * a symbolic link whose target is absolute, or resolves outside or into a
+      loop in the final tree (a later member can re-point a link it goes through);
+    * a hard link whose target resolves outside, or through a loop.
+
+    The result does not depend on tarfile's ``data`` filter: it is the whole
+    check on Pythons without it (3.10 before 3.10.12, 3.11 before 3.11.4).
+    """
+    root = os.path.realpath(destination)
+    tree: dict[tuple[str, ...], str | None] = {}  # path -> link target, None: not a link
+
+    def readlink(parts: tuple[str, ...]) -> str | None:
+        if parts in tree:
+            return tree[parts]
+        path = os.path.join(root, *parts)
+        try:
+            return os.readlink(path) if os.path.islink(path) else None
+        except OSError:
+            return None
+
+    def inside(parts: list[str], follow_final: bool = True) -> tuple[str, ...] | None:
+        where, resolved = resolve(parts, readlink, follow_final=follow_final)
+        return resolved if where == INSIDE else None
 
     bad: list[str] = []
+    links: list[tuple[str, tuple[str, ...], str]] = []
     for member in archive.getmembers():
         name = member.name
-        parts = name.replace("\\", "/").split("/")
-        target = os.path.realpath(os.path.join(root, name))
-        if name.startswith(("/", "\\")) or ".." in parts or not inside(target):
+        parts = [p for p in name.replace("\\", "/").split("/") if p not in ("", ".")]
+        if name.startswith(("/", "\\")) or ".." in parts or not parts:
             bad.append(name)
-        elif member.isdev():
+            continue
+        if member.isdev() or member.isfifo():
             bad.append(name)
-        elif member.issym():
-            if member.linkname.startswith("/") or not inside(
-                os.path.realpath(os.path.join(os.path.dirname(target), member.linkname))
-            ):
+            continue
+        parent = inside(parts[:-1])
+        if parent is None:
+            bad.append(name)
+            continue
+        here = (*parent, parts[-1])
+        if member.issym():
+            if member.linkname.startswith(("/", "\\")):
                 bad.append(name)
-        elif member.islnk():
-            if member.linkname.startswith("/") or not inside(
-                os.path.realpath(os.path.join(root, member.linkname))
-            ):
+                continue
+            tree[here] = member.linkname  # tarfile replaces what was there
+            links.append((name, parent, member.linkname))
+            continue
+        target = inside(list(here))  # open(), mkdir() and chmod() follow a final link
+        if target is None:
+            bad.append(name)
+            continue
+        if member.islnk():
+            link_target = member.linkname.replace("\\", "/")
+            if link_target.startswith("/") or inside(link_target.split("/")) is None:
                 bad.append(name)
+                continue
+        tree[target] = None
+    for name, parent, linkname in links:
+        if name not in bad and inside([*parent, *linkname.replace("\\", "/").split("/")]) is None:
+            bad.append(name)
     return bad
 
 
-def safe_extract(archive_path: str, destination: str) -> None:
+def safe_extract(
+    archive_path: str, destination: str, *, use_data_filter: bool | None = None
+) -> None:
     """Unpack a (gzipped) tar into ``destination``; refuse it whole if any member escapes.
 
     Raises :class:`UnsafeArchiveError` naming the offending members; nothing is
-    extracted in that case.
+    written in that case (``destination`` is created, and stays as it was).
+    :func:`unsafe_members` is the check; tarfile's ``data`` filter, where this
+    Python has it, is a second guard (``use_data_filter=False`` extracts without
+    it, as a Python lacking it does). If extraction fails part way, what it
+    wrote is removed again.
     """
     os.makedirs(destination, exist_ok=True)
+    if use_data_filter is None:
+        use_data_filter = hasattr(tarfile, "data_filter")
     with tarfile.open(archive_path, mode="r:*") as archive:
         bad = unsafe_members(archive, destination)
         if bad:
             raise UnsafeArchiveError(archive_path, bad)
-        if hasattr(tarfile, "data_filter"):
-            archive.extractall(destination, filter="data")
-        else:  # pragma: no cover - Python without extraction filters
-            archive.extractall(destination)
+        before = set(os.listdir(destination))
+        try:
+            if use_data_filter:
+                archive.extractall(destination, filter="data")
+            elif hasattr(tarfile, "data_filter"):
+                archive.extractall(destination, filter="fully_trusted")
+            else:  # pragma: no cover - Python without extraction filters
+                archive.extractall(destination)
+        except BaseException:
+            for entry in set(os.listdir(destination)) - before:
+                path = os.path.join(destination, entry)
+                if os.path.isdir(path) and not os.path.islink(path):
+                    shutil.rmtree(path, ignore_errors=True)
+                else:
+                    with contextlib.suppress(OSError):
+                        os.unlink(path)
+            raise
 
 
 def fetch_code(uri: str | None, code_dir: str) -> bool:

@@ -21,8 +21,9 @@ turns a CreateTrainingJob request into the files SageMaker writes on that host:
 when the request has them, ``debughookconfig.json`` and ``checkpointconfig.json``.
 
 Container paths inside configs (``/opt/ml/...``, e.g. the debug hook's
-``LocalPath``) are rewritten under the base dir when it is not ``/opt/ml``, so a
-local process never needs ``/opt/ml``. Formats of SM_* values follow the
+``LocalPath``, or a hyperparameter such as TensorFlow's ``model_dir``) are
+rewritten under the base dir when it is not ``/opt/ml``, so a local process
+never needs ``/opt/ml``. Formats of SM_* values follow the
 toolkit: strings as is, ``None`` as the empty string, anything else as compact
 sorted JSON; user arguments are ``--key value`` sorted by key (``-k`` for
 one-letter keys), dicts become ``k=v,k2=v2``.
@@ -49,6 +50,7 @@ __all__ = [
     "paths",
     "rewrite_container_path",
     "read_hyperparameters",
+    "host_hyperparameters",
     "decode_hyperparameters",
     "read_resource_config",
     "read_input_data_config",
@@ -216,6 +218,30 @@ def decode_hyperparameters(raw: Mapping[str, Any]) -> dict[str, Any]:
         except (ValueError, TypeError):
             decoded[key] = value
     return decoded
+
+
+def host_hyperparameters(raw: Mapping[str, Any], seen_base: str) -> dict[str, Any]:
+    """``raw`` with each value that is a container path rewritten under ``seen_base``.
+
+    A host that does not see ``/opt/ml`` (a local process) gets its own
+    directories: TensorFlow's ``model_dir`` of ``/opt/ml/model`` (sent JSON-encoded)
+    becomes ``<host dir>/model``. Other values are kept as sent.
+    """
+    result: dict[str, Any] = {}
+    for key, value in raw.items():
+        result[key] = value
+        if not isinstance(value, str):
+            continue
+        try:
+            decoded, encoded = json.loads(value), True
+        except ValueError:
+            decoded, encoded = value, False
+        if not isinstance(decoded, str):
+            continue
+        mapped = rewrite_container_path(decoded, seen_base)
+        if mapped != decoded:
+            result[key] = json.dumps(mapped) if encoded else mapped
+    return result
 
 
 def read_hyperparameters(p: ContractPaths | None = None) -> dict[str, Any]:
@@ -399,7 +425,10 @@ def write_host_config(
         p.checkpoints_dir,
     ):
         os.makedirs(directory, exist_ok=True)
-    _write_json(p.hyperparameters_file, dict(request.get("HyperParameters") or {}))
+    _write_json(
+        p.hyperparameters_file,
+        host_hyperparameters(request.get("HyperParameters") or {}, seen_base),
+    )
     _write_json(p.resource_config_file, resource_config_for(request, current_host, hosts))
     _write_json(p.input_data_config_file, input_data_config_for(request))
     checkpoint = checkpoint_config_for(request, seen_base)

@@ -29,6 +29,8 @@ class UnsafeArchiveError(TrainingSetupError):
         more = f" (and {len(members) - 10} more)" if len(members) > 10 else ""
         super().__init__(
             f"Refusing to unpack {archive}: member(s) {shown}{more} would be written outside "
-            "the code directory (absolute paths, '..' segments, links pointing outside, or "
-            "device files). Rebuild the archive with paths relative to the source directory."
+            "the code directory (absolute paths, '..' segments, symbolic or hard links that "
+            "resolve outside, also through other links in the archive, link loops, devices or "
+            "FIFOs). Nothing was unpacked. Rebuild the archive with paths and links relative to "
+            "the source directory."
         )

@@ -24,6 +24,9 @@ Environment variables (beyond the SageMaker contract):
 ``LAUNCHBAY_HOST_ADDRESSES``
     JSON object host -> address, used wherever a host must be reached
     (torchrun ``--master_addr``, MASTER_ADDR, TF_CONFIG, ``mpirun --host``).
+``LAUNCHBAY_HOSTS_FILE``, ``LAUNCHBAY_HOST_NAMES``
+    local_process: the job hosts file (``127.0.0.1 algo-N``) and how to make
+    the C library use it for everything this host starts (:mod:`._hostnames`).
 ``LAUNCHBAY_MASTER_PORT``
     Rendezvous port (torchrun, MASTER_PORT; base of the TF ports in local mode).
     Default: the toolkit's 7777 (TF: 2222/2223, 8890).
@@ -70,7 +73,7 @@ import stat
 import sys
 import time
 
-from launchbay.runtime import _triage, contract
+from launchbay.runtime import _hostnames, _triage, contract
 from launchbay.runtime._shared import SharedDir
 from launchbay.runtime._supervisor import Supervisor, make_io_dir
 from launchbay.runtime.code import fetch_code, prepare_requirements, resolve_entry_point
@@ -168,6 +171,24 @@ def _fail_setup(p: contract.ContractPaths, host: str, message: str) -> int:
     return 1
 
 
+def _resolve_host_names(env: contract.TrainingEnv) -> None:
+    """local_process: make ``algo-N`` resolve for everything this host starts (:mod:`._hostnames`)."""
+    result = _hostnames.apply()
+    if result is None:
+        return
+    names = ", ".join(env.hosts)
+    if result.mechanism:
+        logger.debug("Host names %s resolve to 127.0.0.1 (%s)", names, result.mechanism)
+        return
+    logger.warning(
+        "Host names %s do not resolve in this local_process job (%s). The launchers use "
+        "127.0.0.1, but a script that connects to an SM_HOSTS name will fail. Run as root, "
+        "allow unprivileged user namespaces, or install libnss-wrapper (docs/local.md).",
+        names,
+        "; ".join(result.failures),
+    )
+
+
 def _setup_logging() -> None:
     if logger.handlers:
         return
@@ -222,6 +243,10 @@ def _run() -> int:
     except (TrainingSetupError, OSError, ValueError, KeyError) as exc:
         return _fail_setup(p, socket.gethostname(), f"Invalid training configuration: {exc}")
     host = env.current_host
+    try:
+        _resolve_host_names(env)
+    except TrainingSetupError as exc:
+        return _fail_setup(p, host, str(exc))
     if isinstance(env.log_level, int):
         logger.setLevel(env.log_level)
     shared = SharedDir(settings.shared_dir, host) if settings.shared_dir else None

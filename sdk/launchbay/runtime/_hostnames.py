@@ -1,0 +1,266 @@
+"""Host names in ``local_process`` jobs: ``algo-N`` resolves for every program a host runs.
+
+On SageMaker and in Docker each host is reachable by its name (``algo-1`` ...),
+so scripts build their own rendezvous from ``SM_HOSTS`` (``MASTER_ADDR=algo-1``
+then ``torch.distributed.init_process_group``). In ``local_process`` mode every
+host is a process group on this machine; the backend writes a job hosts file
+(this machine's ``/etc/hosts`` plus ``127.0.0.1 algo-N`` for each host, see
+:func:`write_hosts_file`) and names it in ``LAUNCHBAY_HOSTS_FILE``. At start the
+host's runtime makes the C library resolve names from that file, for itself
+and everything it starts (torch's TCPStore and gloo, mpirun, ``getent``), with
+the first of these that works:
+
+``namespace``
+    A private mount namespace for this host's runtime in which the job hosts
+    file is bind-mounted over ``/etc/hosts``: ``unshare(CLONE_NEWNS)`` as root,
+    else ``unshare(CLONE_NEWUSER | CLONE_NEWNS)`` mapping the caller's own uid
+    and gid (unprivileged user namespaces). The real ``/etc/hosts`` is never
+    written; the namespace ends with the host's last process. No pid namespace:
+    the processes keep their pids, signals and ``/proc`` work as before.
+``nss_wrapper``
+    ``LD_PRELOAD=libnss_wrapper.so`` with ``NSS_WRAPPER_HOSTS=<job hosts file>-nss_wrapper``
+    (the job hosts file plus IPv4-mapped ``::ffff:127.0.0.1`` twins, for torch)
+    for the processes the runtime starts (Debian/Ubuntu: ``libnss-wrapper``;
+    Fedora: ``nss_wrapper``; ``LAUNCHBAY_NSS_WRAPPER=<path>`` names another
+    copy). Covers dynamically linked programs.
+
+``LAUNCHBAY_HOST_NAMES`` chooses: ``auto`` (default: the first that works,
+else a warning and the job goes on with names unresolved), ``namespace`` or
+``nss_wrapper`` (that one, else the job fails with the reason), ``off``.
+Standard library only: this runs inside the host.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import ctypes
+import os
+import sys
+from collections.abc import Iterable, Mapping, MutableMapping
+
+from launchbay.runtime.errors import TrainingSetupError
+
+__all__ = [
+    "MODES",
+    "HostNames",
+    "apply",
+    "hosts_file_text",
+    "nss_wrapper_library",
+    "write_hosts_file",
+]
+
+#: Accepted values of ``LAUNCHBAY_HOST_NAMES``.
+MODES = ("auto", "namespace", "nss_wrapper", "off")
+LOOPBACK = "127.0.0.1"
+
+_CLONE_NEWNS = 0x00020000
+_CLONE_NEWUSER = 0x10000000
+_MS_BIND = 4096
+_MS_REC = 16384
+_MS_PRIVATE = 1 << 18
+_NSCD_SOCKETS = ("/run/nscd/socket", "/var/run/nscd/socket")
+_NSS_WRAPPER_DIRS = (
+    "/usr/lib/x86_64-linux-gnu",
+    "/usr/lib/aarch64-linux-gnu",
+    "/usr/lib64",
+    "/usr/lib",
+    "/usr/local/lib",
+    "/lib/x86_64-linux-gnu",
+    "/lib/aarch64-linux-gnu",
+)
+
+
+def hosts_file_text(hosts: Iterable[str], base: str = "/etc/hosts") -> str:
+    """``base``'s entries (this machine's names stay), then ``127.0.0.1 <host>`` for each host."""
+    try:
+        with open(base, encoding="utf-8", errors="replace") as f:
+            existing = f.read().splitlines()
+    except OSError:
+        existing = [f"{LOOPBACK} localhost"]
+    # No comments or blank lines: nss_wrapper rejects a file that has any.
+    lines = [" ".join(line.split("#", 1)[0].split()) for line in existing]
+    lines = [line for line in lines if line]
+    return "\n".join(lines + [f"{LOOPBACK} {host}" for host in hosts]) + "\n"
+
+
+def write_hosts_file(path: str, hosts: Iterable[str]) -> str:
+    """Write the job hosts file for ``hosts`` at ``path`` (world-readable); returns ``path``."""
+    text = hosts_file_text(hosts)
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, path)
+    return path
+
+
+class HostNames:
+    """What :func:`apply` did: the mechanism used (``None``: none) and why others failed."""
+
+    def __init__(self, mechanism: str | None, failures: list[str]):
+        self.mechanism = mechanism
+        self.failures = failures
+
+
+def _libc() -> ctypes.CDLL:
+    return ctypes.CDLL(None, use_errno=True)
+
+
+def _check(result: int, what: str) -> None:
+    if result != 0:
+        errno = ctypes.get_errno()
+        raise OSError(errno, f"{what}: {os.strerror(errno)}")
+
+
+def _write(path: str, text: str) -> None:
+    with open(path, "wb") as f:
+        f.write(text.encode())
+
+
+def _enter_namespace(hosts_file: str, user: bool) -> None:
+    """Enter a new mount (and, with ``user``, user) namespace; bind ``hosts_file`` on /etc/hosts."""
+    libc = _libc()
+    uid, gid = os.geteuid(), os.getegid()
+    flags = _CLONE_NEWNS | (_CLONE_NEWUSER if user else 0)
+    _check(libc.unshare(flags), "unshare(CLONE_NEWUSER | CLONE_NEWNS)" if user else "unshare")
+    if user:  # the same ids inside: files, permissions and ps look as before
+        _write("/proc/self/setgroups", "deny")
+        _write("/proc/self/uid_map", f"{uid} {uid} 1")
+        _write("/proc/self/gid_map", f"{gid} {gid} 1")
+    # Nothing done here may reach the machine's mount table.
+    _check(libc.mount(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None), "mount --make-rprivate /")
+    _check(libc.mount(hosts_file.encode(), b"/etc/hosts", None, _MS_BIND, None), "bind mount")
+    for socket_path in _NSCD_SOCKETS:  # a caching nscd would answer from the real file
+        if os.path.exists(socket_path):
+            with contextlib.suppress(OSError):
+                _check(libc.mount(b"/dev/null", socket_path.encode(), None, _MS_BIND, None), "")
+    with open("/etc/hosts", "rb") as seen, open(hosts_file, "rb") as wanted:
+        if seen.read() != wanted.read():
+            raise OSError("the bind mount did not replace /etc/hosts")
+
+
+def _probe_namespace(hosts_file: str, user: bool) -> str | None:
+    """Try the namespace in a forked child (a half-made user namespace cannot be undone)."""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:  # child: single-threaded like the runtime at this point
+        code = 0
+        try:
+            os.close(read_end)
+            _enter_namespace(hosts_file, user)
+        except BaseException as exc:
+            with contextlib.suppress(OSError):
+                os.write(write_end, str(exc).encode()[:500])
+            code = 1
+        os._exit(code)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as pipe:
+        message = pipe.read().decode(errors="replace")
+    _, status = os.waitpid(pid, 0)
+    if os.waitstatus_to_exitcode(status) == 0:
+        return None
+    return message or f"exit status {status}"
+
+
+def _namespace(hosts_file: str, failures: list[str]) -> bool:
+    if not sys.platform.startswith("linux"):
+        failures.append(f"namespace: needs Linux (this is {sys.platform})")
+        return False
+    attempts = [False, True] if os.geteuid() == 0 else [True]
+    for user in attempts:
+        what = "user+mount namespace" if user else "mount namespace"
+        problem = _probe_namespace(hosts_file, user)
+        if problem is None:
+            try:
+                _enter_namespace(hosts_file, user)
+                return True
+            except OSError as exc:
+                problem = str(exc)
+        failures.append(f"{what}: {problem}")
+    return False
+
+
+def nss_wrapper_library(environ: Mapping[str, str] | None = None) -> str | None:
+    """``LAUNCHBAY_NSS_WRAPPER`` if set, else ``libnss_wrapper.so`` in the usual places, or None."""
+    explicit = (os.environ if environ is None else environ).get("LAUNCHBAY_NSS_WRAPPER")
+    if explicit:
+        return explicit
+    for directory in _NSS_WRAPPER_DIRS:
+        path = os.path.join(directory, "libnss_wrapper.so")
+        if os.path.isfile(path):
+            return path
+    return None
+
+
+def _nss_wrapper(hosts_file: str, environ: MutableMapping[str, str], failures: list[str]) -> bool:
+    library = nss_wrapper_library(environ)
+    if library is None:
+        failures.append(
+            "nss_wrapper: libnss_wrapper.so not found (install libnss-wrapper / nss_wrapper)"
+        )
+        return False
+    if not os.path.isfile(library):
+        failures.append(f"nss_wrapper: LAUNCHBAY_NSS_WRAPPER={library!r} is not a file")
+        return False
+    try:
+        wrapper_hosts = _nss_wrapper_hosts_file(hosts_file)
+    except OSError as exc:
+        failures.append(f"nss_wrapper: {exc}")
+        return False
+    preload = [p for p in environ.get("LD_PRELOAD", "").replace(":", " ").split() if p]
+    if library not in preload:
+        preload.append(library)
+    environ["LD_PRELOAD"] = " ".join(preload)
+    environ["NSS_WRAPPER_HOSTS"] = wrapper_hosts
+    return True
+
+
+def _nss_wrapper_hosts_file(hosts_file: str) -> str:
+    """``hosts_file`` plus ``::ffff:127.x.y.z`` (IPv4-mapped) twins of its loopback lines.
+
+    nss_wrapper answers an IPv6 query for an IPv4-only name with EAI_ADDRFAMILY,
+    where glibc says "no such name"; torch's c10d asks for IPv6 first and keeps
+    retrying on that error. The mapped address still is this machine's loopback.
+    """
+    with open(hosts_file, encoding="utf-8") as f:
+        lines = f.read().splitlines()
+    mapped = [f"::ffff:{line}" for line in lines if line.startswith("127.")]
+    path = f"{hosts_file}-nss_wrapper"
+    tmp = f"{path}.tmp{os.getpid()}"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write("\n".join(lines + mapped) + "\n")
+    os.chmod(tmp, 0o644)
+    os.replace(tmp, path)
+    return path
+
+
+def apply(environ: MutableMapping[str, str] | None = None) -> HostNames | None:
+    """Make the job's host names resolve here (see the module doc); ``None`` when not asked.
+
+    Call it while the process is single-threaded, before anything is started.
+    Raises :class:`TrainingSetupError` for a bad ``LAUNCHBAY_HOST_NAMES`` or
+    when the mechanism it names cannot be used.
+    """
+    environ = os.environ if environ is None else environ
+    hosts_file = environ.get("LAUNCHBAY_HOSTS_FILE")
+    raw_mode = environ.get("LAUNCHBAY_HOST_NAMES", "")
+    mode = raw_mode.strip().lower() or "auto"
+    if mode not in MODES:
+        raise TrainingSetupError(
+            f"Invalid LAUNCHBAY_HOST_NAMES={raw_mode!r}. Accepted: {', '.join(MODES)}."
+        )
+    if not hosts_file or mode == "off":
+        return None
+    failures: list[str] = []
+    if mode in ("auto", "namespace") and _namespace(hosts_file, failures):
+        return HostNames("namespace", failures)
+    if mode in ("auto", "nss_wrapper") and _nss_wrapper(hosts_file, environ, failures):
+        return HostNames("nss_wrapper", failures)
+    if mode != "auto":
+        raise TrainingSetupError(
+            f"LAUNCHBAY_HOST_NAMES={raw_mode!r}: the host names of this local_process job "
+            f"cannot be made to resolve ({'; '.join(failures)}). Accepted: auto, "
+            "namespace (root, or unprivileged user namespaces), nss_wrapper (libnss-wrapper "
+            "installed), off."
+        )
+    return HostNames(None, failures)

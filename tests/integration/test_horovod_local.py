@@ -1,0 +1,68 @@
+"""Horovod (built by .ci/horovod.sh, docs/horovod.md) in a 2 hosts x 2 processes ``mpi`` job.
+
+``instance_type="local_process"``: launchbay's MPI launcher starts the ranks with mpirun,
+and ``hvd.allreduce`` averages (and sums) across all four, for PyTorch and TensorFlow.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+
+from job_outputs import HOROVOD_MPI as MPI
+from job_outputs import archive_members, check_horovod_ranks, file_uri, rank_reports
+from launchbay.pytorch import PyTorch
+from launchbay.tensorflow import TensorFlow
+
+pytestmark = pytest.mark.filterwarnings("ignore:framework_version=:UserWarning")
+
+SCRIPTS = Path(__file__).parent / "local_process_scripts"
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    root = tmp_path / "home"
+    monkeypatch.setenv("LAUNCHBAY_HOME", str(root))
+    monkeypatch.setenv("LAUNCHBAY_GRACE_SECONDS", "5")
+    return root
+
+
+def test_horovod_torch_allreduce_2x2(home, tmp_path):
+    out = tmp_path / "out"
+    est = PyTorch(
+        entry_point="hvd_allreduce.py",
+        source_dir=str(SCRIPTS),
+        role=None,
+        instance_type="local_process",
+        instance_count=2,
+        framework_version="2.8.0",
+        py_version="py312",
+        distribution=MPI,
+        hyperparameters={"framework": "torch"},
+        output_path=file_uri(out),
+    )
+    est.fit(logs=False)
+    prefix = out / est.latest_training_job.name / "output"
+    assert "model.pt" in archive_members(prefix / "model.tar.gz")
+    check_horovod_ranks(rank_reports(archive_members(prefix / "output.tar.gz")))
+
+
+def test_horovod_tensorflow_allreduce_2x2(home, tmp_path):
+    out = tmp_path / "out"
+    est = TensorFlow(
+        entry_point="hvd_allreduce.py",
+        source_dir=str(SCRIPTS),
+        role=None,
+        instance_type="local_process",
+        instance_count=2,
+        framework_version="2.19.0",
+        py_version="py312",
+        distribution=MPI,
+        hyperparameters={"framework": "tensorflow"},
+        output_path=file_uri(out),
+    )
+    est.fit(logs=False)
+    prefix = out / est.latest_training_job.name / "output"
+    assert "model.keras" in archive_members(prefix / "model.tar.gz")
+    check_horovod_ranks(rank_reports(archive_members(prefix / "output.tar.gz")))

@@ -1,0 +1,129 @@
+"""``local_process``: host names (``algo-N``) resolve for every program of a job.
+
+Real runtimes, real torch/gloo (C++ name resolution), ``getent`` and mpirun.
+See :mod:`launchbay.runtime._hostnames` and docs/local.md.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+from pathlib import Path
+
+import pytest
+
+from job_outputs import archive_members, file_uri
+from launchbay.pytorch import PyTorch
+
+pytestmark = pytest.mark.filterwarnings("ignore:framework_version=:UserWarning")
+
+SCRIPTS = Path(__file__).parent / "local_process_scripts"
+
+
+@pytest.fixture
+def home(tmp_path, monkeypatch):
+    root = tmp_path / "home"
+    monkeypatch.setenv("LAUNCHBAY_HOME", str(root))
+    monkeypatch.setenv("LAUNCHBAY_GRACE_SECONDS", "5")
+    return root
+
+
+def _mounts() -> str:
+    return Path("/proc/self/mountinfo").read_text()
+
+
+def _estimator(entry_point: str, out: Path, **kwargs) -> PyTorch:
+    return PyTorch(
+        entry_point=entry_point,
+        source_dir=str(SCRIPTS),
+        role=None,
+        instance_type="local_process",
+        instance_count=2,
+        framework_version="2.8.0",
+        py_version="py312",
+        output_path=file_uri(out),
+        **kwargs,
+    )
+
+
+# auto: a mount namespace (these tests run as root); nss_wrapper: LD_PRELOAD.
+@pytest.mark.parametrize("mode", ["auto", "nss_wrapper"])
+def test_script_with_its_own_rendezvous_from_sm_hosts(home, tmp_path, mode):
+    etc_hosts = Path("/etc/hosts").read_text()
+    est = _estimator(
+        "own_rendezvous.py", tmp_path / "out", environment={"LAUNCHBAY_HOST_NAMES": mode}
+    )
+    est.fit(logs=False)
+    name = est.latest_training_job.name
+    model = archive_members(tmp_path / "out" / name / "output" / "model.tar.gz")
+    assert sorted(model) == ["algo-1.json", "algo-2.json"]
+    for host in ("algo-1", "algo-2"):
+        report = json.loads(model[f"{host}.json"])
+        assert report["master_addr"] == "algo-1"
+        assert report["sum"] == 3.0  # 1 + 2: the all_reduce went through algo-1
+        assert report["getent_rc"] == 0  # C library (NSS), not only Python
+        resolved = {line.split()[1]: line.split()[0] for line in report["getent"] if line}
+        loopback = "127.0.0.1" if mode == "auto" else "::ffff:127.0.0.1"  # see _hostnames
+        assert resolved == {"algo-1": loopback, "algo-2": loopback}
+        assert report["python"] == {"algo-1": "127.0.0.1", "algo-2": "127.0.0.1"}
+        assert sorted(report["peers"]) == ["algo-1", "algo-2"]
+    # The machine's /etc/hosts is as before and no mount of the job is left.
+    assert Path("/etc/hosts").read_text() == etc_hosts
+    assert str(home) not in _mounts()
+    assert "algo-1" not in Path("/etc/hosts").read_text()
+
+
+def test_mpirun_started_by_the_script_with_algo_host_names(home, tmp_path):
+    est = _estimator("mpirun_by_name.py", tmp_path / "out")
+    est.fit(logs=False)
+    name = est.latest_training_job.name
+    model = archive_members(tmp_path / "out" / name / "output" / "model.tar.gz")
+    report = json.loads(model["mpirun.json"])
+    assert report["rc"] == 0, report["err"]
+    assert report["out"].split() == ["sum", "3", "sum", "3"]
+
+
+# --------------------------------------------------------------------------- TF model_dir
+
+
+def test_tensorflow_model_dir_is_the_jobs_own_model_dir(home, tmp_path):
+    from launchbay.tensorflow import TensorFlow
+
+    est = TensorFlow(
+        entry_point="tf_model_dir.py",
+        source_dir=str(SCRIPTS),
+        role=None,
+        instance_type="local_process",
+        instance_count=1,
+        framework_version="2.19.0",
+        py_version="py312",
+        output_path=file_uri(tmp_path / "out"),
+    )
+    # The request is SageMaker's: the container path, as SDK v2 sends it.
+    assert est.create_training_job_request()["HyperParameters"]["model_dir"] == '"/opt/ml/model"'
+    est.fit(logs=False)
+    name = est.latest_training_job.name
+    model = archive_members(tmp_path / "out" / name / "output" / "model.tar.gz")
+    assert "1/saved_model.pb" in model
+    seen = model["model_dir.txt"].decode()
+    assert seen == str(home / "jobs" / name / "algo-1" / "model")
+    assert not os.path.exists("/opt/ml/model/1")
+
+
+def test_a_named_mechanism_that_cannot_work_fails_the_job_at_start(home, tmp_path):
+    from launchbay import JobFailedError
+
+    missing = str(tmp_path / "no-libnss_wrapper.so")
+    est = _estimator(
+        "own_rendezvous.py",
+        tmp_path / "out",
+        environment={"LAUNCHBAY_HOST_NAMES": "nss_wrapper", "LAUNCHBAY_NSS_WRAPPER": missing},
+    )
+    with pytest.raises(JobFailedError) as info:
+        est.fit(logs=False)
+    reason = est.latest_training_job.describe()["FailureReason"]
+    assert (
+        "LAUNCHBAY_HOST_NAMES='nss_wrapper': the host names of this local_process job cannot "
+        f"be made to resolve (nss_wrapper: LAUNCHBAY_NSS_WRAPPER={missing!r} is not a file)"
+    ) in reason
+    assert "Accepted: auto, namespace" in str(info.value)
