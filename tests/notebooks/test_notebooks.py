@@ -81,7 +81,12 @@ def test_every_notebook_has_expectations() -> None:
 
 
 def _images(names: list[str]) -> None:
-    """Build (or reuse) the local training images the notebook's Docker steps run."""
+    """Build (or reuse) the local training images the notebook's Docker steps run.
+
+    With the wheelhouse .ci/run and tests/docker use (torch's wheel and Horovod's cached
+    one), so the image's context hash matches theirs and the image is reused.
+    """
+    from image_wheels import image_wheelhouse
     from launchbay import images
 
     client = images.docker_client(feature="The notebook tests")
@@ -89,12 +94,7 @@ def _images(names: list[str]) -> None:
         base = os.environ.get("LAUNCHBAY_BASE_IMAGE") or images.build_base_image(
             client=client, stream=sys.stderr
         )
-        wheelhouse = None
-        for entry in [*(os.environ.get("PIP_FIND_LINKS") or "").split(), "/opt/wheels"]:
-            path = entry.removeprefix("file://")
-            if os.path.isdir(path) and list(Path(path).glob(f"torch-{TORCH_VERSION}*.whl")):
-                wheelhouse = path
-                break
+        wheelhouse = image_wheelhouse()
         versions = {"pytorch": TORCH_VERSION, "tensorflow": TF_VERSION}
         for name in names:
             images.build_image(
@@ -176,6 +176,10 @@ def test_notebook_runs(
     home = str(tmp_path / "launchbay-home")
     monkeypatch.setenv("LAUNCHBAY_HOME", home)
     monkeypatch.setenv("PYTHONUNBUFFERED", "1")
+    # The kernel ("python3": ``python -m ipykernel_launcher``) is this Python.
+    monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
+    # A role ARN for the SageMaker (ml.*) dry runs; local jobs would run without one.
+    monkeypatch.setenv("LAUNCHBAY_EXECUTION_ROLE", "arn:aws:iam::123456789012:role/SageMakerRole")
 
     nb = nbformat.read(NOTEBOOK_DIR / name, as_version=4)
     client = nbclient.NotebookClient(
@@ -201,7 +205,9 @@ def test_notebook_runs(
     assert any("create_training_job_request(" in s for s in sources[:first_fit]), name
 
     text = "\n".join(_outputs(c) for c in code_cells)
-    runs = {m["label"].strip(): (float(m["first"]), float(m["last"])) for m in LOSS_LINE.finditer(text)}
+    runs = {
+        m["label"].strip(): (float(m["first"]), float(m["last"])) for m in LOSS_LINE.finditer(text)
+    }
     assert set(runs) >= expected["runs"], f"{name}: runs reported {sorted(runs)}"
     for label, (first, last) in runs.items():
         assert last < first, f"{name}: {label}: the loss went from {first} to {last}"
@@ -216,10 +222,7 @@ def test_notebook_runs(
         assert workers == expected["workers"], f"{name}: trial workers {workers}"
 
     if expected.get("vpc"):
-        shown = [
-            json.loads(m)
-            for m in re.findall(r'^\{\s*"Subnets".*?^\}', text, re.M | re.S)
-        ]
+        shown = [json.loads(m) for m in re.findall(r'^\{\s*"Subnets".*?^\}', text, re.M | re.S)]
         assert shown, f"{name}: no VpcConfig printed"
         vpc = shown[-1]
         assert vpc["Subnets"] and all(s.startswith("subnet-") for s in vpc["Subnets"]), vpc
