@@ -5,7 +5,8 @@ its data and scripts) with ``LAUNCHBAY_HOME`` there too, and against the session
 server (``AWS_ENDPOINT_URL``, reset first) for the cells that talk to AWS. The checks read
 the saved cell outputs, as a reader of the notebook would:
 
-* no cell raised (nbclient stops at the first error; no ``error`` output anywhere);
+* no cell raised (nbclient stops at the first error; no ``error`` output anywhere), and no
+  saved output holds a carriage return (progress redrawn in place belongs in a display);
 * every job's ``model.tar.gz`` the notebook printed exists, and each run it reports
   (``<label>: loss A -> B``) ended with a lower loss than it started with; the runs
   listed in ``EXPECTED`` are all there;
@@ -205,6 +206,7 @@ def test_notebook_runs(
     assert any("create_training_job_request(" in s for s in sources[:first_fit]), name
 
     text = "\n".join(_outputs(c) for c in code_cells)
+    assert "\r" not in text, f"{name}: a saved output holds a carriage return (a redrawn line)"
     runs = {
         m["label"].strip(): (float(m["first"]), float(m["last"])) for m in LOSS_LINE.finditer(text)
     }
