@@ -12,7 +12,8 @@ the saved cell outputs, as a reader of the notebook would:
   listed in ``EXPECTED`` are all there;
 * the dry run (``create_training_job_request``) comes before the first ``fit()``;
 * the debugger notebook's trials list every worker for ``include_workers="all"`` and one
-  for ``"one"``; the Horovod notebook's VPC cell shows the subnets and security group
+  for ``"one"``, and every rank of both jobs logged that smdebug built its hook from its own
+  host's ``debughookconfig.json``; the Horovod notebook's VPC cell shows the subnets and security group
   ``launchbay.vpc.provision`` made;
 * afterwards no process carrying this test's ``LAUNCHBAY_HOME`` in its environment (a rank,
   ``mpirun``, a host supervisor) and no container or network of its jobs is left.
@@ -54,12 +55,18 @@ EXPECTED: dict[str, dict[str, Any]] = {
     "debugger_distributed.ipynb": {
         "runs": {"include_workers=all", "include_workers=one"},
         "workers": {"all": 4, "one": 1},
+        # smdebug logs, in every rank of both jobs, the hook config it was built from
+        "hook_reads": 8,
     },
 }
 
 LOSS_LINE = re.compile(r"^(?P<label>[^:\n]+): loss (?P<first>\d+\.\d+) -> (?P<last>\d+\.\d+)", re.M)
 MODEL_URI = re.compile(r"file://\S+/model\.tar\.gz")
 WORKERS_LINE = re.compile(r"^include_workers=(?P<mode>\w+): (?P<count>\d+) worker", re.M)
+HOOK_READ = re.compile(
+    r"(?P<host>algo-\d+)\S* \| \[rank (?P<rank>\d+)\] .*Creating hook from json_config at "
+    r"\S+/(?P<config_host>algo-\d+)/input/config/debughookconfig\.json"
+)
 TORCH_VERSION = "2.13.0"
 TF_VERSION = "2.21.0"
 
@@ -222,6 +229,10 @@ def test_notebook_runs(
     if "workers" in expected:
         workers = {m["mode"]: int(m["count"]) for m in WORKERS_LINE.finditer(text)}
         assert workers == expected["workers"], f"{name}: trial workers {workers}"
+    if "hook_reads" in expected:
+        reads = [m.groupdict() for m in HOOK_READ.finditer(text)]
+        assert len(reads) == expected["hook_reads"], f"{name}: hook configs read: {reads}"
+        assert all(r["host"] == r["config_host"] for r in reads), reads  # each host's own
 
     if expected.get("vpc"):
         shown = [json.loads(m) for m in re.findall(r'^\{\s*"Subnets".*?^\}', text, re.M | re.S)]
