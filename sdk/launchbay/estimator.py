@@ -14,13 +14,15 @@ import copy
 import inspect
 import json
 import logging
+import math
 import os
 import re
+import time
 import warnings
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from launchbay import _request, utils
+from launchbay import _request
 from launchbay._instances import version_tuple
 from launchbay.debugger import DebuggerHookConfig
 from launchbay.distribution import LOCAL_INSTANCE_TYPES, Distribution, parse_distribution
@@ -151,9 +153,76 @@ def _str_list(argument: str, value: Any, *, allow_empty: bool = False) -> list[s
     return list(value)
 
 
+#: Seconds a generated name's claim file is kept (see :func:`name_from_base`).
+_NAME_CLAIM_SECONDS = 300.0
+_last_stamp_ms = 0
+
+
+def _stamp(ms: int) -> str:
+    seconds, millis = divmod(ms, 1000)
+    return time.strftime("%Y-%m-%d-%H-%M-%S", time.gmtime(seconds)) + f"-{millis:03d}"
+
+
+def _names_dir() -> str:
+    root = os.path.abspath(os.path.expanduser(os.environ.get("LAUNCHBAY_HOME") or "~/.launchbay"))
+    return os.path.join(root, "names")
+
+
+def _forget_old_claims(directory: str, now: float) -> None:
+    try:
+        entries = list(os.scandir(directory))
+    except OSError:
+        return
+    for entry in entries:
+        try:
+            if now - entry.stat().st_mtime > _NAME_CLAIM_SECONDS:
+                os.unlink(entry.path)
+        except OSError:
+            continue
+
+
+def _claim(directory: str, name: str) -> bool:
+    """Atomically claim ``name`` on this machine (False: another caller has it)."""
+    try:
+        os.close(
+            os.open(os.path.join(directory, name), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
+        )
+    except FileExistsError:
+        return False
+    return True
+
+
 def name_from_base(base: str, max_length: int = 63) -> str:
-    """``base`` trimmed, with a millisecond UTC timestamp appended (as SDK v2 names jobs)."""
-    return utils.name_from_base(base, max_length)
+    """``base`` trimmed, with a millisecond UTC timestamp appended (as SDK v2 names jobs).
+
+    Names stay in SDK v2's pattern (``<base>-YYYY-MM-DD-HH-MM-SS-mmm``) and never
+    repeat on this machine: within a process the millisecond only goes up, and
+    across processes each name is claimed by an exclusive create of
+    ``<local home>/names/<name>``; a name already claimed takes the next
+    millisecond. Claims older than a few minutes are removed. If the claim
+    directory cannot be written, the in-process guarantee alone holds.
+    """
+    global _last_stamp_ms
+    now = time.time()
+    ms = max(int(math.floor(now * 1000)), _last_stamp_ms + 1)
+    directory = _names_dir()
+    try:
+        os.makedirs(directory, exist_ok=True)
+        _forget_old_claims(directory, now)
+        usable = True
+    except OSError:
+        usable = False
+    for _ in range(10_000):
+        stamp = _stamp(ms)
+        name = f"{base[: max_length - len(stamp) - 1]}-{stamp}"
+        try:
+            if not usable or _claim(directory, name):
+                break
+        except OSError:
+            break
+        ms += 1
+    _last_stamp_ms = ms
+    return name
 
 
 def base_name_from_image(image: str) -> str:

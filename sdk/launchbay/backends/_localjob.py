@@ -65,6 +65,8 @@ logger = logging.getLogger("launchbay.backends.local")
 DEFAULT_GRACE_SECONDS = 10.0
 #: Extra time a host's runtime gets after the grace period to report and exit.
 RUNTIME_MARGIN = 5.0
+#: Seconds the other hosts get to end by themselves once one host failed.
+PEER_EXIT_WAIT = 3.0
 POLL = 0.05
 _READER_JOIN = 5.0
 _MAX_BUFFERED_LINES = 200_000
@@ -206,6 +208,37 @@ class _Follower:
                 return
 
 
+_LOCKS_DIR = ".locks"
+
+
+class NameLock:
+    """An exclusive ``flock`` on a job's lock file, held while the job runs here."""
+
+    def __init__(self, path: str, fd: int) -> None:
+        self.path = path
+        self._fd: int | None = fd
+
+    @classmethod
+    def try_acquire(cls, path: str) -> NameLock | None:
+        """The lock, or ``None`` when another holder has it (any process, this one too)."""
+        import fcntl
+
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT, 0o644)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            os.close(fd)
+            return None
+        return cls(path, fd)
+
+    def release(self) -> None:
+        fd, self._fd = self._fd, None
+        if fd is not None:
+            with contextlib.suppress(OSError):
+                os.close(fd)
+
+
 class LocalJob:
     """State of one running (or finished) job; touched by the supervisor and callers."""
 
@@ -250,6 +283,10 @@ class LocalJob:
         self._lines: list[tuple[str, str]] = []
         self._dropped = 0
         self.thread: threading.Thread | None = None
+        #: Holds the job name on this machine while the job runs (see LocalBackend._claim_name).
+        self.name_lock: NameLock | None = None
+        #: The process that finishes the job if this one dies (see launchbay.backends._watchdog).
+        self.watchdog: Any = None
         self._set_secondary("Starting", "Preparing the instances for training")
 
     # -- status -----------------------------------------------------------------
@@ -303,6 +340,21 @@ class LocalJob:
             _write_json_atomic(self.layout.status_file, _to_json(self.describe()))
         except OSError as exc:
             logger.debug("Could not write %s: %s", self.layout.status_file, exc)
+
+    def release_name(self) -> None:
+        """Let the job name go (the job has ended and its final state is written).
+
+        The watchdog is ended first: the final state is written, so there is
+        nothing left for it to do, and it must not hold the name after us.
+        """
+        watchdog, self.watchdog = self.watchdog, None
+        if watchdog is not None:
+            with contextlib.suppress(OSError):
+                watchdog.kill()
+            with contextlib.suppress(Exception):
+                watchdog.wait(5)
+        if self.name_lock is not None:
+            self.name_lock.release()
 
     # -- logs -------------------------------------------------------------------
     def add_line(self, host: str, line: str) -> None:
@@ -365,6 +417,72 @@ def _register(job: LocalJob) -> None:
         if not _ATEXIT_REGISTERED:
             atexit.register(_stop_all_at_exit)
             _ATEXIT_REGISTERED = True
+    _install_sigterm_handler()
+
+
+# SIGTERM to the client is handled like Ctrl-C: every running job is stopped (its
+# hosts get SIGTERM, checkpoints and outputs are saved, it ends Stopped), then the
+# process dies of SIGTERM as it was told to. Installed only over the default action.
+_sigterm = {"installed": False, "stopping": False, "exit": False}
+
+
+def _install_sigterm_handler() -> None:
+    if _sigterm["installed"] or threading.current_thread() is not threading.main_thread():
+        return
+    try:
+        if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
+            return  # the caller's own handler stays
+        signal.signal(signal.SIGTERM, _on_sigterm)
+    except (ValueError, OSError):
+        return
+    _sigterm["installed"] = True
+
+
+def _running_jobs() -> list[LocalJob]:
+    # No lock here: a signal handler must never wait for one its own thread may hold.
+    for _ in range(10):
+        try:
+            return [job for job in list(_JOBS.values()) if not job.done.is_set()]
+        except RuntimeError:  # the dict changed while being copied
+            continue
+    return []
+
+
+def _on_sigterm(signum: int, frame: Any) -> None:
+    if _sigterm["exit"]:
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+        os.kill(os.getpid(), signal.SIGTERM)
+        return
+    running = _running_jobs()
+    if _sigterm["stopping"]:  # a second SIGTERM: kill the hosts at once
+        for job in running:
+            job.force_kill.set()
+            job.changed.set()
+        return
+    _sigterm["stopping"] = True
+    for job in running:
+        logger.warning(
+            "SIGTERM: stopping local training job %s (SIGTERM again to kill at once)", job.name
+        )
+        job.stop_reason = job.stop_reason or "the client process received SIGTERM"
+        job.stop_requested.set()
+        job.changed.set()
+    threading.Thread(
+        target=_die_after_stopping, args=(running,), name="launchbay-sigterm", daemon=True
+    ).start()
+
+
+def _die_after_stopping(jobs: list[LocalJob]) -> None:
+    """Wait for ``jobs`` to end (checkpoints and outputs saved), then die of SIGTERM."""
+    deadline = time.monotonic() + max((j.grace for j in jobs), default=0) + RUNTIME_MARGIN + 120
+    for job in jobs:
+        job.done.wait(max(deadline - time.monotonic(), 0.1))
+    _sigterm["exit"] = True
+    if threading.current_thread() is threading.main_thread():
+        signal.signal(signal.SIGTERM, signal.SIG_DFL)
+    os.kill(os.getpid(), signal.SIGTERM)  # else the handler, on the main thread, lets it kill us
+    if threading.current_thread() is threading.main_thread():
+        time.sleep(60)  # the signal is delivered before this returns
 
 
 def _stop_all_at_exit() -> None:
@@ -477,17 +595,19 @@ class LocalBackend:
         check_request(request)
         hosts = host_names(request)
         self._check_can_run(request, hosts)
-        job_dir = os.path.join(self.job_root, name)
-        with _JOBS_LOCK:
-            running = _JOBS.get(job_dir)
-        if running is not None and not running.done.is_set():
-            raise JobError(
-                f"A local training job named {name!r} is still running ({job_dir}). "
-                "Accepted: another job_name, or stop that job first."
+        name_lock = self._claim_name(name)
+        try:
+            self._finish_left_behind(name)
+            layout = JobLayout.create(self.job_root, name, hosts)
+            layout.write_request(request)
+            job = LocalJob(
+                request, layout, self.stager, grace_from(request, self.grace_seconds), self
             )
-        layout = JobLayout.create(self.job_root, name, hosts)
-        layout.write_request(request)
-        job = LocalJob(request, layout, self.stager, grace_from(request, self.grace_seconds), self)
+        except BaseException:
+            name_lock.release()
+            raise
+        job.name_lock = name_lock
+        job.watchdog = self._start_watchdog(job)
         _register(job)
         job.thread = threading.Thread(
             target=self._supervise, args=(job,), name=f"launchbay-job-{name}", daemon=True
@@ -501,12 +621,193 @@ class LocalBackend:
         )
         return TrainingJob(name, self)
 
+    def _claim_name(self, name: str) -> NameLock:
+        """Take the job name on this machine, or refuse it while a job of that name runs.
+
+        The name is held by an exclusive ``flock`` on ``<job root>/.locks/<name>.lock``
+        for as long as the job runs in this process; the kernel lets it go when
+        the process dies, so a crashed client never blocks the name. A job whose
+        client is gone but whose hosts still run (they are being stopped) keeps
+        the name too.
+
+        Raises:
+            JobError: a job of that name runs (in this process or another one).
+        """
+        job_dir = self.job_dir(name)
+        lock = NameLock.try_acquire(os.path.join(self.job_root, _LOCKS_DIR, f"{name}.lock"))
+        if lock is None or self._hosts_left(name):
+            if lock is not None:
+                lock.release()
+            raise JobError(
+                f"A local training job named {name!r} is still running ({self._who_runs(name)}; "
+                f"job directory {job_dir}). SageMaker refuses a duplicate job name, and so "
+                "does a local run: its directory and processes are left alone. Accepted: "
+                f"another job_name, or stop that job first (launchbay stop {name})."
+            )
+        return lock
+
+    def _start_watchdog(self, job: LocalJob) -> Any:
+        """Start the job's watchdog (see :mod:`launchbay.backends._watchdog`); None if it cannot."""
+        import subprocess
+        import sys
+
+        target = f"{type(self).__module__}:{type(self).__qualname__}"
+        env = dict(os.environ)
+        parent = os.path.dirname(os.path.dirname(os.path.dirname(os.path.abspath(__file__))))
+        env["PYTHONPATH"] = os.pathsep.join(
+            [parent, *[p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]]
+        )
+        os.makedirs(job.layout.artifacts_dir, exist_ok=True)
+        try:
+            with open(os.path.join(job.layout.artifacts_dir, "watchdog.log"), "ab") as log:
+                return subprocess.Popen(
+                    [
+                        sys.executable,
+                        "-m",
+                        "launchbay.backends._watchdog",
+                        target,
+                        self.job_root,
+                        job.name,
+                        f"{job.grace:g}",
+                    ],
+                    env=env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                )
+        except OSError as exc:  # the job runs; only a dying client would leave it unfinished
+            logger.warning("Could not start the watchdog of job %s: %s", job.name, exc)
+            return None
+
+    def finish_orphan(self, name: str, reason: str | None = None) -> dict[str, Any]:
+        """End a job whose client process is gone, as the client would have; returns its description.
+
+        The caller holds the job's name lock. The hosts are stopped (SIGTERM,
+        SIGKILL after the grace period), checkpoints and outputs saved, and the
+        final state written to ``status.json``: ``Completed`` when every host had
+        already succeeded, else ``Failed`` with a reason saying the client went away.
+        """
+        description = self._load(name)
+        if description["TrainingJobStatus"] in TERMINAL_STATUSES:
+            return description
+        client = str(description.get("LocalClient") or "an unknown process")
+        with open(os.path.join(self.job_dir(name), "request.json"), encoding="utf-8") as f:
+            request = json.load(f)
+        layout = JobLayout(self.job_dir(name), tuple(host_names(request)))
+        grace = grace_from(request, self.grace_seconds)
+        logger.warning("Finishing local training job %s: its client %s is gone", name, client)
+        started = description.get("SecondaryStatus") not in ("Starting", "Downloading")
+        if started:
+            self._stop_orphan_hosts(name, layout, grace)
+        succeeded = started and all(
+            os.path.exists(os.path.join(layout.host_dir(h), "output", "success"))
+            for h in layout.hosts
+        )
+        status = "Completed" if succeeded else "Failed"
+        if not succeeded and reason is None:
+            reason = (
+                f"ClientError: the process that ran this local job ({client}) went away before "
+                "the job ended (it was killed, or its notebook kernel was closed). launchbay "
+                "stopped the hosts (SIGTERM, SIGKILL after the grace period) and saved the "
+                "checkpoints and outputs."
+            )
+        host_request = self._orphan_host_request(request)
+        try:
+            self.stager.save_checkpoints(host_request, layout)
+        except Exception as exc:  # report it; the job must still end
+            logger.error("Saving the checkpoints of job %s failed: %s", name, exc)
+        try:
+            artifacts = self.stager.collect_outputs(
+                host_request, layout, reason if status != "Completed" else None
+            )
+        except Exception as exc:
+            logger.error("Writing the outputs of job %s failed: %s", name, exc)
+            artifacts = None
+        now = _now()
+        transitions = list(description.get("SecondaryStatusTransitions") or [])
+        if transitions:
+            transitions[-1].setdefault("EndTime", now)
+        transitions.append(
+            {
+                "Status": status,
+                "StartTime": now,
+                "EndTime": now,
+                "StatusMessage": _final_message(status, reason),
+            }
+        )
+        description.update(
+            {
+                "TrainingJobStatus": status,
+                "SecondaryStatus": status,
+                "SecondaryStatusTransitions": transitions,
+                "LastModifiedTime": now,
+                "TrainingEndTime": now,
+            }
+        )
+        if reason and status != "Completed":
+            description["FailureReason"] = reason[:_REASON_LIMIT]
+        if artifacts:
+            description["ModelArtifacts"] = {"S3ModelArtifacts": artifacts}
+        start = description.get("TrainingStartTime")
+        if isinstance(start, _dt.datetime):
+            description["TrainingTimeInSeconds"] = int((now - start).total_seconds())
+        _write_json_atomic(layout.status_file, _to_json(description))
+        logger.warning("Local training job %s ended %s", name, status)
+        return description
+
+    def _stop_orphan_hosts(self, name: str, layout: JobLayout, grace: float) -> None:
+        """Stop what still runs of a job whose client is gone (the backend's own way)."""
+
+    def _orphan_host_request(self, request: dict[str, Any]) -> dict[str, Any]:
+        """The request as the stager sees the hosts' trees (see ``LocalJob.host_request``)."""
+        return request
+
+    def _finish_left_behind(self, name: str) -> None:
+        """Before a job directory is replaced: finish the old job if its client left it unfinished.
+
+        The caller holds the name. Its checkpoints and outputs are saved first.
+        """
+        try:
+            description = self._load(name)
+        except JobError:
+            return
+        if description["TrainingJobStatus"] not in TERMINAL_STATUSES:
+            try:
+                self.finish_orphan(name)
+            except Exception as exc:  # the new job must still be able to start
+                logger.warning("Could not finish the earlier job %s: %s", name, exc)
+
+    def _reconcile(self, name: str, description: dict[str, Any]) -> dict[str, Any]:
+        """A job left unfinished with nobody holding its name is finished here and now."""
+        if description["TrainingJobStatus"] in TERMINAL_STATUSES or self._find(name) is not None:
+            return description
+        lock = NameLock.try_acquire(os.path.join(self.job_root, _LOCKS_DIR, f"{name}.lock"))
+        if lock is None:  # its client (or its watchdog) is at work
+            return description
+        try:
+            return self.finish_orphan(name)
+        finally:
+            lock.release()
+
+    def _who_runs(self, name: str) -> str:
+        try:
+            description = self._load(name)
+        except JobError:
+            return "its status is not written yet"
+        client = str(description.get("LocalClient") or "an unknown process")
+        return f"status {description.get('TrainingJobStatus')}, started by process {client}"
+
+    def _hosts_left(self, name: str) -> bool:
+        """Whether anything that ran a host of job ``name`` is still alive (after its client)."""
+        return False
+
     def describe(self, name: str) -> dict[str, Any]:
         """The job's DescribeTrainingJob-shaped description (plus ``LocalJobDir``)."""
         job = self._find(name)
         if job is not None:
             return job.describe()
-        return self._load(name)
+        return self._reconcile(name, self._load(name))
 
     def wait(self, name: str, logs: str | bool | None = "All") -> dict[str, Any]:
         """Block until the job ends and return its description.
@@ -540,6 +841,8 @@ class LocalBackend:
                     except KeyboardInterrupt:
                         job.force_kill.set()
                 raise
+        if _sigterm["stopping"] and threading.current_thread() is threading.main_thread():
+            _die_after_stopping(_running_jobs())  # SIGTERM stopped the job: now obey it
         return job.describe()
 
     def stop(self, name: str) -> None:
@@ -550,11 +853,29 @@ class LocalBackend:
         """
         job = self._find(name)
         if job is None:
-            if self._load(name)["TrainingJobStatus"] not in TERMINAL_STATUSES:
-                raise JobError(
-                    f"Local training job {name!r} was started by another process; stop it there."
-                )
-            return
+            description = self.describe(name)  # a job whose client is gone is finished here
+            if description["TrainingJobStatus"] in TERMINAL_STATUSES:
+                return
+            pid = client_pid(str(description.get("LocalClient") or ""))
+            if pid is not None and not is_alive(pid):
+                # Its watchdog is finishing it: wait until it lets the name go.
+                grace = grace_from(description, self.grace_seconds)
+                path = os.path.join(self.job_root, _LOCKS_DIR, f"{name}.lock")
+                deadline = time.monotonic() + grace + RUNTIME_MARGIN + 60
+                while time.monotonic() < deadline:
+                    lock = NameLock.try_acquire(path)
+                    if lock is not None:
+                        try:
+                            self.finish_orphan(name)
+                        finally:
+                            lock.release()
+                        return
+                    time.sleep(0.2)
+            raise JobError(
+                f"Local training job {name!r} was started by another process "
+                f"({description.get('LocalClient')}) that still runs it; stop it there "
+                "(Ctrl-C, or SIGTERM to that process)."
+            )
         if job.done.is_set():
             return
         job.stop_reason = job.stop_reason or "stopped by request (stop())"
@@ -674,7 +995,7 @@ class LocalBackend:
                 )
                 break
             time.sleep(1.0)
-            description = self._load(name)
+            description = self.describe(name)
         if show_logs(logs):
             hosts = host_names(description)
             printer = LogPrinter(hosts)
@@ -704,8 +1025,11 @@ class LocalBackend:
                     with job.lock:
                         job.status, job.end_time = "Failed", job.end_time or _now()
                         job.failure_reason = job.failure_reason or outcome[1]
+                    job.save()
+                    job.release_name()
                     job.done.set()
                     job.notify()
+                job.release_name()
 
     def _run_job(self, job: LocalJob) -> tuple[str, str | None]:
         job._set_secondary("Downloading", "Downloading input data")
@@ -756,6 +1080,7 @@ class LocalBackend:
                     job.name,
                     codes[failed[0]],
                 )
+                self._let_hosts_end(job, PEER_EXIT_WAIT)
                 self._terminate(job, self._running_hosts(job))
                 return "Failed", self._failure_reason(job, failed[0], codes[failed[0]])
             if codes and all(code == 0 for code in codes.values()):
@@ -765,6 +1090,20 @@ class LocalBackend:
 
     def _running_hosts(self, job: LocalJob) -> list[str]:
         return [host for host, code in self._exit_codes(job).items() if code is None]
+
+    def _let_hosts_end(self, job: LocalJob, seconds: float) -> None:
+        """Give the other hosts up to ``seconds`` to end by themselves after a host failed.
+
+        Their runtimes learn of the failure through the shared directory (or from
+        the MPI master) and stop their ranks themselves, each writing its own
+        report (a worker says why it ends); only those still running then get SIGTERM.
+        """
+        deadline = time.monotonic() + seconds
+        while self._running_hosts(job) and time.monotonic() < deadline:
+            if job.stop_requested.is_set() or job.force_kill.is_set():
+                return
+            job.changed.wait(self.poll_interval)
+            job.changed.clear()
 
     #: Seconds between two looks at the hosts' exit codes.
     poll_interval = POLL
@@ -900,6 +1239,7 @@ class LocalBackend:
             job.status = status
             job.failure_reason = reason[:_REASON_LIMIT] if reason else None
         job.save()
+        job.release_name()
         job.done.set()
         job.notify()
         if status == "Completed":
@@ -935,13 +1275,23 @@ def _compose_reason(document: Mapping[str, Any]) -> str:
     return text + ("\nLast lines:\n" + tail if tail else "")
 
 
-def pump_lines(job: LocalJob, host: str, lines: Iterable[str]) -> None:
-    """Copy every line ``host`` prints into its log file and the job's buffer (a reader thread)."""
+def pump_lines(job: LocalJob, host: str, lines: Iterable[str], write_log: bool = True) -> None:
+    """Copy every line ``host`` prints into the job's buffer (a reader thread).
+
+    With ``write_log``, each line is also appended to the host's log file (a
+    backend whose hosts write that file themselves passes False).
+    """
     try:
-        with open(job.layout.log_file(host), "a", encoding="utf-8") as log:
+        with contextlib.ExitStack() as stack:
+            log = (
+                stack.enter_context(open(job.layout.log_file(host), "a", encoding="utf-8"))
+                if write_log
+                else None
+            )
             for line in lines:
-                log.write(line + "\n")
-                log.flush()
+                if log is not None:
+                    log.write(line + "\n")
+                    log.flush()
                 job.add_line(host, line)
     except (OSError, ValueError) as exc:
         logger.debug("Log reader of %s/%s stopped: %s", job.name, host, exc)
@@ -949,11 +1299,13 @@ def pump_lines(job: LocalJob, host: str, lines: Iterable[str]) -> None:
         job.notify()
 
 
-def start_reader(job: LocalJob, host: str, lines: Iterable[str]) -> threading.Thread:
+def start_reader(
+    job: LocalJob, host: str, lines: Iterable[str], write_log: bool = True
+) -> threading.Thread:
     """Start a daemon thread running :func:`pump_lines` and remember it in ``job.readers``."""
     reader = threading.Thread(
         target=pump_lines,
-        args=(job, host, lines),
+        args=(job, host, lines, write_log),
         name=f"launchbay-log-{job.name}-{host}",
         daemon=True,
     )

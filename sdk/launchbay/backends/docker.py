@@ -66,9 +66,10 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from launchbay._docker import docker_client, docker_errors
-from launchbay.backends._local import file_uri_path
+from launchbay.backends._local import JobLayout, file_uri_path
 from launchbay.backends._localjob import (
     CLIENT_ID,
+    RUNTIME_MARGIN,
     LocalBackend,
     LocalJob,
     client_pid,
@@ -181,6 +182,13 @@ def _link_roots(channel_dir: str) -> list[str]:
         if not any(target == r or target.startswith(r.rstrip("/") + "/") for r in roots):
             roots.append(target)
     return roots
+
+
+def _write_text_atomic(path: str, text: str) -> None:
+    tmp = f"{path}.{os.getpid()}.tmp"
+    with open(tmp, "w", encoding="utf-8") as f:
+        f.write(text)
+    os.replace(tmp, path)
 
 
 def _split_lines(chunks: Iterable[bytes]) -> Iterator[str]:
@@ -579,18 +587,24 @@ class DockerBackend(LocalBackend):
     def _hard_kill(self, job: LocalJob) -> None:
         self._remove_job(job.name, job.layout.job_dir)
 
-    def _runs_elsewhere(self, name: str) -> bool:
+    def _hosts_left(self, name: str) -> bool:
         found = self.client.api.containers(
             filters={"label": f"{LABEL_JOB_DIR}={self.job_dir(name)}", "status": "running"}
         )
-        return bool(found) or super()._runs_elsewhere(name)
+        return bool(found)
+
+    def _runs_elsewhere(self, name: str) -> bool:
+        return self._hosts_left(name) or super()._runs_elsewhere(name)
 
     def _give_back_files(self, job: LocalJob) -> None:
         """``chown`` what the containers wrote to :attr:`owner` (nothing to do for root)."""
+        image = job.request["AlgorithmSpecification"]["TrainingImage"]
+        self._give_back(image, job.layout.job_dir, job.name)
+
+    def _give_back(self, image: str, job_dir: str, name: str) -> None:
         uid, gid = self.owner
         if (uid, gid) == (0, 0):
             return
-        image = job.request["AlgorithmSpecification"]["TrainingImage"]
         command = ["chown", "-R", "-h", f"{uid}:{gid}", "/job"]
         try:
             self.client.containers.run(
@@ -598,20 +612,62 @@ class DockerBackend(LocalBackend):
                 command,
                 entrypoint=[],
                 user="0",
-                volumes={job.layout.job_dir: {"bind": "/job", "mode": "rw"}},
+                volumes={job_dir: {"bind": "/job", "mode": "rw"}},
                 network_disabled=True,
                 remove=True,
-                labels={LABEL_JOB_DIR: job.layout.job_dir, LABEL_JOB: job.name},
+                labels={LABEL_JOB_DIR: job_dir, LABEL_JOB: name},
             )
         except docker_errors().DockerException as exc:
             logger.warning(
                 "Could not give the files of job %s back to uid %s (%s); some may belong to "
                 "root: %s",
-                job.name,
+                name,
                 uid,
                 shlex.join(command),
                 exc,
             )
+
+    def _stop_orphan_hosts(self, name: str, layout: JobLayout, grace: float) -> None:
+        """Stop the containers of a job whose client died; keep their whole output as its logs.
+
+        Containers do not notice their client's death: each running one is
+        stopped here (SIGTERM to its init, SIGKILL after the grace period). The
+        client logged only what it saw before it died, so each host's log file
+        is rewritten from its container's complete output, then the containers
+        and the job's network are removed.
+        """
+        api = self.client.api
+        errors = docker_errors()
+        found = api.containers(all=True, filters={"label": f"{LABEL_JOB_DIR}={layout.job_dir}"})
+        timeout = int(grace + RUNTIME_MARGIN + 0.999)
+
+        def stop(container: dict[str, Any]) -> None:
+            with contextlib.suppress(errors.APIError):
+                api.stop(container["Id"], timeout=timeout)
+
+        running = [c for c in found if c.get("State") == "running"]
+        if running:
+            with concurrent.futures.ThreadPoolExecutor(max_workers=min(len(running), 8)) as pool:
+                list(pool.map(stop, running))
+        image = ""
+        for container in found:
+            host = (container.get("Labels") or {}).get("launchbay.host")
+            image = image or str(container.get("Image") or "")
+            if not host:
+                continue
+            try:
+                data = api.logs(container["Id"], stdout=True, stderr=True)
+            except errors.APIError as exc:
+                logger.warning("Could not read the output of %s of job %s: %s", host, name, exc)
+                continue
+            text = "\n".join(_split_lines([data]))
+            _write_text_atomic(layout.log_file(host), text + "\n" if text else "")
+        if image:
+            self._give_back(image, layout.job_dir, name)
+        self._remove_job(name, layout.job_dir)
+
+    def _orphan_host_request(self, request: dict[str, Any]) -> dict[str, Any]:
+        return _without_local_paths(request)
 
     # -- the compose file -------------------------------------------------------------
     def write_compose_file(self, job: LocalJob, specs: list[HostSpec]) -> str:

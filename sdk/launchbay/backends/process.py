@@ -46,9 +46,11 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+from launchbay.backends._local import JobLayout
 from launchbay.backends._localjob import (
     DEFAULT_GRACE_SECONDS,
     POLL,
+    RUNTIME_MARGIN,
     LocalBackend,
     LocalJob,
     job_arn,
@@ -157,6 +159,15 @@ def _job_processes(job_dir: str) -> set[int]:
     return found
 
 
+def _is_runtime(pid: int) -> bool:
+    """Whether ``pid`` is a host's runtime (``python -m launchbay.runtime.train``)."""
+    try:
+        with open(f"/proc/{pid}/cmdline", "rb") as f:
+            return b"\0launchbay.runtime.train" in f.read()
+    except OSError:
+        return False
+
+
 def _kill(pids: set[int] | list[int], sig: int) -> None:
     for pid in pids:
         with contextlib.suppress(ProcessLookupError, PermissionError):
@@ -190,18 +201,26 @@ class ProcessBackend(LocalBackend):
                 host_env = dict(
                     env, SAGEMAKER_BASE_DIR=layout.host_dir(host), TMPDIR=tmp, TMP=tmp, TEMP=tmp
                 )
-                proc = subprocess.Popen(
-                    [sys.executable, "-m", "launchbay.runtime.train"],
-                    cwd=layout.host_dir(host),
-                    env=host_env,
-                    stdin=subprocess.DEVNULL,
-                    stdout=subprocess.PIPE,
-                    stderr=subprocess.STDOUT,
-                    start_new_session=True,
-                    preexec_fn=preexec,  # noqa: PLW1509 - see _parent_death_signal
+                # The host writes its log file itself: every line is kept even if this
+                # process dies (a killed driver, a closed notebook kernel).
+                log_fd = os.open(
+                    layout.log_file(host), os.O_WRONLY | os.O_CREAT | os.O_APPEND, 0o644
                 )
+                try:
+                    proc = subprocess.Popen(
+                        [sys.executable, "-m", "launchbay.runtime.train"],
+                        cwd=layout.host_dir(host),
+                        env=host_env,
+                        stdin=subprocess.DEVNULL,
+                        stdout=log_fd,
+                        stderr=subprocess.STDOUT,
+                        start_new_session=True,
+                        preexec_fn=preexec,  # noqa: PLW1509 - see _parent_death_signal
+                    )
+                finally:
+                    os.close(log_fd)
                 job.procs[host] = proc
-                start_reader(job, host, _pipe_lines(proc))
+                start_reader(job, host, _file_lines(layout.log_file(host), proc), write_log=False)
 
     def _host_tmpdir(self, job: LocalJob, host: str) -> str:
         """A fresh temporary directory for ``host``, in the caller's ``$TMPDIR``; removed with the job.
@@ -283,8 +302,40 @@ class ProcessBackend(LocalBackend):
         _kill(below | _job_processes(job.layout.job_dir), signal.SIGKILL)
         _remove_tmpdirs(job.layout.job_dir)
 
+    def _stop_orphan_hosts(self, name: str, layout: JobLayout, grace: float) -> None:
+        """Stop the hosts of a job whose client died: SIGTERM, SIGKILL after the grace period.
+
+        A host's runtime gets SIGTERM by itself when the client dies (parent-death
+        signal), forwards it to its ranks and records it in the shared directory's
+        ``stop`` file; a second SIGTERM would make it kill at once, so the
+        runtimes are signalled here only if no ``stop`` file appears within 2 s.
+        """
+        job_dir = layout.job_dir
+        stop_file = os.path.join(job_dir, "shared", "stop")
+        deadline = time.monotonic() + 2.0  # the runtimes' own SIGTERM may still be on its way
+        while time.monotonic() < deadline and not os.path.exists(stop_file):
+            if not _job_processes(job_dir):
+                break
+            time.sleep(POLL)
+        if not os.path.exists(stop_file):
+            _kill({pid for pid in _job_processes(job_dir) if _is_runtime(pid)}, signal.SIGTERM)
+        deadline = time.monotonic() + grace + RUNTIME_MARGIN
+        while time.monotonic() < deadline and _job_processes(job_dir):
+            time.sleep(0.1)
+        leftovers = _job_processes(job_dir)
+        if leftovers:
+            logger.warning("Killing %d process(es) left of job %s", len(leftovers), name)
+            _kill(leftovers, signal.SIGKILL)
+            deadline = time.monotonic() + 2.0
+            while time.monotonic() < deadline and _job_processes(job_dir):
+                time.sleep(POLL)
+        _remove_tmpdirs(job_dir)
+
+    def _hosts_left(self, name: str) -> bool:
+        return bool(_job_processes(self.job_dir(name)))
+
     def _runs_elsewhere(self, name: str) -> bool:
-        return bool(_job_processes(self.job_dir(name))) or super()._runs_elsewhere(name)
+        return self._hosts_left(name) or super()._runs_elsewhere(name)
 
 
 #: The per-host temporary directories of a job, one per line, in its job dir.
@@ -306,14 +357,25 @@ def _remove_tmpdirs(job_dir: str) -> None:
         os.unlink(listing)
 
 
-def _pipe_lines(proc: subprocess.Popen[bytes]) -> Iterator[str]:
-    """The lines a host process prints (stdout and stderr), decoded, without line ends."""
-    pipe = proc.stdout
-    if pipe is None:
-        return
-    try:
-        for raw in iter(pipe.readline, b""):
-            yield raw.decode("utf-8", errors="replace").rstrip("\n").rstrip("\r")
-    finally:
-        with contextlib.suppress(OSError):
-            pipe.close()
+def _file_lines(path: str, proc: subprocess.Popen[bytes]) -> Iterator[str]:
+    """The lines the host writes to its log file, decoded, without line ends, until it exits.
+
+    The file is followed (read, then a short sleep when nothing is new); once the
+    process has exited, what is left is read, a last line without a newline included.
+    """
+    with open(path, "rb") as f:
+        pending = b""
+        while True:
+            ended = proc.poll() is not None
+            chunk = f.read()
+            if chunk:
+                pending += chunk
+                *lines, pending = pending.split(b"\n")
+                for raw in lines:
+                    yield raw.decode("utf-8", errors="replace").rstrip("\r")
+                continue
+            if ended:
+                break
+            time.sleep(POLL)
+        if pending:
+            yield pending.decode("utf-8", errors="replace").rstrip("\r")

@@ -28,14 +28,26 @@ Before the user's code runs it:
 When the user's code ends it writes the end record: exit code, and for an
 uncaught exception its type, message, traceback and time -- then re-raises, so
 the process exits exactly as ``python script.py`` would.
+
+One exception: a rank whose code returned normally (or called ``sys.exit(0)``)
+leaves with ``os._exit(0)`` right after the last ``atexit`` handler the code
+registered, once every open file object is flushed (and, under mpi4py, MPI is
+finalized). Interpreter finalization is skipped: that is where torch 2.13's gloo
+aborts a process that has finished its work ("terminate called without an
+active exception", SIGABRT), which would otherwise fail the job. An abort that
+still happens after the return (an ``atexit`` handler of the code's own) is
+forgiven by the runtime with a warning, because the end record says the code
+returned (see :mod:`._supervisor`).
 """
 
 from __future__ import annotations
 
+import atexit
 import contextlib
 import json
 import os
 import runpy
+import signal
 import socket
 import sys
 import time
@@ -166,6 +178,50 @@ def _excepthook(kind: type[BaseException], value: BaseException, tb: TracebackTy
     sys.__excepthook__(kind, value.with_traceback(trimmed), trimmed)
 
 
+#: The exit code to leave with after the atexit handlers, once the code returned normally.
+_leave_code: int | None = None
+
+
+def _flush_everything() -> None:
+    """Flush every open Python file object and C stdio stream (finalization will not)."""
+    import gc  # noqa: PLC0415
+    import io  # noqa: PLC0415
+
+    for obj in gc.get_objects():
+        if isinstance(obj, io.IOBase):
+            with contextlib.suppress(Exception):
+                if not obj.closed and obj.writable():
+                    obj.flush()
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    with contextlib.suppress(Exception):
+        import ctypes  # noqa: PLC0415
+
+        ctypes.CDLL(None).fflush(None)
+
+
+def _finalize_mpi() -> None:
+    module = sys.modules.get("mpi4py.MPI")
+    if module is None:
+        return
+    with contextlib.suppress(Exception):
+        if module.Is_initialized() and not module.Is_finalized():
+            module.Finalize()
+
+
+def _leave_after_atexit() -> None:
+    """Registered before the user's code runs, so it runs after every handler the code added."""
+    if _leave_code is None:
+        return
+    for signum in (signal.SIGTERM, signal.SIGINT):  # the code is done: nothing to interrupt
+        with contextlib.suppress(ValueError, OSError):
+            signal.signal(signum, signal.SIG_IGN)
+    _finalize_mpi()
+    _flush_everything()
+    os._exit(_leave_code)
+
+
 def _run_target(argv: list[str]) -> None:
     if argv[0] == "-m":
         if len(argv) < 2:
@@ -233,11 +289,15 @@ def main(argv: list[str] | None = None) -> None:
             pass
 
     sys.excepthook = _excepthook
+    global _leave_code
+    atexit.register(_leave_after_atexit)
     try:
         _run_target(argv)
     except SystemExit as exc:
         code = _exit_code(exc)
         record(exit_code=code, error=None if code == 0 else f"SystemExit: {exc.code}")
+        if code == 0:
+            _leave_code = 0
         raise
     except BaseException as exc:
         code = 130 if isinstance(exc, KeyboardInterrupt) else 1
@@ -249,6 +309,7 @@ def main(argv: list[str] | None = None) -> None:
         )
         raise
     record(exit_code=0, error=None)
+    _leave_code = 0
     for stream in (sys.stdout, sys.stderr):
         if stream is not None:
             stream.flush()

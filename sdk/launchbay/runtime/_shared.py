@@ -3,7 +3,7 @@
 Layout (every host's runtime reads and writes it)::
 
     ranks/rank-<N>.start.json, ranks/rank-<N>.json   per-rank records (see _records)
-    hosts/<host>.json        {"cause": "failed"|"torn-down", "exit_code", "timestamp"}
+    hosts/<host>.json        {"cause": "failed"|"torn-down", "exit_code", "timestamp"[, "error"]}
     stop                     a host received SIGTERM/SIGINT: every host stops its ranks
     mpi/env/<host>.json      local MPI: each host's rank environment and cwd
     mpi/heartbeat            local MPI: touched every second by the master's runtime
@@ -45,12 +45,19 @@ class SharedDir:
         """Present once any host was asked to stop."""
         return os.path.join(self.root, "stop")
 
-    def mark_host(self, cause: str, exit_code: int | None, timestamp: float) -> None:
-        """Record that this host failed (``cause="failed"``) or was torn down."""
-        _records.write_record(
-            os.path.join(self.hosts_dir, f"{self.host}.json"),
-            {"host": self.host, "cause": cause, "exit_code": exit_code, "timestamp": timestamp},
-        )
+    def mark_host(
+        self, cause: str, exit_code: int | None, timestamp: float, error: str | None = None
+    ) -> None:
+        """Record that this host failed (``cause="failed"``) or was torn down (and why)."""
+        record: dict[str, Any] = {
+            "host": self.host,
+            "cause": cause,
+            "exit_code": exit_code,
+            "timestamp": timestamp,
+        }
+        if error:
+            record["error"] = error
+        _records.write_record(os.path.join(self.hosts_dir, f"{self.host}.json"), record)
 
     def host_marks(self) -> dict[str, dict[str, Any]]:
         """Every host's mark, by host."""

@@ -48,6 +48,8 @@ FAILURE_KILL_DELAY = 2.0
 CLEANUP_KILL_DELAY = 2.0
 HARD_STOP_AFTER_KILL = 5.0
 TAIL_LINES = 40
+#: A second stop signal within this many seconds of the first is taken as a copy of it.
+SIGNAL_REPEAT_SECONDS = 1.0
 MAX_LINE = 64 * 1024
 
 
@@ -80,6 +82,8 @@ class Outcome:
     setup_error: str | None = None
     ranks: dict[int, RankState] = field(default_factory=dict)
     launcher_tails: dict[str, deque[str]] = field(default_factory=dict)
+    #: Processes that crashed after their code returned normally (forgiven, with a warning).
+    teardown_crashes: list[str] = field(default_factory=list)
 
 
 @dataclass
@@ -90,6 +94,13 @@ class _Stream:
     name: str
     rank: int | None = None
     buffer: bytes = b""
+
+
+def _signal_name(signum: int) -> str:
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
 
 
 def _returncode(code: int) -> int:
@@ -136,6 +147,7 @@ class Supervisor:
         self._last_scan = 0.0
         self._seen_failures: set[str] = set()
         self._pidfds: dict[int, int] = {}
+        self._first_signal_at = float("-inf")
 
     # ------------------------------------------------------------------ output
 
@@ -443,10 +455,17 @@ class Supervisor:
         outcome.teardown_at = time.time()
         if reason == "signal":
             outcome.signal = signum
+            self._first_signal_at = time.monotonic()
             if self.shared is not None:
                 with contextlib.suppress(OSError):
                     self.shared.request_stop(signum)
         self._signal_groups(signal.SIGTERM, ("main", "aux", "service"))
+        # Each rank of this host gets the SIGTERM itself too: a launcher (torchrun) can
+        # exit without passing it on when every host is stopped at once, which left its
+        # ranks to the SIGKILL with no chance to write a last checkpoint.
+        launched = {proc.pid for proc in self._procs.values()}
+        ranks = {s.pid for s in outcome.ranks.values() if s.pid and s.died_at is None}
+        _procs.send_signal(ranks - launched, signal.SIGTERM)
         self._kill_at = time.monotonic() + self.grace
         if self.plan.stop_via_shared_dir:
             # Nothing of ours to kill: wait for the master to report, but not forever.
@@ -458,9 +477,18 @@ class Supervisor:
             if self.outcome.teardown_reason is None and not self._finishing:
                 self._stop("signal", signum)
             else:
-                if self.outcome.signal is None:
+                now = time.monotonic()
+                first = self.outcome.signal is None
+                if first:
                     self.outcome.signal = signum
-                self._kill_at = time.monotonic()  # a second signal: stop waiting
+                    self._first_signal_at = now
+                # A signal after a signal (someone insisting) stops waiting. The first one
+                # after a stop this host saw in the shared directory (another host got the
+                # same SIGTERM a moment earlier, e.g. when the client died) is that stop,
+                # and so is a copy of the first signal within a second of it.
+                insisting = not first and now - self._first_signal_at >= SIGNAL_REPEAT_SECONDS
+                if insisting or self._finishing:
+                    self._kill_at = now
 
     # ------------------------------------------------------------------ main loop
 
@@ -476,12 +504,57 @@ class Supervisor:
             if name in self.outcome.main_codes or proc.poll() is None:
                 continue
             code = _returncode(proc.returncode)
-            if self._specs[name].role != "main":
+            spec = self._specs[name]
+            if spec.role != "main":
                 continue
+            if code != 0 and self._crashed_after_return(spec, proc.returncode):
+                code = 0
             self.outcome.main_codes[name] = code
             self.outcome.main_exit_times[name] = time.time()
             if code != 0:
                 self._failure("failure", time.time())
+
+    def _crashed_after_return(self, spec: ProcessSpec, returncode: int) -> bool:
+        """Whether ``spec`` failed only after its ranks' code had returned normally.
+
+        A rank process (``output == "rank"``) must have died by a signal after
+        its end record said it returned (exit code 0); a launcher (torchrun,
+        mpirun) may exit with any code, as long as every rank of this host
+        recorded a normal return. Such a crash is interpreter teardown (torch
+        2.13's gloo aborts at exit, pytorch/pytorch#179291): the work is done,
+        so it is reported as a warning, not a failure.
+        """
+        if self.outcome.teardown_reason is not None:
+            return False  # stopped or torn down: the exit codes say nothing about teardown
+        if spec.output == "rank":
+            if spec.rank is None or returncode >= 0:
+                return False
+            ranks = [spec.rank]
+        else:
+            ranks = list(self.outcome.ranks)
+        if not ranks:
+            return False
+        _starts, ends = _records.read_records(self.ranks_dir)
+        since = self.outcome.started_at - 1.0
+        for rank in ranks:
+            end = ends.get(rank)
+            if end is None or end.get("exit_code") != 0 or float(end.get("timestamp", 0)) < since:
+                return False
+        how = (
+            f"was killed by {_signal_name(-returncode)}"
+            if returncode < 0
+            else f"exited with code {returncode}"
+        )
+        who = f"Rank {spec.rank}" if spec.output == "rank" else f"{spec.name} (ranks {ranks})"
+        message = (
+            f"{who} {how} after the training code had returned normally: the Python "
+            "interpreter crashed while tearing down (torch's gloo aborts at exit with "
+            "'terminate called without an active exception'). The work was done, so "
+            "this does not fail the job."
+        )
+        self.outcome.teardown_crashes.append(message)
+        self._write("err", f"[launchbay] WARNING {message}\n".encode())
+        return True
 
     def _begin_finish(self) -> None:
         """The job is over: stop helpers (ps server, sshd) and anything left behind."""
@@ -568,6 +641,10 @@ class Supervisor:
                         waiter_done = True
                         outcome.waiter_code = code
                         outcome.waiter_reason = getattr(plan.waiter, "reason", None)
+                        if code != 0 and outcome.waiter_reason:
+                            self._write(
+                                "err", f"[launchbay] ERROR {outcome.waiter_reason}\n".encode()
+                            )
                         if code != 0 and outcome.teardown_reason is None:
                             self._failure("failure", time.time())
                 if not self._finishing and mains_done and (waiter_done or not wait_for_waiter):

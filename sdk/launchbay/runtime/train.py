@@ -156,9 +156,16 @@ def _user_failure_message(p: contract.ContractPaths, started: float) -> str | No
         return None
 
 
-def _fail_setup(p: contract.ContractPaths, host: str, message: str) -> int:
+def _fail_setup(
+    p: contract.ContractPaths, host: str, message: str, shared: SharedDir | None = None
+) -> int:
     logger.error("%s", message)
     failure = _triage.setup_failure(host, message, time.time())
+    if shared is not None:  # the other hosts learn at once that this one cannot start
+        try:
+            shared.mark_host("failed", 1, failure.timestamp, error=message)
+        except OSError as exc:
+            logger.error("Could not tell the other hosts through %s: %s", shared.root, exc)
     document = {**failure.__dict__, "reporting_host": host, "ranks": []}
     try:
         os.makedirs(p.output_dir, exist_ok=True)
@@ -280,7 +287,7 @@ def _run() -> int:
             )
             plan = build_plan(ctx)
         except TrainingSetupError as exc:
-            return _fail_setup(p, host, str(exc))
+            return _fail_setup(p, host, str(exc), shared)
         for note in plan.notes:
             logger.warning("%s", note)
         for spec in plan.processes:
@@ -297,7 +304,7 @@ def _run() -> int:
         try:
             outcome = supervisor.run()
         except TrainingSetupError as exc:
-            return _fail_setup(p, host, str(exc))
+            return _fail_setup(p, host, str(exc), shared)
         for s in _STOP_SIGNALS:  # the ranks are gone: finish the report undisturbed
             signal.signal(s, signal.SIG_IGN)
         code = outcome.exit_code

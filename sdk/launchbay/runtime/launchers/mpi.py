@@ -38,6 +38,7 @@ import dataclasses
 import importlib.util
 import json
 import os
+import shlex
 import shutil
 import socket
 import subprocess
@@ -45,6 +46,7 @@ import time
 from dataclasses import dataclass
 
 from launchbay.runtime import _procs, _records
+from launchbay.runtime._shared import SharedDir
 from launchbay.runtime.errors import TrainingSetupError
 from launchbay.runtime.launchers.base import (
     BOOTSTRAP_MODULE,
@@ -348,18 +350,58 @@ class _ReachableGate:
         return False
 
 
+@dataclass
+class _FailingGate:
+    """Waits for ``first`` (bounded), then fails with ``message``: a master that cannot start."""
+
+    first: _ReachableGate
+    message: str
+
+    def poll(self, now: float) -> bool:
+        """Never opens: raises once ``first`` is open or has timed out."""
+        try:
+            if not self.first.poll(now):
+                return False
+        except TrainingSetupError:
+            pass
+        raise TrainingSetupError(self.message)
+
+
 class _LocalDoneWaiter:
     """A non-master host in local MPI mode: wait for the master's done file."""
 
-    def __init__(self, done_file: str, heartbeat: str, startup_timeout: float):
+    def __init__(
+        self,
+        done_file: str,
+        heartbeat: str,
+        startup_timeout: float,
+        shared: SharedDir | None = None,
+        master: str = "",
+    ):
         self.done_file = done_file
         self.heartbeat = heartbeat
         self.startup_timeout = startup_timeout
+        self.shared = shared
+        self.master = master
         self.reason: str | None = None
         self._started: float | None = None
 
+    def _master_failed(self) -> int | None:
+        """The master's exit code if its runtime marked itself failed before reporting."""
+        if self.shared is None or not self.master:
+            return None
+        mark = self.shared.host_marks().get(self.master)
+        if not mark or mark.get("cause") != "failed" or not mark.get("error"):
+            return None
+        self.reason = (
+            f"The MPI master {self.master} failed before starting the job, so this host "
+            f"has no ranks to run: {mark['error']}"
+        )
+        code = mark.get("exit_code")
+        return code if isinstance(code, int) and code > 0 else 1
+
     def poll(self, now: float) -> int | None:
-        """The master's exit status once reported; 1 if the master never came or went silent."""
+        """The master's exit status once reported; 1 if the master failed, never came or went silent."""
         if self._started is None:
             self._started = now
         if os.path.exists(self.done_file):
@@ -368,6 +410,9 @@ class _LocalDoneWaiter:
                     return int(json.load(f).get("exit_code", 1))
             except (OSError, ValueError, TypeError):
                 return None
+        failed = self._master_failed()
+        if failed is not None:
+            return failed
         try:
             age = time.time() - os.stat(self.heartbeat).st_mtime
         except OSError:
@@ -420,7 +465,19 @@ class _SshWorkerWaiter:
                 text = f.read().strip()
         except OSError:
             return None
-        return int(text) if text.lstrip("-").isdigit() else 0
+        code = int(text) if text.lstrip("-").isdigit() else 0
+        if code:
+            try:
+                with open(self.status_file + ".reason", encoding="utf-8") as f:
+                    why = f.read(2000).strip()
+            except OSError:
+                why = ""
+            if why:
+                self.reason = (
+                    f"The MPI master {self.master_address} failed before starting the job, "
+                    f"so this host has no ranks to run: {why}"
+                )
+        return code
 
     def _local_failure(self) -> int:
         _, ends = _records.read_records(self.ranks_dir)
@@ -458,13 +515,22 @@ class _SshWorkerWaiter:
         return None
 
 
-def _notify_workers(addresses: list[str], status_file: str, exit_code: int) -> None:
-    """Write the status file on every worker over ssh, then give them up to 30 s to exit."""
+def _notify_workers(
+    addresses: list[str], status_file: str, exit_code: int, reason: str | None = None
+) -> None:
+    """Write the status file on every worker over ssh, then give them up to 30 s to exit.
+
+    With ``reason`` (the master failed before mpirun ran), ``<status file>.reason``
+    is written first, so the worker can say why the job ended.
+    """
+    ssh = shutil.which("ssh") or "/usr/bin/ssh"
+    command = f"printf %s {int(exit_code)} > {status_file}"
+    if reason:
+        command = f"printf %s {shlex.quote(reason)} > {status_file}.reason; {command}"
     for address in addresses:
         for _attempt in range(5):
             result = subprocess.run(
-                ["ssh", "-o", "StrictHostKeyChecking=no", address,
-                 f"printf %s {int(exit_code)} > {status_file}"],
+                [ssh, "-o", "StrictHostKeyChecking=no", address, command],
                 capture_output=True,
                 timeout=30,
                 check=False,
@@ -543,7 +609,13 @@ def _build_local(
         plan.periodic.append(_Heartbeat(heartbeat))
         plan.on_finish.append(lambda code: _write_json(done_file, {"exit_code": code}))
     else:
-        plan.waiter = _LocalDoneWaiter(done_file, heartbeat, settings.startup_timeout)
+        plan.waiter = _LocalDoneWaiter(
+            done_file,
+            heartbeat,
+            settings.startup_timeout,
+            SharedDir(settings.shared_dir, env.current_host),
+            env.master_hostname,
+        )
         plan.stop_via_shared_dir = True
     return plan
 
@@ -582,11 +654,21 @@ def _build_ssh(
     )
     workers = [ctx.settings.address(h) for h in hosts if h != env.master_hostname]
     if env.is_master:
-        _require_mpi(ctx)
-        if smddp:
-            argv = smddp_argv(ctx, rank_env)
-        else:
-            argv = mpirun_ssh_argv(ctx, rank_env, options_key)
+        try:
+            _require_mpi(ctx)
+        except TrainingSetupError as exc:
+            # Fail, but first tell the workers why (over ssh, once their sshd answers),
+            # so they end at once instead of waiting out their startup timeout.
+            message = str(exc)
+            plan.gate = _FailingGate(
+                _ReachableGate(list(workers), 22, min(ctx.settings.startup_timeout, 60.0)),
+                message,
+            )
+            plan.on_finish.append(
+                lambda code: _notify_workers(workers, status_file, code or 1, message)
+            )
+            return plan
+        argv = smddp_argv(ctx, rank_env) if smddp else mpirun_ssh_argv(ctx, rank_env, options_key)
         plan.processes.append(
             ProcessSpec(name="mpirun", argv=argv, env=rank_env, cwd=ctx.code_dir, output="mpi-tags")
         )
