@@ -1207,9 +1207,10 @@ class EstimatorBase:
         """Where the latest job's debugger hook output went: ``<S3OutputPath>/<job>/debug-output``.
 
         ``S3OutputPath`` is the request's ``DebugHookConfig`` one (the hook config's
-        ``s3_output_path``, else the job's ``output_path``): an ``s3://`` URI, or a
-        ``file://`` one where local jobs copied every host's tensors. ``None`` when the job
-        ran without a debugger hook config.
+        ``s3_output_path``, else the job's ``output_path``). An ``s3://`` URI is returned as
+        is; for a ``file://`` one (where local jobs copied every host's tensors) the plain
+        local path is returned, so that ``smdebug.trials.create_trial(path)`` reads it as
+        SDK v2 users call it. ``None`` when the job ran without a debugger hook config.
 
         Raises:
             ConfigurationError: no job has run from this estimator yet.
@@ -1224,7 +1225,8 @@ class EstimatorBase:
         target = hook.get("S3OutputPath")
         if not target:
             return None
-        return "/".join([target.rstrip("/"), self.latest_training_job.name, "debug-output"])
+        path = "/".join([target.rstrip("/"), self.latest_training_job.name, "debug-output"])
+        return path.removeprefix("file://")
 
     @classmethod
     def attach(
