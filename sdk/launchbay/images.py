@@ -586,7 +586,7 @@ def _build_args_for(
         "INSTALL_EFA": "1" if processor == "gpu" else "0",
     }
     if framework == "tensorflow" and processor == "gpu":
-        args["TENSORFLOW_EXTRAS"] = "[and-cuda]"
+        args["TENSORFLOW_PACKAGE"] = "tensorflow[and-cuda]"
     if offline:
         args["OFFLINE"] = "1"
     for key, value in (build_args or {}).items():
