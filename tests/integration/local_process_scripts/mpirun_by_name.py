@@ -12,7 +12,12 @@ import sys
 
 hosts = json.loads(os.environ["SM_HOSTS"])
 if os.environ["SM_CURRENT_HOST"] == hosts[0]:
-    rank_code = "from mpi4py import MPI; c = MPI.COMM_WORLD; print('sum', c.allreduce(c.rank + 1))"
+    # One write per line: the job runs unbuffered, where print() writes its parts one by
+    # one and mpirun could interleave the two ranks' parts ("sumsum 3 3").
+    rank_code = (
+        "import sys; from mpi4py import MPI; c = MPI.COMM_WORLD; "
+        "sys.stdout.write(f'sum {c.allreduce(c.rank + 1)}\\n')"
+    )
     done = subprocess.run(
         ["mpirun", "--allow-run-as-root", "--oversubscribe",
          "--host", ",".join(f"{h}:1" for h in hosts), "-np", str(len(hosts)),
