@@ -1,0 +1,75 @@
+"""The names shared by the client and the runtime, each spelled once.
+
+Job statuses, instance types and the ``sagemaker_*`` hyperparameter keys are
+part of the SageMaker contract: the request builder writes them, the backends
+report them, the CLI prints them, and the runtime reads them inside each host.
+Every module takes them from here. This module lives in the runtime package
+because the runtime is the lowest layer (standard library only) and the client
+may import from it, never the other way round.
+"""
+
+from __future__ import annotations
+
+__all__ = [
+    "COMPLETED",
+    "DOCKER_INSTANCE_TYPES",
+    "FAILED",
+    "FAILED_STATUSES",
+    "HP",
+    "IN_PROGRESS",
+    "JOB_STATUSES",
+    "LOCAL",
+    "LOCAL_GPU",
+    "LOCAL_INSTANCE_TYPES",
+    "LOCAL_PROCESS",
+    "STOPPED",
+    "STOPPING",
+    "TERMINAL_STATUSES",
+]
+
+# ---------------------------------------------------------------- job statuses
+# DescribeTrainingJob's TrainingJobStatus; local jobs report the same values.
+IN_PROGRESS = "InProgress"
+COMPLETED = "Completed"
+FAILED = "Failed"
+STOPPING = "Stopping"
+STOPPED = "Stopped"
+JOB_STATUSES = (IN_PROGRESS, COMPLETED, FAILED, STOPPING, STOPPED)
+TERMINAL_STATUSES = (COMPLETED, FAILED, STOPPED)
+FAILED_STATUSES = (FAILED, STOPPED)
+
+# -------------------------------------------------------------- instance types
+# The instance types that run on this machine (every other one is an ml.* type).
+LOCAL_PROCESS = "local_process"  # each host a process group
+LOCAL = "local"  # each host a Docker container
+LOCAL_GPU = "local_gpu"  # each host a Docker container with GPUs
+LOCAL_INSTANCE_TYPES = (LOCAL, LOCAL_GPU, LOCAL_PROCESS)
+DOCKER_INSTANCE_TYPES = (LOCAL, LOCAL_GPU)
+
+
+# ------------------------------------------------------ hyperparameter keys
+class HP:
+    """The ``sagemaker_*`` hyperparameter keys (values are JSON-encoded strings)."""
+
+    PREFIX = "sagemaker_"
+    # script mode
+    PROGRAM = "sagemaker_program"
+    SUBMIT_DIRECTORY = "sagemaker_submit_directory"
+    CONTAINER_LOG_LEVEL = "sagemaker_container_log_level"
+    JOB_NAME = "sagemaker_job_name"
+    REGION = "sagemaker_region"
+    ENABLE_CLOUDWATCH_METRICS = "sagemaker_enable_cloudwatch_metrics"
+    # distribution
+    INSTANCE_TYPE = "sagemaker_instance_type"
+    DISTRIBUTION_INSTANCE_GROUPS = "sagemaker_distribution_instance_groups"
+    MPI_ENABLED = "sagemaker_mpi_enabled"
+    MPI_PROCESSES_PER_HOST = "sagemaker_mpi_num_of_processes_per_host"
+    MPI_CUSTOM_OPTIONS = "sagemaker_mpi_custom_mpi_options"
+    MPI_NUM_PROCESSES = "sagemaker_mpi_num_processes"
+    SMDDP_ENABLED = "sagemaker_distributed_dataparallel_enabled"
+    SMDDP_CUSTOM_MPI_OPTIONS = "sagemaker_distributed_dataparallel_custom_mpi_options"
+    PYTORCH_DDP_ENABLED = "sagemaker_pytorch_ddp_enabled"
+    PYTORCH_XLA_ENABLED = "sagemaker_pytorch_xla_multi_worker_enabled"
+    TORCH_DISTRIBUTED_ENABLED = "sagemaker_torch_distributed_enabled"
+    PARAMETER_SERVER_ENABLED = "sagemaker_parameter_server_enabled"
+    MWMS_ENABLED = "sagemaker_multi_worker_mirrored_strategy_enabled"
