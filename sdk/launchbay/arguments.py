@@ -46,7 +46,7 @@ from typing import Any
 
 from launchbay.debugger import CollectionConfig, DebuggerHookConfig
 from launchbay.errors import ConfigurationError, UnknownArgumentError
-from launchbay.inputs import InstanceGroup, check_uri
+from launchbay.inputs import INPUT_MODES, InstanceGroup, check_uri
 from launchbay.runtime.names import LOCAL_INSTANCE_TYPES
 
 __all__ = [
@@ -72,7 +72,7 @@ class _Missing:
 #: "No value": the argument is absent from a spec or a job description.
 MISSING: Any = _Missing()
 
-INPUT_MODES = ("File", "Pipe", "FastFile")
+
 #: CreateTrainingJob's TrainingJobName pattern (also a base_job_name's).
 JOB_NAME_PATTERN = r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$"
 #: An ml.* instance type, or one of the local types.
@@ -1146,7 +1146,6 @@ ARGUMENTS: tuple[Argument, ...] = (
     ),
 )
 del A
-
 
 
 def _by_name() -> dict[str, Argument]:

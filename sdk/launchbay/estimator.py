@@ -30,7 +30,7 @@ from launchbay.debugger import DebuggerHookConfig
 from launchbay.distribution import Distribution, parse_distribution
 from launchbay.errors import ConfigurationError
 from launchbay.inputs import channels_from_inputs, check_uri
-from launchbay.runtime.names import HP, LOCAL_INSTANCE_TYPES, LOCAL_PROCESS
+from launchbay.runtime.names import HP, LOCAL_GPU, LOCAL_INSTANCE_TYPES, LOCAL_PROCESS
 from launchbay.s3uri import is_s3_uri, parse_s3_uri
 from launchbay.session import LocalExecutionRole, Session
 from launchbay.vpc import VpcConfig
@@ -962,13 +962,11 @@ class Framework(EstimatorBase):
         if self.is_local:
             # Local runs use the images `launchbay images build` makes (local_process
             # runs no image at all; the name only documents the environment).
-            processor = "gpu" if self.instance_type == "local_gpu" else "cpu"
+            processor = "gpu" if self.instance_type == LOCAL_GPU else "cpu"
             return (
                 f"launchbay/{self._framework_name}-training:"
                 f"{self.framework_version}-{processor}-{self.py_version}"
             )
-        from launchbay import image_uris
-
         return image_uris.training_image_uri(
             self._framework_name,
             self.framework_version,

@@ -49,7 +49,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from launchbay import arguments
+from launchbay import arguments, vpc
 from launchbay.errors import ConfigurationError, ProvisioningError
 from launchbay.inputs import FileSystemInput, TrainingInput
 
@@ -893,8 +893,6 @@ class JobSpec:
         stack = self.vpc_stack
         if stack is None:
             return None
-        from launchbay import vpc  # CloudFormation, boto3: only for a spec that names a stack
-
         try:
             return vpc.describe(stack, region, session=session)
         except ProvisioningError as exc:
