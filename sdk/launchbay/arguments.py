@@ -494,6 +494,18 @@ def _groups_from_spec(value: Any) -> Any:
     return [InstanceGroup(**g) for g in value]
 
 
+def _groups_to_request(groups: list[InstanceGroup]) -> Any:
+    return [g.to_request_dict() for g in groups] if groups else None
+
+
+def _groups_from_request(groups: Any) -> Any:
+    if not groups:
+        return MISSING
+    return [
+        InstanceGroup(g["InstanceGroupName"], g["InstanceType"], g["InstanceCount"]) for g in groups
+    ]
+
+
 def _debugger_to_spec(hook: Any, ctx: SpecContext) -> Any:
     if hook is False:
         return False
@@ -652,499 +664,196 @@ class Argument:
         return self.attr or self.name
 
 
+# The job-spec form of the arguments whose values are structures.
+_URI = {"type": "string", "pattern": "^(s3|file)://.", "x-accepted": "an s3:// URI"}
+_SCALARS = {"type": "object", "additionalProperties": {"type": ["string", "number", "boolean"]}}
+_INSTANCE_TYPE = {
+    "type": "string",
+    "pattern": LOCAL_OR_ML_INSTANCE_TYPE_PATTERN,
+    "x-accepted": "an ml.* instance type such as 'ml.m5.xlarge', or 'local_process', 'local', "
+    "'local_gpu'",
+}
+_INSTANCE_GROUPS = {
+    "type": "array", "minItems": 1, "items": {
+        "type": "object", "additionalProperties": False,
+        "required": ["instance_group_name", "instance_type", "instance_count"],
+        "properties": {
+            "instance_group_name": {"type": "string", "minLength": 1},
+            "instance_type": _INSTANCE_TYPE,
+            "instance_count": {"type": "integer", "minimum": 1}}}}  # fmt: skip
+_TAGS = {"anyOf": [
+    _SCALARS,
+    {"type": "array", "items": {
+        "type": "object", "additionalProperties": False, "required": ["Key", "Value"],
+        "properties": {"Key": {"type": "string"}, "Value": {"type": "string"}}}}]}  # fmt: skip
+_METRICS = {"type": "array", "items": {
+    "type": "object", "additionalProperties": False, "required": ["Name", "Regex"],
+    "properties": {"Name": {"type": "string"}, "Regex": {"type": "string"}}}}  # fmt: skip
+_DEBUGGER = {"anyOf": [{"type": "boolean"}, {
+    "type": "object", "additionalProperties": False, "properties": {
+        "s3_output_path": _URI,
+        "container_local_output_path": {"type": "string"},
+        "hook_parameters": _SCALARS,
+        "collection_configs": {"type": "array", "items": {
+            "type": "object", "additionalProperties": False, "required": ["name"],
+            "properties": {"name": {"type": "string", "minLength": 1},
+                           "parameters": _SCALARS}}}}}]}  # fmt: skip
+_STRING = {"type": "string"}
+_NON_EMPTY = {"type": "string", "minLength": 1}
+
 A = Argument
+# fmt: off
 ARGUMENTS: tuple[Argument, ...] = (
     # -- what runs
-    A(
-        "image_uri",
-        Str("a Docker image URI"),
-        "Training image URI. Required without framework; with framework it replaces the "
-        "official image.",
-        v1="image_name",  # request: resolved (training_image_uri())
-        example="123456789012.dkr.ecr.us-west-2.amazonaws.com/my-image:1",
-    ),
-    A(
-        "framework_version",
-        Custom({"type": "string", "minLength": 1}, _check_version),
-        "Framework version, e.g. '2.3' (quote it: 2.10 unquoted is the number 2.1).",
-        owner=FRAMEWORK,
-        example="2.3",
-    ),
-    A(
-        "py_version",
-        Custom(
-            {
-                "type": "string",
-                "pattern": "^py[0-9]+$",
-                "x-accepted": "a Python version tag such as 'py311'",
-            },
-            _check_version,
-        ),
-        "Python version tag of the image, e.g. py311.",
-        owner=FRAMEWORK,
-        example="py311",
-    ),
-    A(
-        "entry_point",
-        Path("the path of a local script (a str or os.PathLike)"),
-        "The training script: relative to source_dir when that is given, else to the spec "
-        "file's directory.",
-        to_spec=_entry_point_to_spec,
-    ),
-    A(
-        "source_dir",
-        Path(
-            "the path of a local directory (a str or os.PathLike), or an s3:// "
-            "URI of a sourcedir.tar.gz"
-        ),
-        "Directory packaged as sourcedir.tar.gz (relative to the spec file's directory), or the "
-        "s3:// URI of an archive already staged.",
-        to_spec=_source_dir_to_spec,
-    ),
-    A(
-        "dependencies",
-        Custom(StrList().schema, _check_dependencies),
-        "Extra files or directories put at the archive root (relative to the spec file's "
-        "directory).",
-        to_spec=_dependencies_to_spec,
-    ),
+    A("image_uri", Str("a Docker image URI"),
+      "Training image URI. Required without framework; with framework it replaces the "
+      "official image.",
+      v1="image_name",  # request: resolved (training_image_uri())
+      example="123456789012.dkr.ecr.us-west-2.amazonaws.com/my-image:1"),
+    A("framework_version", Custom(_NON_EMPTY, _check_version),
+      "Framework version, e.g. '2.3' (quote it: 2.10 unquoted is the number 2.1).",
+      owner=FRAMEWORK, example="2.3"),
+    A("py_version", Custom({"type": "string", "pattern": "^py[0-9]+$",
+                            "x-accepted": "a Python version tag such as 'py311'"}, _check_version),
+      "Python version tag of the image, e.g. py311.", owner=FRAMEWORK, example="py311"),
+    A("entry_point", Path("the path of a local script (a str or os.PathLike)"),
+      "The training script: relative to source_dir when that is given, else to the spec "
+      "file's directory.", to_spec=_entry_point_to_spec),
+    A("source_dir", Path("the path of a local directory (a str or os.PathLike), or an s3:// "
+                         "URI of a sourcedir.tar.gz"),
+      "Directory packaged as sourcedir.tar.gz (relative to the spec file's directory), or the "
+      "s3:// URI of an archive already staged.", to_spec=_source_dir_to_spec),
+    A("dependencies", Custom(StrList().schema, _check_dependencies),
+      "Extra files or directories put at the archive root (relative to the spec file's "
+      "directory).", to_spec=_dependencies_to_spec),
     # -- identity and resources
-    A(
-        "role",
-        Custom({"type": "string", "minLength": 1}, _check_role),
-        "IAM role ARN (or role name) SageMaker assumes. Required for ml.* instance types; "
-        "optional locally.",
-        request="RoleArn",
-        resolved=True,
-    ),
-    A(
-        "instance_type",
-        Custom(
-            {
-                "type": "string",
-                "pattern": LOCAL_OR_ML_INSTANCE_TYPE_PATTERN,
-                "x-accepted": "an ml.* instance type such as 'ml.m5.xlarge', or "
-                "'local_process', 'local', 'local_gpu'",
-            },
-            _check_instance_type,
-        ),
-        "An ml.* instance type (a SageMaker job) or local_process / local / local_gpu (this "
-        "machine).",
-        v1="train_instance_type",
-        request="ResourceConfig.InstanceType",
-    ),
-    A(
-        "instance_count",
-        Int(minimum=1),
-        "Number of instances (hosts). Default 1.",
-        v1="train_instance_count",
-        request="ResourceConfig.InstanceCount",
-    ),
-    A(
-        "instance_groups",
-        Custom(
-            {
-                "type": "array",
-                "minItems": 1,
-                "items": {
-                    "type": "object",
-                    "additionalProperties": False,
-                    "required": ["instance_group_name", "instance_type", "instance_count"],
-                    "properties": {
-                        "instance_group_name": {"type": "string", "minLength": 1},
-                        "instance_type": {
-                            "type": "string",
-                            "pattern": LOCAL_OR_ML_INSTANCE_TYPE_PATTERN,
-                            "x-accepted": "an ml.* instance type such as 'ml.m5.xlarge', "
-                            "or 'local_process', 'local', 'local_gpu'",
-                        },
-                        "instance_count": {"type": "integer", "minimum": 1},
-                    },
-                },
-            },
-            _check_instance_groups,
-        ),
-        "Heterogeneous cluster: instance groups instead of instance_type/instance_count.",
-        request="ResourceConfig.InstanceGroups",
-        to_request=lambda groups: [g.to_request_dict() for g in groups] if groups else None,
-        from_request=lambda groups: (
-            [
-                InstanceGroup(g["InstanceGroupName"], g["InstanceType"], g["InstanceCount"])
-                for g in groups
-            ]
-            if groups
-            else MISSING
-        ),
-        to_spec=_groups_to_spec,
-        from_spec=_groups_from_spec,
-    ),
-    A(
-        "keep_alive_period_in_seconds",
-        Int(minimum=0, maximum=21600),
-        "Warm pool keep-alive period (0-21600 seconds).",
-        request="ResourceConfig.KeepAlivePeriodInSeconds",
-        example=600,
-    ),
-    A(
-        "volume_size",
-        Int(minimum=0),
-        "EBS volume size in GB (default 30).",
-        default=30,
-        v1="train_volume_size",
-        request="ResourceConfig.VolumeSizeInGB",
-        example=100,
-    ),
-    A(
-        "volume_kms_key",
-        Custom({"type": "string"}),  # checked as the request field
-        "KMS key for the training volume.",
-        v1="train_volume_kms_key",
-        request="ResourceConfig.VolumeKmsKeyId",
-        from_request=_attach_truthy,
-        example="arn:aws:kms:us-west-2:123456789012:key/volume",
-    ),
-    A(
-        "max_run",
-        Int(minimum=1),
-        "Maximum run time in seconds (default 86400).",
-        default=24 * 60 * 60,
-        v1="train_max_run",
-        request="StoppingCondition.MaxRuntimeInSeconds",
-        from_request=_attach_truthy,
-        example=3600,
-    ),
-    A(
-        "input_mode",
-        Enum(values=INPUT_MODES),
-        "Default input mode of the channels.",
-        default="File",
-        request="AlgorithmSpecification.TrainingInputMode",
-        resolved=True,
-        from_request=lambda v: v or "File",
-        example="FastFile",
-    ),
+    A("role", Custom(_NON_EMPTY, _check_role),
+      "IAM role ARN (or role name) SageMaker assumes. Required for ml.* instance types; "
+      "optional locally.", request="RoleArn", resolved=True),
+    A("instance_type", Custom(_INSTANCE_TYPE, _check_instance_type),
+      "An ml.* instance type (a SageMaker job) or local_process / local / local_gpu (this "
+      "machine).", v1="train_instance_type", request="ResourceConfig.InstanceType"),
+    A("instance_count", Int(minimum=1), "Number of instances (hosts). Default 1.",
+      v1="train_instance_count", request="ResourceConfig.InstanceCount"),
+    A("instance_groups", Custom(_INSTANCE_GROUPS, _check_instance_groups),
+      "Heterogeneous cluster: instance groups instead of instance_type/instance_count.",
+      request="ResourceConfig.InstanceGroups", to_request=_groups_to_request,
+      from_request=_groups_from_request, to_spec=_groups_to_spec, from_spec=_groups_from_spec),
+    A("keep_alive_period_in_seconds", Int(minimum=0, maximum=21600),
+      "Warm pool keep-alive period (0-21600 seconds).",
+      request="ResourceConfig.KeepAlivePeriodInSeconds", example=600),
+    A("volume_size", Int(minimum=0), "EBS volume size in GB (default 30).", default=30,
+      v1="train_volume_size", request="ResourceConfig.VolumeSizeInGB", example=100),
+    A("volume_kms_key", Custom(_STRING), "KMS key for the training volume.",  # checked as sent
+      v1="train_volume_kms_key", request="ResourceConfig.VolumeKmsKeyId",
+      from_request=_attach_truthy, example="arn:aws:kms:us-west-2:123456789012:key/volume"),
+    A("max_run", Int(minimum=1), "Maximum run time in seconds (default 86400).",
+      default=24 * 60 * 60, v1="train_max_run", request="StoppingCondition.MaxRuntimeInSeconds",
+      from_request=_attach_truthy, example=3600),
+    A("input_mode", Enum(values=INPUT_MODES), "Default input mode of the channels.",
+      default="File", request="AlgorithmSpecification.TrainingInputMode", resolved=True,
+      from_request=lambda v: v or "File", example="FastFile"),
     # -- locations
-    A(
-        "output_path",
-        Uri(),
-        "Where model.tar.gz and output.tar.gz go (s3://, or file:// for "
-        "local runs). Default: the session's default bucket (local: $LAUNCHBAY_HOME/output).",
-        request="OutputDataConfig.S3OutputPath",
-        resolved=True,
-        example="s3://bucket/output",
-    ),
-    A(
-        "output_kms_key",
-        Custom({"type": "string"}),  # checked as the request field
-        "KMS key for the outputs.",
-        request="OutputDataConfig.KmsKeyId",
-        from_request=_attach_truthy,
-        example="arn:aws:kms:us-west-2:123456789012:key/output",
-    ),
-    A(
-        "code_location",
-        Uri(),
-        "Where the code archive is stored (s3:// or file://).",
-        example="s3://bucket/code",
-    ),
-    A(
-        "base_job_name",
-        Str(JOB_NAME_ACCEPTED, pattern=JOB_NAME_PATTERN),
-        "Prefix of generated job names (a timestamp is appended).",
-        example="my-base",
-    ),
-    A(
-        "disable_output_compression",
-        Bool(),
-        "Upload outputs uncompressed.",
-        default=False,
-        request="OutputDataConfig.CompressionType",
-        to_request=lambda v: "NONE" if v else None,
-        from_request=lambda v: True if v == "NONE" else MISSING,
-        example=True,
-    ),
-    A(
-        "checkpoint_s3_uri",
-        Uri(),
-        "Where checkpoints are synced (s3://, or file:// locally).",
-        request="CheckpointConfig.S3Uri",
-        from_request=_attach_truthy,
-        example="s3://bucket/checkpoints",
-    ),
-    A(
-        "checkpoint_local_path",
-        Str("an absolute path such as /opt/ml/checkpoints", pattern="^/", min_length=0),
-        "Checkpoint directory inside the container (default /opt/ml/checkpoints).",
-        request="CheckpointConfig.LocalPath",
-        from_request=_attach_truthy,
-    ),
-    A(
-        "model_uri",
-        Uri("an s3:// URI (or file:// for local runs)"),
-        "A model archive given to the job as the model channel.",
-        example="s3://bucket/model.tgz",
-    ),
-    A(
-        "model_channel_name",
-        Custom({"type": "string", "minLength": 1}),
-        "Channel name of model_uri (default 'model').",
-        default="model",
-    ),
+    A("output_path", Uri(), "Where model.tar.gz and output.tar.gz go (s3://, or file:// for "
+      "local runs). Default: the session's default bucket (local: $LAUNCHBAY_HOME/output).",
+      request="OutputDataConfig.S3OutputPath", resolved=True, example="s3://bucket/output"),
+    A("output_kms_key", Custom(_STRING), "KMS key for the outputs.",  # checked as sent
+      request="OutputDataConfig.KmsKeyId", from_request=_attach_truthy,
+      example="arn:aws:kms:us-west-2:123456789012:key/output"),
+    A("code_location", Uri(), "Where the code archive is stored (s3:// or file://).",
+      example="s3://bucket/code"),
+    A("base_job_name", Str(JOB_NAME_ACCEPTED, pattern=JOB_NAME_PATTERN),
+      "Prefix of generated job names (a timestamp is appended).", example="my-base"),
+    A("disable_output_compression", Bool(), "Upload outputs uncompressed.", default=False,
+      request="OutputDataConfig.CompressionType", to_request=lambda v: "NONE" if v else None,
+      from_request=lambda v: True if v == "NONE" else MISSING, example=True),
+    A("checkpoint_s3_uri", Uri(), "Where checkpoints are synced (s3://, or file:// locally).",
+      request="CheckpointConfig.S3Uri", from_request=_attach_truthy,
+      example="s3://bucket/checkpoints"),
+    A("checkpoint_local_path",
+      Str("an absolute path such as /opt/ml/checkpoints", pattern="^/", min_length=0),
+      "Checkpoint directory inside the container (default /opt/ml/checkpoints).",
+      request="CheckpointConfig.LocalPath", from_request=_attach_truthy),
+    A("model_uri", Uri("an s3:// URI (or file:// for local runs)"),
+      "A model archive given to the job as the model channel.", example="s3://bucket/model.tgz"),
+    A("model_channel_name", Custom(_NON_EMPTY), "Channel name of model_uri (default 'model').",
+      default="model"),  # checked as the channel name it becomes
     # -- network
-    A(
-        "subnets",
-        StrList(),
-        "VPC subnet ids (with security_group_ids).",
-        request="VpcConfig.Subnets",
-    ),
-    A(
-        "security_group_ids",
-        StrList(),
-        "VPC security group ids (with subnets).",
-        request="VpcConfig.SecurityGroupIds",
-    ),
-    A(
-        "vpc_config",
-        Custom({}),
-        "A launchbay.vpc.VpcConfig (or SDK v2's dict), instead of subnets/security_group_ids.",
-        in_spec=False,
-    ),
-    A(
-        "enable_network_isolation",
-        Bool(),
-        "Run the container without network access.",
-        default=False,
-        attr="_enable_network_isolation",
-        request="EnableNetworkIsolation",
-        resolved=True,
-        from_request=_attach_true,
-    ),
-    A(
-        "encrypt_inter_container_traffic",
-        Bool(),
-        "Encrypt traffic between instances.",
-        default=False,
-        request="EnableInterContainerTrafficEncryption",
-        to_request=_true_only,
-        from_request=_attach_true,
-        example=True,
-    ),
+    A("subnets", StrList(), "VPC subnet ids (with security_group_ids).",
+      request="VpcConfig.Subnets"),
+    A("security_group_ids", StrList(), "VPC security group ids (with subnets).",
+      request="VpcConfig.SecurityGroupIds"),
+    A("vpc_config", Custom(), "A launchbay.vpc.VpcConfig (or SDK v2's dict), instead of "
+      "subnets/security_group_ids.", in_spec=False),
+    A("enable_network_isolation", Bool(), "Run the container without network access.",
+      default=False, attr="_enable_network_isolation", request="EnableNetworkIsolation",
+      resolved=True, from_request=_attach_true),
+    A("encrypt_inter_container_traffic", Bool(), "Encrypt traffic between instances.",
+      default=False, request="EnableInterContainerTrafficEncryption", to_request=_true_only,
+      from_request=_attach_true, example=True),
     # -- spot and retries
-    A(
-        "use_spot_instances",
-        Bool(unset=False, allow_none=False),
-        "Managed spot training (needs max_wait).",
-        default=False,
-        v1="train_use_spot_instances",
-        request="EnableManagedSpotTraining",
-        to_request=_true_only,
-        from_request=_attach_true,
-    ),
-    A(
-        "max_wait",
-        Int(minimum=1),
-        "Seconds to wait for spot capacity plus the run (>= max_run).",
-        v1="train_max_wait",
-        request="StoppingCondition.MaxWaitTimeInSeconds",
-        to_request=lambda v: v or None,
-        from_request=_attach_truthy,
-    ),
-    A(
-        "max_retry_attempts",
-        Int(minimum=1, maximum=30),
-        "Automatic retries of a failed job (1-30).",
-        request="RetryStrategy.MaximumRetryAttempts",
-        example=3,
-    ),
+    A("use_spot_instances", Bool(unset=False, allow_none=False),
+      "Managed spot training (needs max_wait).", default=False, v1="train_use_spot_instances",
+      request="EnableManagedSpotTraining", to_request=_true_only, from_request=_attach_true),
+    A("max_wait", Int(minimum=1), "Seconds to wait for spot capacity plus the run (>= max_run).",
+      v1="train_max_wait", request="StoppingCondition.MaxWaitTimeInSeconds",
+      to_request=lambda v: v or None, from_request=_attach_truthy),
+    A("max_retry_attempts", Int(minimum=1, maximum=30),
+      "Automatic retries of a failed job (1-30).", request="RetryStrategy.MaximumRetryAttempts",
+      example=3),
     # -- the container
-    A(
-        "environment",
-        Custom(
-            {"type": "object", "additionalProperties": {"type": ["string", "number"]}},
-            _check_environment,
-        ),
-        "Environment variables of the training container (numbers are turned into strings).",
-        request="Environment",
-        to_request=dict,
-        from_request=lambda v: dict(v) if v else MISSING,
-        from_spec=_environment_from_spec,
-        example={"MY_FLAG": "1"},
-    ),
-    A(
-        "tags",
-        Custom(
-            {
-                "anyOf": [
-                    {
-                        "type": "object",
-                        "additionalProperties": {"type": ["string", "number", "boolean"]},
-                    },
-                    {
-                        "type": "array",
-                        "items": {
-                            "type": "object",
-                            "additionalProperties": False,
-                            "required": ["Key", "Value"],
-                            "properties": {"Key": {"type": "string"}, "Value": {"type": "string"}},
-                        },
-                    },
-                ]
-            },
-            format_tags,
-        ),
-        "Tags: a mapping of key to value, or a list of {Key, Value}.",
-        request="Tags",
-        to_request=copy.deepcopy,
-        from_request=lambda v: MISSING,  # not described
-        to_spec=_tags_to_spec,
-        from_spec=_tags_from_spec,
-        example={"team": "ml"},
-    ),
-    A(
-        "metric_definitions",
-        Custom(
-            {
-                "type": "array",
-                "items": {
-                    "type": "object",
-                    "additionalProperties": False,
-                    "required": ["Name", "Regex"],
-                    "properties": {"Name": {"type": "string"}, "Regex": {"type": "string"}},
-                },
-            },
-            _check_metric_definitions,
-        ),
-        "Metrics scraped from the logs.",
-        request="AlgorithmSpecification.MetricDefinitions",
-        to_request=copy.deepcopy,
-        example=[{"Name": "loss", "Regex": "loss=([0-9.]+)"}],
-    ),
-    A(
-        "enable_sagemaker_metrics",
-        Bool(unset=None),
-        "SageMaker time-series metrics.",
-        request="AlgorithmSpecification.EnableSageMakerMetricsTimeSeries",
-        resolved=True,
-    ),
-    A(
-        "container_log_level",
-        Custom({"anyOf": [{"type": "integer"}, {"enum": list(LOG_LEVELS)}]}, _check_log_level),
-        "Log level of the training toolkit: a number or a name such as INFO or DEBUG.",
-        default=logging.INFO,
-        from_spec=_log_level_from_spec,
-    ),  # request: a hyperparameter
-    A(
-        "container_entry_point",
-        StrList(allow_empty=True),
-        "Overrides the image's entry point.",
-        request="AlgorithmSpecification.ContainerEntrypoint",
-        to_request=list,
-        example=["python", "train.py"],
-    ),
-    A(
-        "container_arguments",
-        StrList(allow_empty=True),
-        "Arguments given to the image's entry point.",
-        request="AlgorithmSpecification.ContainerArguments",
-        to_request=list,
-        example=["--epochs", "2"],
-    ),
-    # -- debugger and profiler (request fields resolved with the region and output path)
-    A(
-        "debugger_hook_config",
-        Custom(
-            {
-                "anyOf": [
-                    {"type": "boolean"},
-                    {
-                        "type": "object",
-                        "additionalProperties": False,
-                        "properties": {
-                            "s3_output_path": {
-                                "type": "string",
-                                "pattern": "^(s3|file)://.",
-                                "x-accepted": "an s3:// URI",
-                            },
-                            "container_local_output_path": {"type": "string"},
-                            "hook_parameters": {
-                                "type": "object",
-                                "additionalProperties": {"type": ["string", "number", "boolean"]},
-                            },
-                            "collection_configs": {
-                                "type": "array",
-                                "items": {
-                                    "type": "object",
-                                    "additionalProperties": False,
-                                    "required": ["name"],
-                                    "properties": {
-                                        "name": {"type": "string", "minLength": 1},
-                                        "parameters": {
-                                            "type": "object",
-                                            "additionalProperties": {
-                                                "type": ["string", "number", "boolean"]
-                                            },
-                                        },
-                                    },
-                                },
-                            },
-                        },
-                    },
-                ]
-            },
-            _check_debugger,
-        ),
-        "SageMaker Debugger: false turns it off; true (or leaving it out) keeps the default hook; "
-        "a mapping configures it.",
-        request="DebugHookConfig",
-        resolved=True,
-        from_request=_debugger_from_description,
-        to_spec=_debugger_to_spec,
-        from_spec=_debugger_from_spec,
-        example=False,
-    ),
-    A(
-        "disable_profiler",
-        Bool(),
-        "Turn SageMaker Profiler off.",
-        default=False,
-        request="ProfilerConfig.DisableProfiler",
-        resolved=True,
-        from_request=_attach_true,
-        example=True,
-    ),
-    # -- what the script gets
-    A(
-        "hyperparameters",
-        Custom({"type": "object"}, _check_hyperparameters),
-        "Hyperparameters: any YAML scalars, lists or mappings (sent JSON-encoded).",
-        attr="_hyperparameters",
-        to_spec=lambda value, ctx: dict(value) or None,
-        example={"epochs": 2},
-    ),
-    A(
-        "distribution",
-        Custom({"type": "object"}),
-        "The distribution dict, as the Estimator takes it, e.g. {torch_distributed: {enabled: "
-        "true}}.",
-        v1="distributions",
-        attr="_distribution_arg",
-        to_spec=lambda value, ctx: value or None,
-    ),
-    A(
-        "model_dir",
-        Custom({"anyOf": [{"type": "string", "minLength": 1}, {"const": False}]}, _check_model_dir),
-        "TensorFlow only: the model_dir hyperparameter (a URI or path), or false to leave it out.",
-        owner=TENSORFLOW,
-        example=False,
-    ),
+    A("environment", Custom({"type": "object", "additionalProperties": {
+        "type": ["string", "number"]}}, _check_environment),
+      "Environment variables of the training container (numbers are turned into strings).",
+      request="Environment", to_request=dict, from_request=lambda v: dict(v) if v else MISSING,
+      from_spec=_environment_from_spec, example={"MY_FLAG": "1"}),
+    A("tags", Custom(_TAGS, format_tags),
+      "Tags: a mapping of key to value, or a list of {Key, Value}.",
+      request="Tags", to_request=copy.deepcopy,
+      from_request=lambda v: MISSING,  # DescribeTrainingJob does not return tags
+      to_spec=_tags_to_spec, from_spec=_tags_from_spec, example={"team": "ml"}),
+    A("metric_definitions", Custom(_METRICS, _check_metric_definitions),
+      "Metrics scraped from the logs.", request="AlgorithmSpecification.MetricDefinitions",
+      to_request=copy.deepcopy, example=[{"Name": "loss", "Regex": "loss=([0-9.]+)"}]),
+    A("enable_sagemaker_metrics", Bool(unset=None), "SageMaker time-series metrics.",
+      request="AlgorithmSpecification.EnableSageMakerMetricsTimeSeries", resolved=True),
+    A("container_log_level", Custom({"anyOf": [{"type": "integer"}, {"enum": list(LOG_LEVELS)}]},
+                                    _check_log_level),
+      "Log level of the training toolkit: a number or a name such as INFO or DEBUG.",
+      default=logging.INFO, from_spec=_log_level_from_spec),  # request: a hyperparameter
+    A("container_entry_point", StrList(allow_empty=True), "Overrides the image's entry point.",
+      request="AlgorithmSpecification.ContainerEntrypoint", to_request=list,
+      example=["python", "train.py"]),
+    A("container_arguments", StrList(allow_empty=True),
+      "Arguments given to the image's entry point.",
+      request="AlgorithmSpecification.ContainerArguments", to_request=list,
+      example=["--epochs", "2"]),
+    # -- debugger and profiler (their request fields depend on the region and output path)
+    A("debugger_hook_config", Custom(_DEBUGGER, _check_debugger),
+      "SageMaker Debugger: false turns it off; true (or leaving it out) keeps the default hook; "
+      "a mapping configures it.", request="DebugHookConfig", resolved=True,
+      from_request=_debugger_from_description, to_spec=_debugger_to_spec,
+      from_spec=_debugger_from_spec, example=False),
+    A("disable_profiler", Bool(), "Turn SageMaker Profiler off.", default=False,
+      request="ProfilerConfig.DisableProfiler", resolved=True, from_request=_attach_true,
+      example=True),
+    # -- what the script gets (hyperparameters are sent JSON-encoded, with sagemaker_* keys)
+    A("hyperparameters", Custom({"type": "object"}, _check_hyperparameters),
+      "Hyperparameters: any YAML scalars, lists or mappings (sent JSON-encoded).",
+      attr="_hyperparameters", to_spec=lambda value, ctx: dict(value) or None,
+      example={"epochs": 2}),
+    A("distribution", Custom({"type": "object"}),
+      "The distribution dict, as the Estimator takes it, e.g. {torch_distributed: {enabled: "
+      "true}}.", v1="distributions", attr="_distribution_arg",
+      to_spec=lambda value, ctx: value or None),
+    A("model_dir", Custom({"anyOf": [_NON_EMPTY, {"const": False}]}, _check_model_dir),
+      "TensorFlow only: the model_dir hyperparameter (a URI or path), or false to leave it out.",
+      owner=TENSORFLOW, example=False),
     # -- not part of a job's description
-    A(
-        "sagemaker_session",
-        Custom({}),
-        "The launchbay.Session (default: a new one).",
-        in_spec=False,
-    ),
+    A("sagemaker_session", Custom(), "The launchbay.Session (default: a new one).",
+      in_spec=False),
 )
+# fmt: on
 del A
 
 
