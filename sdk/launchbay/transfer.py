@@ -535,12 +535,14 @@ def upload_files(
     failed: list[tuple[str, TransferError]] = []
     lock = threading.Lock()
 
-    def opened(local: str) -> BinaryIO | None:
+    def opened(local: str, key: str) -> BinaryIO | None:
         if open_file is None:
             return open(local, "rb")
         fd = open_file(local)
         if fd is None:
-            logger.warning("Not uploading %s to s3://%s/: no longer a regular file", local, bucket)
+            logger.warning(
+                "Not uploading %s to s3://%s/%s: no longer a regular file", local, bucket, key
+            )
             return None
         return os.fdopen(fd, "rb")
 
@@ -561,7 +563,7 @@ def upload_files(
             )
             bar.update(0, 1)
             return
-        body = opened(local)
+        body = opened(local, key)
         if body is None:
             bar.update(0, 1)
             return
