@@ -68,9 +68,12 @@ from dataclasses import dataclass
 from typing import Any
 
 from launchbay import transfer
+from launchbay._local_limits import check_local_ranks
 from launchbay.errors import ConfigurationError, InputError, TransferError
 from launchbay.runtime._confine import TreeEntry, open_regular, scan_tree
+from launchbay.runtime.contract import checkpoint_config_for, debug_hook_config_for
 from launchbay.s3uri import is_file_uri, is_s3_uri, parse_s3_uri
+from launchbay.session import Session
 from launchbay.transfer import S3Object
 
 __all__ = [
@@ -213,8 +216,6 @@ def check_request(request: Mapping[str, Any]) -> None:
 
 def _check_ranks(request: Mapping[str, Any]) -> None:
     """Refuse more hosts x ranks than this machine runs (see :mod:`launchbay._local_limits`)."""
-    from launchbay._local_limits import check_local_ranks
-
     resources = request.get("ResourceConfig") or {}
     groups = resources.get("InstanceGroups") or []
     counts = [g.get("InstanceCount") for g in groups] or [resources.get("InstanceCount") or 1]
@@ -339,7 +340,7 @@ def _locked(path: str) -> Iterator[None]:
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "a+") as handle:
         try:
-            import fcntl
+            import fcntl  # POSIX only: absent on Windows
         except ImportError:  # pragma: no cover - not POSIX
             yield
             return
@@ -502,8 +503,6 @@ class LocalStager:
         """The S3 session (a :class:`launchbay.Session` created on first use)."""
         with self._session_lock:
             if self._session is None:
-                from launchbay.session import Session
-
                 self._session = Session()
             return self._session
 
@@ -564,8 +563,6 @@ class LocalStager:
     @staticmethod
     def checkpoint_dirs(request: Mapping[str, Any], layout: JobLayout) -> list[str]:
         """Each host's checkpoint dir (a shared custom ``LocalPath`` counted once)."""
-        from launchbay.runtime.contract import checkpoint_config_for
-
         dirs: list[str] = []
         for host in layout.hosts:
             config = checkpoint_config_for(request, layout.host_dir(host))
@@ -707,8 +704,6 @@ class LocalStager:
         target = hook.get("S3OutputPath")
         if not target or not (is_file_uri(target) or is_s3_uri(target)):
             return
-        from launchbay.runtime.contract import debug_hook_config_for
-
         dirs = []
         for host in layout.hosts:
             config = debug_hook_config_for(request, layout.host_dir(host))
