@@ -652,10 +652,12 @@ def download_objects(
     errors = transfer_exceptions()
     extra = dict(extra_args or {})
     total = sum(obj.size for obj, _ in items)
+    buckets = sorted({obj.bucket for obj, _ in items})
     logger.info(
-        "Downloading %d file(s), %s, with %d workers",
+        "Downloading %d file(s), %s, from %s with %d workers",
         len(items),
         format_bytes(total),
+        ", ".join(f"s3://{b}/" for b in buckets),
         limits.workers,
     )
     bar = Progress(

@@ -415,3 +415,13 @@ def test_large_transfers_still_work_from_an_atexit_hook(s3: Any, tmp_path: Path)
     head = s3.head_object(Bucket=BUCKET, Key="exit/big.bin")
     assert head["ETag"].strip('"').endswith("-2")
     assert hashlib.sha256(back.read_bytes()).digest() == hashlib.sha256(big.read_bytes()).digest()
+
+
+def test_importing_the_engine_and_the_local_staging_imports_no_boto3() -> None:
+    code = (
+        "import json, sys, launchbay.transfer, launchbay.backends._local;"
+        "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in "
+        "('boto3', 'botocore', 's3transfer'))))"
+    )
+    out = subprocess.run([sys.executable, "-c", code], check=True, capture_output=True, text=True)
+    assert json.loads(out.stdout) == []
