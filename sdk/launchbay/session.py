@@ -323,12 +323,13 @@ class Session:
     ) -> str:
         """Upload ``data`` to ``s3://bucket/key`` with one ``PutObject``; return the URI."""
         self._check_bucket(bucket)
+        extra = transfer.check_extra_args(extra_args, upload=True)
         return transfer.upload_bytes(
             self.s3_client,
             data,
             bucket,
             key,
-            extra_args=transfer.check_extra_args(extra_args, upload=True),
+            extra_args=extra,
             expected_owner=self._expected_owner(bucket),
         )
 
@@ -349,12 +350,14 @@ class Session:
             raise InputError.invalid(
                 "path", local, "an existing local file", reason="No file exists at that path"
             )
+        size = os.path.getsize(local)
+        extra = transfer.check_extra_args(extra_args, upload=True)
         transfer.upload_files(
             self.s3_client,
             bucket,
-            [(local, key, os.path.getsize(local))],
+            [(local, key, size)],
             limits=self._limits(1),
-            extra_args=transfer.check_extra_args(extra_args, upload=True),
+            extra_args=extra,
             expected_owner=self._expected_owner(bucket),
             progress=progress,
             callback=callback,

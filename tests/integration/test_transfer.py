@@ -21,7 +21,9 @@ import boto3
 import botocore.exceptions
 import pytest
 
+from launchbay import session as session_module
 from launchbay import transfer
+from launchbay.backends import _local
 from launchbay.errors import TransferError
 from launchbay.transfer import Limits, S3Object
 
@@ -153,11 +155,8 @@ def test_a_file_above_the_threshold_goes_in_parts_both_ways(
 
 
 def test_default_threshold_is_8_mib_and_shared() -> None:
-    from launchbay import session
-    from launchbay.backends import _local
-
     assert transfer.MULTIPART_THRESHOLD == 8 * MIB == Limits().multipart_threshold
-    assert session.MULTIPART_THRESHOLD is transfer.MULTIPART_THRESHOLD
+    assert session_module.MULTIPART_THRESHOLD is transfer.MULTIPART_THRESHOLD
     assert not hasattr(_local, "_MULTIPART_THRESHOLD")
     config = Limits().transfer_config()
     assert config.multipart_threshold == config.multipart_chunksize == 8 * MIB
