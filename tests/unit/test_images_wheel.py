@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from launchbay import images
 from launchbay.errors import MissingDependencyError
 from launchbay.images import context, wheel
 
@@ -88,6 +89,7 @@ def _copy_project(dest: Path) -> Path:
 
 _DIGEST = """
 import sys, tempfile
+from launchbay import images
 from launchbay.images import context, wheel
 built = wheel.build_runtime_wheel(tempfile.mkdtemp())
 files = context.build_context(context._dockerfile("pytorch"), built)
@@ -119,6 +121,44 @@ def test_the_hash_changes_when_a_runtime_file_changes(tmp_path):
     assert added != changed
     (project / "sdk" / "launchbay" / "runtime" / "extra.py").unlink()
     assert _digest_of(project) == changed
+
+
+def test_runtime_wheel_installs_with_the_train_entry_point(tmp_path):
+    path = images.build_runtime_wheel(tmp_path / "dist")
+    again = images.build_runtime_wheel(tmp_path / "again")
+    assert path.read_bytes() == again.read_bytes()  # deterministic: Docker's cache holds
+    with zipfile.ZipFile(path) as zf:
+        names = set(zf.namelist())
+        dist_info = next(n.split("/")[0] for n in names if n.endswith(".dist-info/WHEEL"))
+        entry_points = zf.read(f"{dist_info}/entry_points.txt").decode()
+    assert "launchbay/runtime/train.py" in names
+    assert "launchbay/infra/vpc.yaml" in names  # mapped from infra/ by setup.cfg
+    assert "launchbay/schemas/jobspec.schema.json" in names
+    assert not any("__pycache__" in n or n.endswith(".pyc") for n in names)
+    assert "train = launchbay.runtime.train:main" in entry_points
+
+    venv = tmp_path / "venv"
+    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
+    python = venv / "bin" / "python"
+    subprocess.run(
+        [str(python), "-m", "pip", "install", "--quiet", "--no-deps", "--no-index", str(path)],
+        check=True,
+    )
+    assert (venv / "bin" / "train").exists()
+    out = subprocess.run(
+        [str(venv / "bin" / "train"), "--help"], capture_output=True, text=True, check=True
+    )
+    assert "usage: train" in out.stdout
+    # The installed copy is the wheel's, not this checkout's.
+    where = subprocess.run(
+        [str(python), "-c", "import launchbay.runtime.train as t; print(t.__file__)"],
+        capture_output=True,
+        text=True,
+        check=True,
+        cwd=tmp_path,
+        env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
+    ).stdout
+    assert str(venv) in where
 
 
 def test_an_installed_copy_without_its_sources_is_refused(tmp_path):
