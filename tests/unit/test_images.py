@@ -304,3 +304,20 @@ def test_this_machines_apt_sources_serve_its_suite():
     assert sources and all(Path(s).is_file() for s in sources)
     assert base._apt_sources("no-such-suite") == []
     assert re.fullmatch(r"3\.\d+", base._debian_python(codename) or "")
+
+
+def test_the_image_errors_are_launchbays():
+    from launchbay import errors
+
+    assert images.ImageError is errors.ImageError
+    assert images.ImageBuildError is errors.ImageBuildError
+    assert images.ImagePushError is errors.ImagePushError
+    for cls in (errors.ImageBuildError, errors.ImagePushError):
+        assert issubclass(cls, (errors.ImageError, errors.DockerError, RuntimeError))
+    error = errors.ImageBuildError("m", tag="t", step="s", log_tail=iter(["a"]))
+    assert (error.tag, error.step, error.log_tail) == ("t", "s", ["a"])
+
+
+def test_every_public_name_is_on_the_package():
+    for name in images.__all__:
+        assert getattr(images, name) is not None, name
