@@ -14,7 +14,14 @@ A user writes the same dicts as for SageMaker Python SDK v2::
 
 :func:`parse_distribution` makes one validation pass and returns a typed
 :class:`Distribution`; its :meth:`Distribution.to_hyperparameters` gives the
-``sagemaker_*`` keys SDK v2 would send for the same dict (before JSON encoding).
+``sagemaker_*`` keys SDK v2 would send for the same dict (before JSON encoding),
+and :func:`distribution_from_hyperparameters` reads them back (for ``attach``).
+
+Keys and value types are the JSON Schema ``schemas/distribution.schema.json``
+(:func:`schema`), checked with jsonschema, imported on the first non-empty
+distribution; its ``x-accepted`` texts word the errors. The rules that involve
+other arguments (framework, versions, instance types, strategies that exclude
+each other) are code here, in :func:`_validate` and beside the configs they build.
 
 Stricter than SDK v2 (which silently ignores these): unknown keys, values of the
 wrong type, negative or zero counts, and ``mpi`` together with
