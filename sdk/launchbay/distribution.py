@@ -32,9 +32,9 @@ per host and is sent as ``sagemaker_mpi_num_of_processes_per_host``.
 
 from __future__ import annotations
 
+import copy
 import difflib
 import functools
-import importlib.resources
 import json
 import logging
 import math
@@ -58,6 +58,7 @@ __all__ = [
     "parse_distribution",
     "distribution_from_hyperparameters",
     "schema",
+    "schema_defs",
     "LOCAL_INSTANCE_TYPES",
     "is_gpu_instance",
     "is_trainium_instance",
@@ -134,12 +135,27 @@ def schema() -> dict[str, Any]:
     start with ``distribution.``, so another schema can merge them into its own
     ``$defs`` and use the root as ``{"$ref": "#/$defs/distribution"}``.
     """
+    import importlib.resources  # only when a distribution is given (a few ms at import)
+
     text = (
         importlib.resources.files("launchbay")
         .joinpath("schemas/distribution.schema.json")
         .read_text(encoding="utf-8")
     )
     return json.loads(text)
+
+
+def schema_defs() -> dict[str, Any]:
+    """:func:`schema` as ``$defs`` entries for another schema (the job spec's).
+
+    The root is ``"distribution"``, the rest keep their ``distribution.*`` names; once
+    merged into the host schema's root ``$defs``, ``{"$ref": "#/$defs/distribution"}``
+    validates a distribution and every ``$ref`` inside resolves. Fresh copies.
+    """
+    doc = copy.deepcopy(schema())
+    defs = doc.pop("$defs")
+    root = {k: v for k, v in doc.items() if k not in ("$schema", "$id")}
+    return {"distribution": root, **defs}
 
 
 def _strategies() -> list[str]:

@@ -364,6 +364,33 @@ def test_schema_accepts_what_parse_distribution_accepts_as_plain_data():
         assert list(validator.iter_errors(bad)), bad
 
 
+def test_schema_defs_embed_in_another_schema():
+    """How the job-spec schema references it: merge schema_defs() into its root $defs."""
+    import jsonschema
+
+    from launchbay.distribution import schema_defs
+
+    host = {
+        "$schema": "https://json-schema.org/draft/2020-12/schema",
+        "type": "object",
+        "properties": {"distribution": {"$ref": "#/$defs/distribution"}},
+        "$defs": {"channel": {"type": "string"}, **schema_defs()},
+    }
+    jsonschema.Draft202012Validator.check_schema(host)
+    validator = jsonschema.Draft202012Validator(host)
+    good = {"mpi": {"enabled": True, "processes_per_host": 2}, "instance_groups": ["train"]}
+    assert not list(validator.iter_errors({"distribution": good}))
+    bad = {"mpi": {"enabled": "yes"}, "pytorchddp": {"enabeld": True}}
+    errors = {
+        (tuple(e.absolute_path), e.validator) for e in validator.iter_errors({"distribution": bad})
+    }
+    assert errors == {
+        (("distribution", "mpi", "enabled"), "type"),
+        (("distribution", "pytorchddp"), "additionalProperties"),
+    }
+    assert schema_defs() is not schema_defs()
+
+
 def test_import_launchbay_does_not_import_jsonschema():
     import subprocess
     import sys
