@@ -2,13 +2,28 @@
 
 from __future__ import annotations
 
+import dataclasses
 import json
+import subprocess
+import sys
+import warnings
+from types import MappingProxyType
 
+import jsonschema
 import pytest
 
-from launchbay.distribution import Distribution, parse_distribution
+from launchbay import _attach
+from launchbay import distribution as d
+from launchbay.distribution import (
+    Distribution,
+    distribution_from_hyperparameters,
+    parse_distribution,
+    schema,
+    schema_defs,
+)
 from launchbay.errors import DistributionError
 from launchbay.inputs import InstanceGroup
+from launchbay.runtime import names
 
 PT = {"framework": "pytorch", "framework_version": "2.3.0", "py_version": "py311"}
 TF = {"framework": "tensorflow", "framework_version": "2.14", "py_version": "py310"}
@@ -294,14 +309,10 @@ def test_custom_image_skips_version_rules():
 
 
 def test_schema_is_valid_2020_12_with_descriptions_and_cached():
-    import jsonschema
-
-    from launchbay import distribution
-
-    doc = distribution.schema()
+    doc = d.schema()
     jsonschema.Draft202012Validator.check_schema(doc)
     assert doc["$schema"] == "https://json-schema.org/draft/2020-12/schema"
-    assert distribution.schema() is doc
+    assert d.schema() is doc
     assert doc["description"]
     for name, node in doc["$defs"].items():
         assert name.startswith("distribution."), name
@@ -314,10 +325,6 @@ def test_schema_is_valid_2020_12_with_descriptions_and_cached():
 
 def test_schema_section_keys_are_the_config_fields():
     """parse_distribution builds each config from its checked section by keyword."""
-    import dataclasses
-
-    from launchbay import distribution as d
-
     defs = d.schema()["$defs"]
     for section, config in [
         ("distribution.mpi", d.MPIConfig),
@@ -333,10 +340,6 @@ def test_schema_section_keys_are_the_config_fields():
 
 def test_schema_accepts_what_parse_distribution_accepts_as_plain_data():
     """The schema alone (as a job spec would use it) accepts each form and refuses bad types."""
-    import jsonschema
-
-    from launchbay.distribution import schema
-
     validator = jsonschema.Draft202012Validator(schema())
     for good in [
         {"mpi": {"enabled": True, "processes_per_host": 8, "custom_mpi_options": "-x A"}},
@@ -366,10 +369,6 @@ def test_schema_accepts_what_parse_distribution_accepts_as_plain_data():
 
 def test_schema_defs_embed_in_another_schema():
     """How the job-spec schema references it: merge schema_defs() into its root $defs."""
-    import jsonschema
-
-    from launchbay.distribution import schema_defs
-
     host = {
         "$schema": "https://json-schema.org/draft/2020-12/schema",
         "type": "object",
@@ -392,9 +391,6 @@ def test_schema_defs_embed_in_another_schema():
 
 
 def test_import_launchbay_does_not_import_jsonschema():
-    import subprocess
-    import sys
-
     code = (
         "import sys, launchbay, launchbay.distribution; from launchbay.pytorch import PyTorch; "
         "launchbay.distribution.parse_distribution({}, framework='pytorch'); "
@@ -521,8 +517,6 @@ def test_modelparallel_parameters_file_is_checked_like_a_dict(tmp_path):
 
 
 def test_mapping_and_tuple_values_are_accepted_as_dicts_and_lists():
-    from types import MappingProxyType
-
     groups = [InstanceGroup("train", "ml.p4d.24xlarge", 2)]
     got = parse_distribution(
         MappingProxyType(
@@ -538,13 +532,8 @@ def test_mapping_and_tuple_values_are_accepted_as_dicts_and_lists():
 
 
 def test_shared_names_and_reexports():
-    from launchbay import _attach, distribution
-    from launchbay.runtime import names
-
-    assert distribution.LOCAL_INSTANCE_TYPES is names.LOCAL_INSTANCE_TYPES
-    assert (
-        _attach.distribution_from_hyperparameters is distribution.distribution_from_hyperparameters
-    )
+    assert d.LOCAL_INSTANCE_TYPES is names.LOCAL_INSTANCE_TYPES
+    assert _attach.distribution_from_hyperparameters is d.distribution_from_hyperparameters
 
 
 def _as_attach_gives(distribution):
@@ -564,12 +553,9 @@ def _as_attach_gives(distribution):
 def test_hyperparameters_round_trip_for_every_compat_form(tmp_path, monkeypatch):
     """Each compat case's distribution: sent, then read back as attach does, gives the dict
     attach gives, and that dict sends the same hyperparameters again."""
-    import warnings
-
     monkeypatch.setenv("SAGEMAKER_SUPPRESS_V2_WARNING", "1")  # cases.py reads v2's config
     from compat import harness  # tests/ is on sys.path (its conftest.py is in no package)
     from compat.cases import CASES
-    from launchbay.distribution import distribution_from_hyperparameters
 
     (tmp_path / "lib").mkdir()
     (tmp_path / "train.py").write_text("")
@@ -620,14 +606,10 @@ def test_hyperparameters_round_trip_for_every_compat_form(tmp_path, monkeypatch)
     ],
 )
 def test_hyperparameters_round_trip_for_the_parity_forms(distribution, framework):
-    from launchbay.distribution import distribution_from_hyperparameters
-
     sent = parse_distribution(distribution, instance_type="local_process", **framework)
     back = distribution_from_hyperparameters(json.loads(json.dumps(sent.to_hyperparameters())))
     assert back == distribution
 
 
 def test_no_distribution_hyperparameters_give_no_distribution():
-    from launchbay.distribution import distribution_from_hyperparameters
-
     assert distribution_from_hyperparameters({"sagemaker_program": "train.py", "lr": 1}) is None
