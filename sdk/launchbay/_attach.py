@@ -36,6 +36,7 @@ from typing import Any
 
 from launchbay import arguments, image_uris
 from launchbay._request import NETWORK_ISOLATION_CODE_PATH
+from launchbay.distribution import distribution_from_hyperparameters  # re-exported
 from launchbay.errors import ConfigurationError, LaunchbayError
 from launchbay.job import TrainingJob
 from launchbay.runtime.names import HP
@@ -82,57 +83,6 @@ def _decode(value: Any) -> Any:
         return json.loads(value)
     except ValueError:
         return value
-
-
-def distribution_from_hyperparameters(hps: Mapping[str, Any]) -> dict[str, Any] | None:
-    """The ``distribution`` dict whose hyperparameters are ``hps`` (decoded values).
-
-    ``sagemaker_mpi_num_of_processes_per_host`` is sent by several strategies;
-    it is given back to torch_distributed, else mpi, else smdistributed
-    dataparallel, which produces the same hyperparameters.
-    """
-    distribution: dict[str, Any] = {}
-    per_host = hps.get("sagemaker_mpi_num_of_processes_per_host")
-    per_host_taken = False
-
-    def with_per_host(section: dict[str, Any]) -> dict[str, Any]:
-        nonlocal per_host_taken
-        if per_host is not None and not per_host_taken:
-            section["processes_per_host"] = per_host
-            per_host_taken = True
-        return section
-
-    if "sagemaker_torch_distributed_enabled" in hps:
-        distribution["torch_distributed"] = with_per_host(
-            {"enabled": bool(hps["sagemaker_torch_distributed_enabled"])}
-        )
-    if "sagemaker_mpi_enabled" in hps:
-        section: dict[str, Any] = {"enabled": bool(hps["sagemaker_mpi_enabled"])}
-        options = hps.get("sagemaker_mpi_custom_mpi_options")
-        if options:
-            section["custom_mpi_options"] = options
-        distribution["mpi"] = with_per_host(section)
-    if "mp_parameters" in hps:
-        distribution["smdistributed"] = {
-            "modelparallel": {"enabled": True, "parameters": hps["mp_parameters"]}
-        }
-    elif "sagemaker_distributed_dataparallel_enabled" in hps:
-        section = {"enabled": bool(hps["sagemaker_distributed_dataparallel_enabled"])}
-        options = hps.get("sagemaker_distributed_dataparallel_custom_mpi_options")
-        if options:
-            section["custom_mpi_options"] = options
-        distribution["smdistributed"] = {"dataparallel": with_per_host(section)}
-    if "sagemaker_parameter_server_enabled" in hps:
-        distribution["parameter_server"] = {
-            "enabled": bool(hps["sagemaker_parameter_server_enabled"])
-        }
-    if "sagemaker_multi_worker_mirrored_strategy_enabled" in hps:
-        distribution["multi_worker_mirrored_strategy"] = {
-            "enabled": bool(hps["sagemaker_multi_worker_mirrored_strategy_enabled"])
-        }
-    if "sagemaker_distribution_instance_groups" in hps:
-        distribution["instance_groups"] = list(hps["sagemaker_distribution_instance_groups"])
-    return distribution or None
 
 
 def _repository(image: str) -> str:

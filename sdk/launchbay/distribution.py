@@ -14,7 +14,14 @@ A user writes the same dicts as for SageMaker Python SDK v2::
 
 :func:`parse_distribution` makes one validation pass and returns a typed
 :class:`Distribution`; its :meth:`Distribution.to_hyperparameters` gives the
-``sagemaker_*`` keys SDK v2 would send for the same dict (before JSON encoding).
+``sagemaker_*`` keys SDK v2 would send for the same dict (before JSON encoding),
+and :func:`distribution_from_hyperparameters` reads them back (for ``attach``).
+
+Keys and value types are the JSON Schema ``schemas/distribution.schema.json``
+(:func:`schema`), checked with jsonschema, imported on the first non-empty
+distribution; its ``x-accepted`` texts word the errors. The rules that involve
+other arguments (framework, versions, instance types, strategies that exclude
+each other) are code here, in :func:`_validate` and beside the configs they build.
 
 Stricter than SDK v2 (which silently ignores these): unknown keys, values of the
 wrong type, negative or zero counts, and ``mpi`` together with
@@ -25,9 +32,12 @@ per host and is sent as ``sagemaker_mpi_num_of_processes_per_host``.
 
 from __future__ import annotations
 
+import copy
 import difflib
+import functools
 import json
 import logging
+import math
 import os
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass, field
@@ -35,6 +45,7 @@ from typing import Any
 
 from launchbay._instances import instance_family, version_tuple
 from launchbay.errors import DistributionError
+from launchbay.runtime.names import HP, LOCAL_GPU, LOCAL_INSTANCE_TYPES
 
 __all__ = [
     "Distribution",
@@ -45,6 +56,9 @@ __all__ = [
     "ParameterServerConfig",
     "MultiWorkerMirroredStrategyConfig",
     "parse_distribution",
+    "distribution_from_hyperparameters",
+    "schema",
+    "schema_defs",
     "LOCAL_INSTANCE_TYPES",
     "is_gpu_instance",
     "is_trainium_instance",
@@ -52,7 +66,8 @@ __all__ = [
 
 logger = logging.getLogger("launchbay.distribution")
 
-LOCAL_INSTANCE_TYPES = ("local", "local_gpu", "local_process")
+# LOCAL_INSTANCE_TYPES is re-exported from launchbay.runtime.names for older imports.
+MP_PARAMETERS = "mp_parameters"  # modelparallel's hyperparameter (not a sagemaker_* key)
 
 # Facts from the reference SDK: which versions its images support for each strategy.
 SMDDP_FRAMEWORK_VERSIONS = {
@@ -78,32 +93,6 @@ SMDDP_INCOMPATIBLE_IMAGE_TAGS = ("2.0.1-gpu-py310-cu121",)
 SINGLE_GPU_INSTANCE_TYPES = ("ml.p2.xlarge", "ml.p3.2xlarge")
 MWMS_MIN_TF_VERSION = (2, 9)
 
-_STRATEGIES = (
-    "mpi",
-    "smdistributed",
-    "torch_distributed",
-    "pytorchddp",
-    "parameter_server",
-    "multi_worker_mirrored_strategy",
-    "instance_groups",
-)
-
-# SDK v2's checks on smdistributed modelparallel parameters (the parts we can check).
-_MP_CHOICES = {
-    "pipeline": ("simple", "interleaved", "_only_forward"),
-    "placement_strategy": ("spread", "cluster"),
-    "optimize": ("speed", "memory"),
-}
-_MP_POSITIVE = ("microbatches", "partitions", "active_microbatches")
-_MP_BOOL = (
-    "auto_partition",
-    "contiguous",
-    "load_partition",
-    "horovod",
-    "ddp",
-    "deterministic_server",
-)
-
 
 def _instance_family(instance_type: str | None) -> str:
     return instance_family(instance_type) if isinstance(instance_type, str) else ""
@@ -111,7 +100,7 @@ def _instance_family(instance_type: str | None) -> str:
 
 def is_gpu_instance(instance_type: str | None) -> bool:
     """True for ml.p*/ml.g* instance types and ``local_gpu`` (the reference SDK's rule)."""
-    return instance_type == "local_gpu" or _instance_family(instance_type).startswith(("p", "g"))
+    return instance_type == LOCAL_GPU or _instance_family(instance_type).startswith(("p", "g"))
 
 
 def is_trainium_instance(instance_type: str | None) -> bool:
@@ -131,63 +120,131 @@ def _version_in(version: str | None, supported: Sequence[str]) -> bool:
     )
 
 
-def _path(*keys: str) -> str:
+def _path(*keys: Any) -> str:
     return "distribution" + "".join(f"[{k!r}]" for k in keys)
 
 
-def _check_keys(value: Any, allowed: Sequence[str], *keys: str) -> Mapping[str, Any]:
+# ------------------------------------------------------------------ the schema
+
+
+@functools.cache
+def schema() -> dict[str, Any]:
+    """The ``distribution`` JSON Schema (``launchbay/schemas/distribution.schema.json``).
+
+    Loaded once and shared: do not modify the returned dict. Its ``$defs`` names all
+    start with ``distribution.``, so another schema can merge them into its own
+    ``$defs`` and use the root as ``{"$ref": "#/$defs/distribution"}``.
+    """
+    import importlib.resources  # only when a distribution is given (a few ms at import)
+
+    text = (
+        importlib.resources.files("launchbay")
+        .joinpath("schemas/distribution.schema.json")
+        .read_text(encoding="utf-8")
+    )
+    return json.loads(text)
+
+
+def schema_defs() -> dict[str, Any]:
+    """:func:`schema` as ``$defs`` entries for another schema (the job spec's).
+
+    The root is ``"distribution"``, the rest keep their ``distribution.*`` names; once
+    merged into the host schema's root ``$defs``, ``{"$ref": "#/$defs/distribution"}``
+    validates a distribution and every ``$ref`` inside resolves. Fresh copies.
+    """
+    doc = copy.deepcopy(schema())
+    defs = doc.pop("$defs")
+    root = {k: v for k, v in doc.items() if k not in ("$schema", "$id")}
+    return {"distribution": root, **defs}
+
+
+def _strategies() -> list[str]:
+    """The top-level keys, in the schema's order."""
+    return list(schema()["properties"])
+
+
+def _is_int(_checker: Any, value: Any) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
+
+
+def _is_number(_checker: Any, value: Any) -> bool:
+    if isinstance(value, float):
+        return math.isfinite(value)
+    return _is_int(_checker, value)
+
+
+@functools.cache
+def _validator() -> Any:
+    """A 2020-12 validator for :func:`schema` with Python's types.
+
+    Unlike plain JSON Schema, ``2.0`` is not an integer and NaN/infinity are not
+    numbers: a count of ``2.0`` was never accepted, and no NaN can be sent as JSON.
+    """
+    # Deferred: jsonschema (with referencing, rpds, attrs) costs more to import than
+    # all of launchbay, and only a non-empty distribution needs it.
+    import jsonschema
+
+    base = jsonschema.Draft202012Validator
+    checker = base.TYPE_CHECKER.redefine_many({"integer": _is_int, "number": _is_number})
+    return jsonschema.validators.extend(base, type_checker=checker)(schema())
+
+
+def _plain(value: Any) -> Any:
+    """``value`` as JSON-like data: mappings as dicts, tuples as lists, InstanceGroups as names."""
+    if isinstance(value, Mapping):
+        return {k: _plain(v) for k, v in value.items()}
+    if isinstance(value, (list, tuple)):
+        return [_plain(v) for v in value]
+    name = getattr(value, "instance_group_name", None)
+    return name if isinstance(name, str) else value
+
+
+def _value_at(roots: Sequence[Any], keys: Sequence[Any]) -> Any:
+    """The value at ``keys`` in the first of ``roots`` that has it (the caller's own first)."""
+    for root in roots:
+        try:
+            for key in keys:
+                root = root[key]
+        except (KeyError, IndexError, TypeError):
+            continue
+        return root
+    return None
+
+
+def _accepted(node: Mapping[str, Any]) -> str:
+    """What a schema node accepts, in words (its ``x-accepted`` or its keys or values)."""
+    keys = list(node.get("properties", {}))
+    text = node.get("x-accepted")
+    if text:
+        return str(text).replace("{keys}", repr(keys))
+    if "enum" in node:
+        return f"one of {list(node['enum'])}"
+    return f"a dict with keys from {sorted(keys)}"
+
+
+def _check_schema(given: Any, plain: Any) -> None:
+    """Raise the first schema error (the shallowest) as a :class:`DistributionError`."""
+    errors = sorted(_validator().iter_errors(plain), key=lambda e: len(e.absolute_path))
+    if not errors:
+        return
+    error = errors[0]
+    keys = tuple(error.absolute_path)
+    node = error.schema if isinstance(error.schema, Mapping) else {}
     where = _path(*keys)
-    if not isinstance(value, Mapping):
+    if error.validator == "additionalProperties":
+        allowed = list(node.get("properties", {}))
+        key = next(k for k in error.instance if k not in allowed)
+        close = difflib.get_close_matches(str(key), allowed, n=1)
+        hint = f" Did you mean {close[0]!r}?" if close else ""
         raise DistributionError(
-            f"Invalid {where}={value!r}: expected a dict with keys from {sorted(allowed)}.",
-            argument=where,
-            value=value,
+            f"Unknown key {key!r} in {where}.{hint} Accepted keys: {sorted(allowed)}.",
+            argument=_path(*keys, str(key)),
+            value=_value_at((given, plain), (*keys, key)),
         )
-    for key in value:
-        if key not in allowed:
-            close = difflib.get_close_matches(str(key), allowed, n=1)
-            hint = f" Did you mean {close[0]!r}?" if close else ""
-            raise DistributionError(
-                f"Unknown key {key!r} in {where}.{hint} Accepted keys: {sorted(allowed)}.",
-                argument=_path(*keys, str(key)),
-                value=value[key],
-            )
-    return value
-
-
-def _get_bool(section: Mapping[str, Any], key: str, *keys: str, default: bool = False) -> bool:
-    value = section.get(key, default)
-    if not isinstance(value, bool):
-        raise DistributionError(
-            f"Invalid {_path(*keys, key)}={value!r}: expected True or False.",
-            argument=_path(*keys, key),
-            value=value,
-        )
-    return value
-
-
-def _get_count(section: Mapping[str, Any], key: str, *keys: str) -> int | None:
-    value = section.get(key)
-    if value is None:
-        return None
-    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
-        raise DistributionError(
-            f"Invalid {_path(*keys, key)}={value!r}: expected a positive integer (1 or more).",
-            argument=_path(*keys, key),
-            value=value,
-        )
-    return value
-
-
-def _get_str(section: Mapping[str, Any], key: str, *keys: str) -> str:
-    value = section.get(key, "")
-    if not isinstance(value, str):
-        raise DistributionError(
-            f"Invalid {_path(*keys, key)}={value!r}: expected a string of mpirun options.",
-            argument=_path(*keys, key),
-            value=value,
-        )
-    return value
+    value = _value_at((given, plain), keys)
+    raise DistributionError(
+        f"Invalid {where}={value!r}: expected {_accepted(node)}.", argument=where, value=value
+    )
 
 
 @dataclass(frozen=True)
@@ -199,10 +256,10 @@ class MPIConfig:
     custom_mpi_options: str = ""
 
     def to_hyperparameters(self) -> dict[str, Any]:
-        hps: dict[str, Any] = {"sagemaker_mpi_enabled": self.enabled}
+        hps: dict[str, Any] = {HP.MPI_ENABLED: self.enabled}
         if self.processes_per_host:
-            hps["sagemaker_mpi_num_of_processes_per_host"] = self.processes_per_host
-        hps["sagemaker_mpi_custom_mpi_options"] = self.custom_mpi_options
+            hps[HP.MPI_PROCESSES_PER_HOST] = self.processes_per_host
+        hps[HP.MPI_CUSTOM_OPTIONS] = self.custom_mpi_options
         return hps
 
 
@@ -216,13 +273,13 @@ class SMDataParallelConfig:
 
     def to_hyperparameters(self, instance_type: str | None) -> dict[str, Any]:
         hps: dict[str, Any] = {
-            "sagemaker_distributed_dataparallel_enabled": self.enabled,
-            "sagemaker_instance_type": instance_type,
+            HP.SMDDP_ENABLED: self.enabled,
+            HP.INSTANCE_TYPE: instance_type,
         }
         if self.enabled:
-            hps["sagemaker_distributed_dataparallel_custom_mpi_options"] = self.custom_mpi_options
+            hps[HP.SMDDP_CUSTOM_MPI_OPTIONS] = self.custom_mpi_options
         if self.processes_per_host:
-            hps["sagemaker_mpi_num_of_processes_per_host"] = self.processes_per_host
+            hps[HP.MPI_PROCESSES_PER_HOST] = self.processes_per_host
         return hps
 
 
@@ -236,9 +293,9 @@ class SMModelParallelConfig:
     def to_hyperparameters(self, instance_type: str | None) -> dict[str, Any]:
         hps: dict[str, Any] = {}
         if self.enabled:
-            hps["mp_parameters"] = dict(self.parameters)
-        hps["sagemaker_distributed_dataparallel_enabled"] = False
-        hps["sagemaker_instance_type"] = instance_type
+            hps[MP_PARAMETERS] = dict(self.parameters)
+        hps[HP.SMDDP_ENABLED] = False
+        hps[HP.INSTANCE_TYPE] = instance_type
         return hps
 
 
@@ -250,11 +307,11 @@ class TorchDistributedConfig:
     processes_per_host: int | None = None
 
     def to_hyperparameters(self, instance_type: str | None) -> dict[str, Any]:
-        hps: dict[str, Any] = {"sagemaker_torch_distributed_enabled": self.enabled}
+        hps: dict[str, Any] = {HP.TORCH_DISTRIBUTED_ENABLED: self.enabled}
         if instance_type is not None:
-            hps["sagemaker_instance_type"] = instance_type
+            hps[HP.INSTANCE_TYPE] = instance_type
         if self.processes_per_host:
-            hps["sagemaker_mpi_num_of_processes_per_host"] = self.processes_per_host
+            hps[HP.MPI_PROCESSES_PER_HOST] = self.processes_per_host
         return hps
 
 
@@ -265,7 +322,7 @@ class ParameterServerConfig:
     enabled: bool = False
 
     def to_hyperparameters(self) -> dict[str, Any]:
-        return {"sagemaker_parameter_server_enabled": self.enabled}
+        return {HP.PARAMETER_SERVER_ENABLED: self.enabled}
 
 
 @dataclass(frozen=True)
@@ -275,7 +332,7 @@ class MultiWorkerMirroredStrategyConfig:
     enabled: bool = False
 
     def to_hyperparameters(self) -> dict[str, Any]:
-        return {"sagemaker_multi_worker_mirrored_strategy_enabled": self.enabled}
+        return {HP.MWMS_ENABLED: self.enabled}
 
 
 @dataclass(frozen=True)
@@ -342,7 +399,7 @@ class Distribution:
     def _generic(self) -> dict[str, Any]:
         hps: dict[str, Any] = {}
         if self.instance_groups is not None:
-            hps["sagemaker_distribution_instance_groups"] = list(self.instance_groups)
+            hps[HP.DISTRIBUTION_INSTANCE_GROUPS] = list(self.instance_groups)
         if self.parameter_server:
             hps.update(self.parameter_server.to_hyperparameters())
         if self.mpi:
@@ -355,152 +412,187 @@ class Distribution:
         return hps
 
 
-def _parse_mp_parameters(value: Any) -> dict[str, Any]:
+def distribution_from_hyperparameters(hps: Mapping[str, Any]) -> dict[str, Any] | None:
+    """The ``distribution`` dict whose hyperparameters are ``hps`` (decoded values).
+
+    The reverse of :meth:`Distribution.to_hyperparameters`, used by ``attach``: the
+    dict it returns makes the same hyperparameters. ``pytorchddp`` comes back as
+    ``smdistributed.dataparallel`` and InstanceGroups as their names.
+    ``sagemaker_mpi_num_of_processes_per_host`` is sent by several strategies; it is
+    given back to torch_distributed, else mpi, else smdistributed dataparallel.
+    """
+    distribution: dict[str, Any] = {}
+    per_host = hps.get(HP.MPI_PROCESSES_PER_HOST)
+    per_host_taken = False
+
+    def with_per_host(section: dict[str, Any]) -> dict[str, Any]:
+        nonlocal per_host_taken
+        if per_host is not None and not per_host_taken:
+            section["processes_per_host"] = per_host
+            per_host_taken = True
+        return section
+
+    def with_options(section: dict[str, Any], key: str) -> dict[str, Any]:
+        if hps.get(key):
+            section["custom_mpi_options"] = hps[key]
+        return section
+
+    if HP.TORCH_DISTRIBUTED_ENABLED in hps:
+        distribution["torch_distributed"] = with_per_host(
+            {"enabled": bool(hps[HP.TORCH_DISTRIBUTED_ENABLED])}
+        )
+    if HP.MPI_ENABLED in hps:
+        section = with_options({"enabled": bool(hps[HP.MPI_ENABLED])}, HP.MPI_CUSTOM_OPTIONS)
+        distribution["mpi"] = with_per_host(section)
+    if MP_PARAMETERS in hps:
+        distribution["smdistributed"] = {
+            "modelparallel": {"enabled": True, "parameters": hps[MP_PARAMETERS]}
+        }
+    elif HP.SMDDP_ENABLED in hps:
+        section = with_options(
+            {"enabled": bool(hps[HP.SMDDP_ENABLED])}, HP.SMDDP_CUSTOM_MPI_OPTIONS
+        )
+        distribution["smdistributed"] = {"dataparallel": with_per_host(section)}
+    if HP.PARAMETER_SERVER_ENABLED in hps:
+        distribution["parameter_server"] = {"enabled": bool(hps[HP.PARAMETER_SERVER_ENABLED])}
+    if HP.MWMS_ENABLED in hps:
+        distribution["multi_worker_mirrored_strategy"] = {"enabled": bool(hps[HP.MWMS_ENABLED])}
+    if HP.DISTRIBUTION_INSTANCE_GROUPS in hps:
+        distribution["instance_groups"] = list(hps[HP.DISTRIBUTION_INSTANCE_GROUPS])
+    return distribution or None
+
+
+def _load_mp_parameters(path: str) -> dict[str, Any]:
+    """The JSON object in a modelparallel ``parameters`` file."""
     where = _path("smdistributed", "modelparallel", "parameters")
-    if isinstance(value, Mapping):
-        params = dict(value)
-    elif isinstance(value, str) and os.path.isfile(value):
-        try:
-            with open(value, encoding="utf-8") as fh:
-                params = json.load(fh)
-        except (OSError, ValueError) as exc:
-            raise DistributionError(
-                f"Invalid {where}={value!r}: the file is not readable JSON ({exc}).",
-                argument=where,
-                value=value,
-            ) from exc
-        if not isinstance(params, dict):
-            raise DistributionError(
-                f"Invalid {where}={value!r}: the JSON file must hold an object.",
-                argument=where,
-                value=value,
-            )
-    else:
+    if not os.path.isfile(path):
         raise DistributionError(
-            f"Invalid {where}={value!r}: expected a dict or the path of an existing JSON file.",
+            f"Invalid {where}={path!r}: expected a dict or the path of an existing JSON file.",
             argument=where,
-            value=value,
+            value=path,
         )
-
-    def bad(key: str, accepted: str) -> DistributionError:
-        return DistributionError(
-            f"Invalid {where}[{key!r}]={params[key]!r}: expected {accepted}.",
-            argument=f"{where}[{key!r}]",
-            value=params[key],
-        )
-
-    for key, choices in _MP_CHOICES.items():
-        if key in params and params[key] not in choices:
-            raise bad(key, f"one of {list(choices)}")
-    for key in _MP_POSITIVE:
-        if key in params and (
-            isinstance(params[key], bool) or not isinstance(params[key], int) or params[key] < 1
-        ):
-            raise bad(key, "a positive integer")
-    for key in _MP_BOOL:
-        if key in params and not isinstance(params[key], bool):
-            raise bad(key, "True or False")
-    if "partition_file" in params and not isinstance(params["partition_file"], str):
-        raise bad("partition_file", "a string")
-    if params.get("auto_partition") is False and "default_partition" not in params:
+    try:
+        with open(path, encoding="utf-8") as fh:
+            params = json.load(fh)
+    except (OSError, ValueError) as exc:
         raise DistributionError(
-            f"{where}: 'default_partition' must be given when 'auto_partition' is False.",
+            f"Invalid {where}={path!r}: the file is not readable JSON ({exc}).",
             argument=where,
-            value=value,
-        )
-    if "default_partition" in params:
-        partitions = params.get("partitions")
-        default = params["default_partition"]
-        if not isinstance(default, int) or not isinstance(partitions, int) or default >= partitions:
-            raise bad("default_partition", "an integer below 'partitions'")
-    if "memory_weight" in params:
-        weight = params["memory_weight"]
-        if not isinstance(weight, (int, float)) or not 0.0 <= weight <= 1.0:
-            raise bad("memory_weight", "a number between 0.0 and 1.0")
-    for key in ("ddp_port", "ddp_dist_backend"):
-        if key in params and "ddp" not in params:
-            raise DistributionError(
-                f"{where}: {key!r} needs 'ddp' to be set as well.", argument=where, value=value
-            )
-    if "ddp_port" in params and (
-        isinstance(params["ddp_port"], bool)
-        or not isinstance(params["ddp_port"], int)
-        or params["ddp_port"] < 0
-    ):
-        raise bad("ddp_port", "a port number (a non-negative integer)")
-    if params.get("horovod") and params.get("ddp"):
+            value=path,
+        ) from exc
+    if not isinstance(params, dict):
         raise DistributionError(
-            f"{where}: 'ddp' and 'horovod' cannot both be enabled.", argument=where, value=value
+            f"Invalid {where}={path!r}: the JSON file must hold an object.",
+            argument=where,
+            value=path,
         )
     return params
 
 
-def _parse_smdistributed(
-    value: Any,
+def _check_mp_parameters(params: Mapping[str, Any]) -> None:
+    """The rules between modelparallel parameters (their types are the schema's)."""
+    where = _path("smdistributed", "modelparallel", "parameters")
+    if params.get("auto_partition") is False and "default_partition" not in params:
+        raise DistributionError(
+            f"{where}: 'default_partition' must be given when 'auto_partition' is False.",
+            argument=where,
+            value=dict(params),
+        )
+    if "default_partition" in params:
+        partitions = params.get("partitions")
+        default = params["default_partition"]
+        if not isinstance(partitions, int) or default >= partitions:
+            raise DistributionError(
+                f"Invalid {where}['default_partition']={default!r}: expected an integer "
+                "below 'partitions'.",
+                argument=f"{where}['default_partition']",
+                value=default,
+            )
+    for key in ("ddp_port", "ddp_dist_backend"):
+        if key in params and "ddp" not in params:
+            raise DistributionError(
+                f"{where}: {key!r} needs 'ddp' to be set as well.",
+                argument=where,
+                value=dict(params),
+            )
+    if params.get("horovod") and params.get("ddp"):
+        raise DistributionError(
+            f"{where}: 'ddp' and 'horovod' cannot both be enabled.",
+            argument=where,
+            value=dict(params),
+        )
+
+
+def _smdistributed(
+    section: Mapping[str, Any],
 ) -> tuple[SMDataParallelConfig | None, SMModelParallelConfig | None]:
-    section = _check_keys(value, ("dataparallel", "modelparallel"), "smdistributed")
     if len(section) > 1:
         raise DistributionError(
             f"Invalid {_path('smdistributed')}={dict(section)!r}: use one smdistributed strategy "
             "at a time. Accepted: {'dataparallel': {...}} or {'modelparallel': {...}}.",
             argument=_path("smdistributed"),
-            value=value,
+            value=dict(section),
         )
     dataparallel = modelparallel = None
     if "dataparallel" in section:
-        keys = ("smdistributed", "dataparallel")
-        dp = _check_keys(
-            section["dataparallel"], ("enabled", "custom_mpi_options", "processes_per_host"), *keys
-        )
-        dataparallel = SMDataParallelConfig(
-            enabled=_get_bool(dp, "enabled", *keys),
-            custom_mpi_options=_get_str(dp, "custom_mpi_options", *keys),
-            processes_per_host=_get_count(dp, "processes_per_host", *keys),
-        )
+        dataparallel = SMDataParallelConfig(**section["dataparallel"])
     if "modelparallel" in section:
-        keys = ("smdistributed", "modelparallel")
-        mp = _check_keys(section["modelparallel"], ("enabled", "parameters"), *keys)
-        enabled = _get_bool(mp, "enabled", *keys)
-        params = _parse_mp_parameters(mp.get("parameters", {})) if enabled else {}
+        mp = section["modelparallel"]
+        enabled = mp.get("enabled", False)
+        params = mp.get("parameters", {}) if enabled else {}
+        if enabled:
+            _check_mp_parameters(params)
         modelparallel = SMModelParallelConfig(enabled=enabled, parameters=params)
     return dataparallel, modelparallel
 
 
-def _group_names(value: Any, estimator_groups: Sequence[Any] | None) -> tuple[str, ...]:
+def _group_names(names: Sequence[str], estimator_groups: Sequence[Any] | None) -> tuple[str, ...]:
     where = _path("instance_groups")
-    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
-        raise DistributionError(
-            f"Invalid {where}={value!r}: expected a list of InstanceGroup objects or group names.",
-            argument=where,
-            value=value,
-        )
     known = {getattr(g, "instance_group_name", None): g for g in (estimator_groups or [])}
-    if value and not known:
+    if names and not known:
         raise DistributionError(
-            f"Invalid {where}={value!r}: the estimator has no instance_groups. "
+            f"Invalid {where}={names!r}: the estimator has no instance_groups. "
             "Accepted: groups given to the estimator's instance_groups argument.",
             argument=where,
-            value=value,
+            value=names,
         )
-    if len(value) > len(known) or (len(known) > 1 and len(value) != 1):
+    if len(names) > len(known) or (len(known) > 1 and len(names) != 1):
         raise DistributionError(
-            f"Invalid {where}={value!r}: name exactly one of the estimator's instance_groups "
+            f"Invalid {where}={names!r}: name exactly one of the estimator's instance_groups "
             f"{sorted(known)} as the training group.",
             argument=where,
-            value=value,
+            value=names,
         )
-    names = []
-    for item in value:
-        name = getattr(item, "instance_group_name", item)
+    for name in names:
         if name not in known:
             raise DistributionError(
                 f"Invalid {where} entry {name!r}: not one of the estimator's instance groups. "
                 f"Accepted: {sorted(known)}.",
                 argument=where,
-                value=value,
+                value=names,
             )
-        names.append(name)
     return tuple(names)
+
+
+def _checked(distribution: Any) -> dict[str, Any]:
+    """``distribution`` as plain data whose keys and types the schema accepts.
+
+    A modelparallel ``parameters`` file is read and its object checked in its place.
+    """
+    if isinstance(distribution, Mapping) and "pytorchxla" in distribution:
+        raise DistributionError(
+            "distribution['pytorchxla'] is only used with SageMaker Training Compiler, which "
+            f"launchbay does not support. Accepted keys: {_strategies()}.",
+            argument=_path("pytorchxla"),
+            value=distribution["pytorchxla"],
+        )
+    plain = _plain(distribution)
+    _check_schema(distribution, plain)
+    mp = plain.get("smdistributed", {}).get("modelparallel", {})
+    if mp.get("enabled") and isinstance(mp.get("parameters"), str):
+        mp["parameters"] = _load_mp_parameters(mp["parameters"])
+        _check_schema(distribution, plain)
+    return plain
 
 
 def parse_distribution(
@@ -517,28 +609,15 @@ def parse_distribution(
     """Validate ``distribution`` once and return it typed.
 
     ``framework`` is ``"pytorch"``, ``"tensorflow"`` or ``None`` (the generic
-    ``Estimator``, whose image is the user's). Raises :class:`DistributionError`
-    naming the key, the value given and what is accepted.
+    ``Estimator``, whose image is the user's). Keys and types are checked against
+    :func:`schema`; the rules that involve the other arguments are checked here.
+    Raises :class:`DistributionError` naming the key, the value given and what is
+    accepted.
     """
-    if distribution is None:
-        distribution = {}
-    if not isinstance(distribution, Mapping):
-        raise DistributionError(
-            f"Invalid distribution={distribution!r}: expected a dict such as "
-            "{'torch_distributed': {'enabled': True}} with keys from "
-            f"{list(_STRATEGIES)}.",
-            argument="distribution",
-            value=distribution,
-        )
-    if "pytorchxla" in distribution:
-        raise DistributionError(
-            "distribution['pytorchxla'] is only used with SageMaker Training Compiler, which "
-            f"launchbay does not support. Accepted keys: {list(_STRATEGIES)}.",
-            argument=_path("pytorchxla"),
-            value=distribution["pytorchxla"],
-        )
-    _check_keys(distribution, _STRATEGIES)
-    dist = dict(distribution)
+    if distribution is None or (isinstance(distribution, Mapping) and not distribution):
+        dist: dict[str, Any] = {}  # nothing to check: no schema, no jsonschema import
+    else:
+        dist = _checked(distribution)
 
     if "pytorchddp" in dist:
         if framework == "tensorflow":
@@ -559,39 +638,18 @@ def parse_distribution(
 
     local = instance_type in LOCAL_INSTANCE_TYPES
     fields: dict[str, Any] = {"instance_type": instance_type, "framework": framework}
-
+    # The schema's keys are the configs' field names.
     if "mpi" in dist:
-        section = _check_keys(
-            dist["mpi"], ("enabled", "processes_per_host", "custom_mpi_options"), "mpi"
-        )
-        fields["mpi"] = MPIConfig(
-            enabled=_get_bool(section, "enabled", "mpi"),
-            processes_per_host=_get_count(section, "processes_per_host", "mpi"),
-            custom_mpi_options=_get_str(section, "custom_mpi_options", "mpi"),
-        )
+        fields["mpi"] = MPIConfig(**dist["mpi"])
     if "smdistributed" in dist:
-        fields["dataparallel"], fields["modelparallel"] = _parse_smdistributed(
-            dist["smdistributed"]
-        )
+        fields["dataparallel"], fields["modelparallel"] = _smdistributed(dist["smdistributed"])
     if "torch_distributed" in dist:
-        section = _check_keys(
-            dist["torch_distributed"], ("enabled", "processes_per_host"), "torch_distributed"
-        )
-        fields["torch_distributed"] = TorchDistributedConfig(
-            enabled=_get_bool(section, "enabled", "torch_distributed"),
-            processes_per_host=_get_count(section, "processes_per_host", "torch_distributed"),
-        )
+        fields["torch_distributed"] = TorchDistributedConfig(**dist["torch_distributed"])
     if "parameter_server" in dist:
-        section = _check_keys(dist["parameter_server"], ("enabled",), "parameter_server")
-        fields["parameter_server"] = ParameterServerConfig(
-            enabled=_get_bool(section, "enabled", "parameter_server")
-        )
+        fields["parameter_server"] = ParameterServerConfig(**dist["parameter_server"])
     if "multi_worker_mirrored_strategy" in dist:
-        section = _check_keys(
-            dist["multi_worker_mirrored_strategy"], ("enabled",), "multi_worker_mirrored_strategy"
-        )
         fields["multi_worker_mirrored_strategy"] = MultiWorkerMirroredStrategyConfig(
-            enabled=_get_bool(section, "enabled", "multi_worker_mirrored_strategy")
+            **dist["multi_worker_mirrored_strategy"]
         )
     if "instance_groups" in dist:
         fields["instance_groups"] = _group_names(dist["instance_groups"], instance_groups)
@@ -778,7 +836,7 @@ def _validate(
         for itype in types:
             if (
                 isinstance(itype, str)
-                and (itype == "local_gpu" or _instance_family(itype).startswith("p"))
+                and (itype == LOCAL_GPU or _instance_family(itype).startswith("p"))
                 and itype not in SINGLE_GPU_INSTANCE_TYPES
             ):
                 logger.warning(
