@@ -842,7 +842,7 @@ ARGUMENTS: tuple[Argument, ...] = (
       "Hyperparameters: any YAML scalars, lists or mappings (sent JSON-encoded).",
       attr="_hyperparameters", to_spec=lambda value, ctx: dict(value) or None,
       example={"epochs": 2}),
-    A("distribution", Custom({"type": "object"}),
+    A("distribution", Custom({"$ref": "#/$defs/distribution"}),  # distribution.schema_defs()
       "The distribution dict, as the Estimator takes it, e.g. {torch_distributed: {enabled: "
       "true}}.", v1="distributions", attr="_distribution_arg",
       to_spec=lambda value, ctx: value or None),

@@ -49,7 +49,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from launchbay import arguments, vpc
+from launchbay import arguments, distribution, vpc
 from launchbay.errors import ConfigurationError, ProvisioningError
 from launchbay.inputs import FileSystemInput, TrainingInput
 
@@ -226,6 +226,9 @@ def schema() -> dict[str, Any]:
 def render_schema(base: Mapping[str, Any]) -> dict[str, Any]:
     """``base`` with its argument properties replaced by the declared ones.
 
+    The ``distribution`` property refers to the distribution schema's definitions,
+    which are added to ``$defs``.
+
     Order: ``framework``, the arguments in declaration order, then the other
     spec-only keys.
     """
@@ -239,6 +242,8 @@ def render_schema(base: Mapping[str, Any]) -> dict[str, Any]:
         if key in old and key not in properties:
             properties[key] = old[key]
     out["properties"] = properties
+    # The distribution dict's own schema (schemas/distribution.schema.json), embedded.
+    out.setdefault("$defs", {}).update(distribution.schema_defs())
     return out
 
 

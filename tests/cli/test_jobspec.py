@@ -226,3 +226,21 @@ def test_extension_keys_hold_anchors(monkeypatch):
     spec = loads(textwrap.dedent(text))
     estimator = Estimator.from_spec(spec)
     assert estimator.role == ROLE and estimator.instance_type == "local_process"
+
+
+def test_the_distribution_dict_is_checked_by_its_schema_at_its_line():
+    text = textwrap.dedent(
+        """\
+        image_uri: img
+        instance_type: local_process
+        distribution:
+          mpi:
+            enabled: 3
+          torch_distributd: {enabled: true}
+        """
+    )
+    with pytest.raises(JobSpecError) as info:
+        loads(text)
+    message = str(info.value)
+    assert "<spec>:5: distribution.mpi.enabled: expected true or false, got the number 3" in message
+    assert "distribution.torch_distributd: unknown key. Did you mean 'torch_distributed'?" in message
