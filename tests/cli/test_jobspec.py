@@ -243,4 +243,6 @@ def test_the_distribution_dict_is_checked_by_its_schema_at_its_line():
         loads(text)
     message = str(info.value)
     assert "<spec>:5: distribution.mpi.enabled: expected true or false, got the number 3" in message
-    assert "distribution.torch_distributd: unknown key. Did you mean 'torch_distributed'?" in message
+    assert (
+        "distribution.torch_distributd: unknown key. Did you mean 'torch_distributed'?" in message
+    )
