@@ -37,7 +37,7 @@ from collections.abc import Callable, Mapping
 from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING, Any
 
-from launchbay._progress import Progress, format_bytes, progress_enabled
+from launchbay.display import Progress, format_bytes, progress_enabled
 from launchbay.errors import (
     ConfigurationError,
     InputError,

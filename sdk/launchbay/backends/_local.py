@@ -65,7 +65,7 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from launchbay._progress import Progress, progress_enabled
+from launchbay.display import Progress, progress_enabled
 from launchbay.errors import ConfigurationError, InputError, TransferError
 from launchbay.runtime._confine import TreeEntry, open_regular, scan_tree
 from launchbay.s3uri import is_file_uri, is_s3_uri, parse_s3_uri
