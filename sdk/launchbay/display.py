@@ -358,7 +358,7 @@ class Progress:
         self.total_files = max(int(total_files), 0)
         self.enabled = enabled
         stream = sys.stderr if stream is None else stream
-        self._display = Display(stream, None if enabled else "quiet", colour=False)
+        self._display = Display(stream, None if enabled else "quiet")
         self._lock = self._display.lock
         self._bytes = 0
         self._files = 0
@@ -461,7 +461,12 @@ class Progress:
                 row.add_column(no_wrap=True)
             row.add_row(
                 self.label,
-                ProgressBar(total=1.0, completed=self.fraction(), width=_BAR_WIDTH),
+                ProgressBar(
+                    total=1.0,
+                    completed=self.fraction(),
+                    width=_BAR_WIDTH,
+                    complete_style="green",
+                ),
                 self._counts(),
             )
             display.update(self.render(), row)
