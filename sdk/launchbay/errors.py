@@ -17,7 +17,10 @@ OSError from a transfer) are translated at the boundary with ``raise ... from``.
     ├── ProvisioningError (RuntimeError)     a CloudFormation stack (launchbay.vpc)
     │                                        failed, timed out or is missing
     ├── DockerError (RuntimeError)           the Docker engine cannot be reached,
-    │                                        refused a call, or an image build failed
+    │   │                                    refused a call, or an image build failed
+    │   └── ImageError                       building or pushing a training image failed
+    │       ├── ImageBuildError              a build step failed (quotes its last lines)
+    │       └── ImagePushError               the registry refused the push or the login
     └── JobError (RuntimeError)              a submitted job could not be started
         └── JobFailedError                   the job ended Failed or Stopped
 """
@@ -38,6 +41,9 @@ __all__ = [
     "TransferError",
     "ProvisioningError",
     "DockerError",
+    "ImageError",
+    "ImageBuildError",
+    "ImagePushError",
     "JobError",
     "JobFailedError",
 ]
@@ -143,6 +149,32 @@ class DockerError(LaunchbayError, RuntimeError):
 
     The message says what was asked of the engine and what it answered.
     """
+
+
+class ImageError(DockerError):
+    """Building or pushing a training image failed."""
+
+
+class ImageBuildError(ImageError):
+    """A build step failed.
+
+    Attributes:
+        tag: The image that was being built.
+        step: The failing step (``"Step 7/21 : RUN ..."``), or ``""``.
+        log_tail: The step's last output lines (also in the message).
+    """
+
+    def __init__(
+        self, message: str, *, tag: str = "", step: str = "", log_tail: Iterable[str] = ()
+    ):
+        super().__init__(message)
+        self.tag = tag
+        self.step = step
+        self.log_tail = list(log_tail)
+
+
+class ImagePushError(ImageError):
+    """The registry refused the push, or logging in to it failed."""
 
 
 class JobError(LaunchbayError, RuntimeError):

@@ -35,6 +35,7 @@ from launchbay.errors import (
     LaunchbayError,
     MissingDependencyError,
 )
+from launchbay.images import _live, context, push
 
 ROOT = Path(__file__).resolve().parents[2]
 TORCH_VERSION = "2.13.0"
@@ -368,9 +369,9 @@ def test_ecr_hosts():
         ({"offline": True}, "offline", "wheelhouse"),
     ],
 )
-def test_build_input_errors(kwargs, argument, accepted, monkeypatch):
+def test_build_input_errors(kwargs, argument, accepted, monkeypatch, tmp_path):
     # Every check happens before the engine is asked anything.
-    monkeypatch.setattr(images, "docker_client", _no_engine)
+    _no_engine(monkeypatch, tmp_path)
     call = {"framework": "pytorch", "framework_version": "2.13.0", "processor": "cpu", **kwargs}
     with pytest.raises(ConfigurationError) as info:
         images.build_image(call.pop("framework"), call.pop("framework_version"), **call)
@@ -380,7 +381,7 @@ def test_build_input_errors(kwargs, argument, accepted, monkeypatch):
 
 
 def test_empty_wheelhouse_is_refused(tmp_path, monkeypatch):
-    monkeypatch.setattr(images, "docker_client", _no_engine)
+    _no_engine(monkeypatch, tmp_path)
     (tmp_path / "notes.txt").write_text("no wheels here")
     with pytest.raises(ConfigurationError, match=r"wheelhouse=.*It holds none"):
         images.build_image("pytorch", "2.13.0", wheelhouse=tmp_path)
@@ -402,15 +403,16 @@ def test_name_input_errors():
         ("launchbay/x:1", "reg.example/NS/x", "repository"),
     ],
 )
-def test_push_input_errors(image, repository, argument, monkeypatch):
-    monkeypatch.setattr(images, "docker_client", _no_engine)
+def test_push_input_errors(image, repository, argument, monkeypatch, tmp_path):
+    _no_engine(monkeypatch, tmp_path)
     with pytest.raises(ConfigurationError) as info:
         images.push_image(image, repository)
     assert info.value.argument == argument
 
 
-def _no_engine(*args: Any, **kwargs: Any) -> Any:
-    raise AssertionError("the engine must not be contacted for an invalid argument")
+def _no_engine(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
+    """Point DOCKER_HOST at no engine: a call that reached it would raise DockerError instead."""
+    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
 
 
 def test_cli_usage_errors_exit_2(capsys):
@@ -486,10 +488,10 @@ def test_the_context_hash_follows_every_input(tmp_path):
     big.write_bytes(b"w")
 
     def digest(dockerfile: bytes = b"FROM x", args: dict | None = None, wheel: Path = big) -> str:
-        context = images._Context()
-        context.add("Dockerfile", dockerfile)
-        context.add(f"wheelhouse/{wheel.name}", wheel)
-        return context.digest(args or {"A": "1"})
+        files = context._Context()
+        files.add("Dockerfile", dockerfile)
+        files.add(f"wheelhouse/{wheel.name}", wheel)
+        return files.digest(args or {"A": "1"})
 
     first = digest()
     assert digest() == first
@@ -521,7 +523,7 @@ BUILD_STREAM = [
 
 def test_plain_display_prints_steps_and_keeps_the_tail():
     out = io.StringIO()
-    display = images._BuildDisplay("plain", out, "t")
+    display = _live._BuildDisplay("plain", out, "t")
     for chunk in BUILD_STREAM:
         display.feed(chunk)
     display.finish()
@@ -530,7 +532,7 @@ def test_plain_display_prints_steps_and_keeps_the_tail():
     assert "[3/3] COPY x /x\n    cached" in text
     assert "Collecting torch" not in text  # plain mode prints steps, not their output
     assert display.last_step == "Step 3/3 : COPY x /x"
-    display2 = images._BuildDisplay("quiet", io.StringIO(), "t")
+    display2 = _live._BuildDisplay("quiet", io.StringIO(), "t")
     for chunk in BUILD_STREAM[:7]:
         display2.feed(chunk)
     assert list(display2.tail) == ["Collecting torch", "Installing collected packages: torch"]
@@ -538,7 +540,7 @@ def test_plain_display_prints_steps_and_keeps_the_tail():
 
 def test_live_display_redraws_one_line():
     out = io.StringIO()
-    with images._BuildDisplay("live", out, "t") as display:
+    with _live._BuildDisplay("live", out, "t") as display:
         for chunk in BUILD_STREAM[:5]:
             display.feed(chunk)
             time.sleep(0.12)
@@ -577,7 +579,7 @@ def test_every_build_arg_the_tool_passes_is_declared(framework, processor):
     """GPU args included: an undeclared build argument would be ignored by Docker."""
     dockerfile = ROOT / "containers" / framework / "Dockerfile"
     base = images.default_base_image(processor)
-    args = images._build_args_for(framework, "1.0", processor, "3.11", base, None, offline=True)
+    args = context._build_args_for(framework, "1.0", processor, "3.11", base, None, offline=True)
     assert set(args) <= _declared_args(dockerfile)
     if processor == "gpu":
         assert args["INSTALL_EFA"] == "1" and base.startswith("nvidia/cuda:")
@@ -745,9 +747,9 @@ def test_push_to_ecr_logs_in_through_boto3(aws, docker_client, small_image, tmp_
     with _registry(tmp_path / "registry", credentials) as registry:
         # THE ONE FAKE: no <account>.dkr.ecr.<region>.amazonaws.com is reachable here, so the
         # local registry's host:port stands in for the ECR host of the moto account.
-        real = images.ecr_registry
+        real = push.ecr_registry
         monkeypatch.setattr(
-            images,
+            push,
             "ecr_registry",
             lambda host: (MOTO_ACCOUNT, MOTO_REGION) if host == registry else real(host),
         )

@@ -1,0 +1,235 @@
+"""The live displays of ``launchbay images``: build steps and push progress on a stream.
+
+``live`` (a terminal) redraws one line in place, ``plain`` (CI logs, Jupyter) prints lines,
+``quiet`` prints nothing.
+"""
+
+from __future__ import annotations
+
+import collections
+import re
+import shutil
+import sys
+import threading
+import time
+from collections.abc import Mapping
+from typing import Any, TextIO
+
+from launchbay._progress import _in_notebook
+
+#: Build steps whose output ends in these lines are quoted when they fail.
+ERROR_TAIL_LINES = 25
+
+
+def _isatty(stream: TextIO) -> bool:
+    try:
+        return stream.isatty()
+    except (AttributeError, ValueError):
+        return False
+
+
+class _BuildDisplay:
+    """Shows a build's progress on ``stream``.
+
+    ``live`` (a terminal): one line redrawn in place (step, elapsed time, latest output
+    line); each finished step stays behind as a line with its time. ``plain`` (CI logs): a
+    line when a step starts, its time when it ends, and a heartbeat with its latest output
+    line every 30 s of a long step. ``quiet``: nothing. In every mode the running step's last
+    output lines are kept for the error message. A ticker thread keeps the live line and the
+    heartbeat going while a step prints nothing (compiling, downloading).
+    """
+
+    HEARTBEAT = 30.0
+    REDRAW = 0.1
+    STEP_WIDTH = 140
+
+    def __init__(self, mode: str, stream: TextIO, label: str) -> None:
+        self.mode = mode
+        self.stream = stream
+        self.label = label
+        self.step = ""
+        self.step_started = time.monotonic()
+        self.tail: collections.deque[str] = collections.deque(maxlen=ERROR_TAIL_LINES)
+        self.cached = False
+        self.last_step = ""
+        self._partial = ""
+        self._last_draw = 0.0
+        self._last_beat = 0.0
+        self._lock = threading.RLock()
+        self._stop = threading.Event()
+        self._ticker: threading.Thread | None = None
+
+    def __enter__(self) -> _BuildDisplay:
+        if self.mode in ("live", "plain"):
+            self._ticker = threading.Thread(target=self._tick_loop, daemon=True)
+            self._ticker.start()
+        return self
+
+    def __exit__(self, *exc: object) -> None:
+        self._stop.set()
+        if self._ticker is not None:
+            self._ticker.join(timeout=2)
+        self.finish()
+
+    # -- input
+    def feed(self, text: str) -> None:
+        with self._lock:
+            self._partial += text
+            *lines, self._partial = self._partial.split("\n")
+            for line in lines:
+                self._line(line.rstrip("\r"))
+            self._tick()
+
+    def _line(self, line: str) -> None:
+        if line.startswith("Step ") and " : " in line:
+            self._end_step()
+            self.step, self.step_started, self.cached = line, time.monotonic(), False
+            self.tail.clear()
+            self._last_beat = self.step_started
+            if self.mode == "plain":
+                self._write(self._short(line, self.STEP_WIDTH) + "\n")
+            return
+        stripped = line.strip()
+        if stripped == "---> Using cache":
+            self.cached = True
+            return
+        if stripped.startswith(("--->", "Removing intermediate container")):
+            return
+        if stripped.startswith(("Successfully built", "Successfully tagged")) or not stripped:
+            return
+        self.tail.append(line)
+
+    def _tick_loop(self) -> None:
+        while not self._stop.wait(self.REDRAW if self.mode == "live" else 1.0):
+            with self._lock:
+                self._tick()
+
+    def _tick(self) -> None:
+        now = time.monotonic()
+        if self.mode == "live" and now - self._last_draw >= self.REDRAW:
+            self._last_draw = now
+            self._draw()
+        elif self.mode == "plain" and self.step and now - self._last_beat >= self.HEARTBEAT:
+            self._last_beat = now
+            last = self.tail[-1].strip()[:100] if self.tail else "(no output yet)"
+            self._write(f"    ... {now - self.step_started:.0f} s: {last}\n")
+
+    def _end_step(self, failed: bool = False) -> None:
+        if not self.step:
+            return
+        elapsed = time.monotonic() - self.step_started
+        state = "failed" if failed else "cached" if self.cached else "done"
+        if self.mode == "live":
+            note = state if state != "done" else f"{elapsed:.1f} s"
+            if failed:
+                note = f"failed after {elapsed:.1f} s"
+            self._write(self._fit(f"{self._short(self.step)}  {note}") + "\n", clear=True)
+        elif self.mode == "plain" and (
+            failed
+            or elapsed >= 1.0
+            or (self.cached and re.search(r" : (RUN|COPY|ADD) ", self.step))
+        ):
+            self._write(f"    {state}, {elapsed:.1f} s\n")
+        self.last_step, self.step = self.step, ""
+
+    def finish(self, failed: bool = False) -> None:
+        """End the running step (``failed``: it failed); idempotent."""
+        with self._lock:
+            if self._partial:
+                self._line(self._partial)
+                self._partial = ""
+            self._end_step(failed)
+
+    # -- output
+    @staticmethod
+    def _short(step: str, width: int = 0) -> str:
+        match = re.match(r"Step (\d+)/(\d+) : (.*)", step)
+        text = step
+        if match:
+            number, total, instruction = match.groups()
+            text = f"[{int(number):>{len(total)}}/{total}] {' '.join(instruction.split())}"
+        if width and len(text) > width:
+            text = text[: width - 3] + "..."
+        return text
+
+    def _fit(self, text: str) -> str:
+        width = shutil.get_terminal_size((100, 20)).columns - 1
+        return text if len(text) <= width else text[: max(width - 3, 10)] + "..."
+
+    def _draw(self) -> None:
+        if not self.step:
+            return
+        elapsed = time.monotonic() - self.step_started
+        last = self.tail[-1].strip() if self.tail else ""
+        line = f"{self._short(self.step)}  {elapsed:.0f}s"
+        if last:
+            line = f"{self._short(self.step, 60)}  {elapsed:.0f}s  | {last}"
+        self._write(self._fit(line), clear=True)
+
+    def _write(self, text: str, clear: bool = False) -> None:
+        if self.mode == "quiet":
+            return
+        try:
+            if clear and self.mode == "live":
+                self.stream.write("\r\x1b[2K")
+            self.stream.write(text)
+            self.stream.flush()
+        except (OSError, ValueError):  # a closed stream must not fail the build
+            self.mode = "quiet"
+
+
+def _display_mode(progress: bool | None, stream: TextIO) -> str:
+    if progress is False:
+        return "quiet"
+    if _in_notebook() and stream in (sys.stdout, sys.stderr):
+        return "plain"  # Jupyter keeps every "\r" redraw in the saved output
+    if progress is True:
+        return "live"
+    return "live" if _isatty(stream) else "plain"
+
+
+class _PushDisplay:
+    """Push progress: bytes of all layers on one live line, or a line per finished layer."""
+
+    def __init__(self, mode: str, stream: TextIO, target: str) -> None:
+        self.mode, self.stream, self.target = mode, stream, target
+        self.layers: dict[str, tuple[int, int]] = {}
+        self.done: dict[str, str] = {}
+        self._last = 0.0
+
+    def feed(self, chunk: Mapping[str, Any]) -> None:
+        layer, status = chunk.get("id"), str(chunk.get("status") or "")
+        detail = chunk.get("progressDetail") or {}
+        if layer and detail.get("total"):
+            self.layers[layer] = (int(detail.get("current") or 0), int(detail["total"]))
+        if layer and status in ("Pushed", "Layer already exists", "Mounted from"):
+            self.done[layer] = status
+            if layer in self.layers:
+                total = self.layers[layer][1]
+                self.layers[layer] = (total, total)
+            if self.mode == "plain":
+                self._write(f"  {layer}: {status}\n")
+        elif not layer and status and self.mode == "plain":
+            self._write(f"  {status}\n")
+        now = time.monotonic()
+        if self.mode == "live" and now - self._last > 0.1:
+            self._last = now
+            current = sum(c for c, _ in self.layers.values())
+            total = sum(t for _, t in self.layers.values())
+            self._write(
+                f"\r\x1b[2KPushing {self.target}: {len(self.done)} layers done, "
+                f"{current / 2**20:.1f}/{total / 2**20:.1f} MiB"
+            )
+
+    def finish(self) -> None:
+        if self.mode == "live":
+            self._write("\r\x1b[2K")
+
+    def _write(self, text: str) -> None:
+        if self.mode == "quiet":
+            return
+        try:
+            self.stream.write(text)
+            self.stream.flush()
+        except (OSError, ValueError):
+            self.mode = "quiet"

@@ -1,0 +1,245 @@
+"""Building a training image through the Docker engine (:func:`build_image`)."""
+
+from __future__ import annotations
+
+import logging
+import os
+import re
+import sys
+import tempfile
+import time
+from collections.abc import Mapping
+from pathlib import Path
+from typing import IO, Any, TextIO
+
+from launchbay._docker import docker_errors
+from launchbay.errors import ConfigurationError, ImageBuildError
+from launchbay.images._engine import _image_labels, docker_client
+from launchbay.images._live import _BuildDisplay, _display_mode
+from launchbay.images.context import (
+    _build_args_for,
+    _Context,
+    _dockerfile,
+    _resolve_ca_bundle,
+    _wheelhouse_files,
+)
+from launchbay.images.names import (
+    DEFAULT_PY_VERSION,
+    LABEL_HASH,
+    LABEL_PREFIX,
+    _check_framework,
+    _check_framework_version,
+    _check_processor,
+    _check_tag,
+    _python_version,
+    default_base_image,
+    image_name,
+)
+from launchbay.images.wheel import build_runtime_wheel
+
+__all__ = ["build_image"]
+
+logger = logging.getLogger("launchbay.images")
+
+
+def build_image(
+    framework: str,
+    framework_version: str,
+    processor: str = "cpu",
+    *,
+    base_image: str | None = None,
+    wheelhouse: str | os.PathLike[str] | None = None,
+    tag: str | None = None,
+    ca_bundle: str | os.PathLike[str] | None = None,
+    py_version: str = DEFAULT_PY_VERSION,
+    reuse: bool = False,
+    build_args: Mapping[str, str] | None = None,
+    offline: bool = False,
+    nocache: bool = False,
+    progress: bool | None = None,
+    stream: TextIO | None = None,
+    client: Any = None,
+) -> str:
+    """Build a training image through the Docker engine; return its tag.
+
+    Args:
+        framework: ``"pytorch"`` or ``"tensorflow"``.
+        framework_version: The framework's version, e.g. ``"2.13.0"``.
+        processor: ``"cpu"`` or ``"gpu"`` (GPU adds the EFA pieces; not runnable without GPUs).
+        base_image: The ``FROM`` image. Default: ``python:<X.Y>-slim`` for CPU,
+            :data:`DEFAULT_GPU_BASE_IMAGE` for GPU. Where nothing can be pulled, use
+            :func:`build_base_image`'s image. A base without Python X.Y gets it from apt.
+        wheelhouse: A directory of wheels pip prefers to the index (``--find-links``).
+        tag: The image's tag. Default: :func:`image_name`.
+        ca_bundle: A CA bundle for pip during the build. Default: ``$PIP_CERT``,
+            ``$REQUESTS_CA_BUNDLE`` or ``$SSL_CERT_FILE`` when set; ``""`` for none.
+        py_version: ``"py311"`` and the like; the image's Python.
+        reuse: Return at once when an image with this tag was built from the same context
+            (the label ``ai.launchbay.context-hash`` matches: same Dockerfile, launchbay
+            package, wheelhouse, CA bundle and build arguments). Otherwise it is rebuilt;
+            Docker's layer cache keeps that quick when only the runtime changed.
+        build_args: More ``--build-arg``s (override the defaults, e.g. ``INSTALL_EFA="0"``).
+        offline: pip installs from the wheelhouse only (``--no-index``).
+        nocache: Build without Docker's layer cache.
+        progress: ``None``: a live step line on a terminal, plain lines otherwise (CI);
+            ``True``: the live line; ``False``: silent.
+        stream: Where the progress goes (default ``sys.stderr``).
+        client: A ``docker.DockerClient`` (default: from the environment).
+
+    Raises:
+        ConfigurationError: a bad argument (names the argument, value and what is accepted).
+        MissingDependencyError: the ``docker`` package is not installed.
+        DockerError: the engine cannot be reached.
+        ImageBuildError: a step failed; the message quotes its last output lines.
+    """
+    framework = _check_framework(framework)
+    framework_version = _check_framework_version(framework_version)
+    processor = _check_processor(processor)
+    python = _python_version(py_version)
+    name = tag or image_name(framework, framework_version, processor, py_version)
+    _check_tag(name, "tag")
+    if base_image is not None and (not isinstance(base_image, str) or not base_image.strip()):
+        raise ConfigurationError.invalid(
+            "base_image", base_image, "an image reference such as 'python:3.11-slim'"
+        )
+    base = base_image or default_base_image(processor, py_version)
+    dockerfile = _dockerfile(framework)
+    wheels = _wheelhouse_files(wheelhouse) if wheelhouse is not None else []
+    ca = _resolve_ca_bundle(ca_bundle)
+    args = _build_args_for(
+        framework, framework_version, processor, python, base, build_args, offline
+    )
+    if offline and not wheels:
+        raise ConfigurationError.invalid(
+            "offline",
+            offline,
+            "True only together with a wheelhouse",
+            reason="pip would have no source",
+        )
+    client = docker_client(client)
+    out = sys.stderr if stream is None else stream
+
+    with tempfile.TemporaryDirectory(prefix="launchbay-build-") as tmp:
+        context = _Context()
+        context.add("Dockerfile", dockerfile.read_bytes())
+        wheel = build_runtime_wheel(Path(tmp) / "wheel")
+        context.add(f"launchbay/{wheel.name}", wheel.read_bytes())
+        context.add(
+            "ca/README", b"An optional CA bundle (ca-bundle.crt) pip uses during the build.\n"
+        )
+        if ca is not None:
+            context.add("ca/ca-bundle.crt", ca.read_bytes())
+        context.add("wheelhouse/README", b"Optional wheels pip prefers to the index.\n")
+        for path in wheels:
+            context.add(f"wheelhouse/{path.name}", path)
+        digest = context.digest(args)
+        labels = {
+            LABEL_PREFIX + "framework": framework,
+            LABEL_PREFIX + "framework-version": framework_version,
+            LABEL_PREFIX + "processor": processor,
+            LABEL_PREFIX + "py-version": py_version,
+            LABEL_PREFIX + "base-image": base,
+            LABEL_HASH: digest,
+        }
+        if reuse:
+            existing = _image_labels(client, name)
+            if existing is not None and existing.get(LABEL_HASH) == digest:
+                logger.info("Reusing %s (built from the same context)", name)
+                return name
+            if existing is not None:
+                logger.info("%s exists but was built from another context: rebuilding", name)
+        with tempfile.TemporaryFile(dir=tmp) as tar:
+            context.write_tar(tar)
+            tar.seek(0)
+            _run_build(client, tar, name, args, labels, nocache, _display_mode(progress, out), out)
+    return name
+
+
+def _run_build(
+    client: Any,
+    tar: IO[bytes],
+    name: str,
+    args: Mapping[str, str],
+    labels: Mapping[str, str],
+    nocache: bool,
+    mode: str,
+    out: TextIO,
+) -> None:
+    errors = docker_errors()
+    started = time.monotonic()
+    if mode != "quiet":
+        out.write(f"Building {name} (FROM {args.get('BASE_IMAGE')})\n")
+        out.flush()
+    image_id = None
+    with _BuildDisplay(mode, out, name) as display:
+        try:
+            chunks = client.api.build(
+                fileobj=tar,
+                custom_context=True,
+                tag=name,
+                buildargs=dict(args),
+                labels=dict(labels),
+                rm=True,
+                forcerm=True,
+                pull=False,
+                nocache=nocache,
+                decode=True,
+                timeout=None,
+            )
+            for chunk in chunks:
+                if "stream" in chunk:
+                    display.feed(chunk["stream"])
+                elif "error" in chunk or "errorDetail" in chunk:
+                    detail = chunk.get("errorDetail") or {}
+                    message = detail.get("message") or chunk.get("error") or "unknown error"
+                    display.finish(failed=True)
+                    raise _build_error(name, display, message, args)
+                elif "aux" in chunk:
+                    image_id = (chunk.get("aux") or {}).get("ID") or image_id
+                elif "status" in chunk:  # pulling a missing base reports status lines
+                    display.feed(str(chunk.get("status")) + "\n")
+        except errors.APIError as exc:
+            display.finish(failed=True)
+            raise _build_error(name, display, str(exc.explanation or exc), args) from exc
+    if image_id is None and _image_labels(client, name) is None:
+        raise _build_error(name, display, "the engine ended the build without an image", args)
+    if mode != "quiet":
+        out.write(f"Built {name} in {time.monotonic() - started:.1f} s\n")
+        out.flush()
+
+
+def _build_error(
+    name: str, display: _BuildDisplay, message: str, args: Mapping[str, str]
+) -> ImageBuildError:
+    step = display.step or display.last_step
+    tail = list(display.tail)
+    text = f"Building {name} failed"
+    if step:
+        text += f" at {step.strip()}"
+    text += f":\n{message.strip()}"
+    if tail:
+        text += f"\nLast {len(tail)} lines of the step's output:\n" + "\n".join(
+            f"  {line}" for line in tail
+        )
+    hint = _build_hint(message, tail, step, args.get("BASE_IMAGE", ""))
+    if hint:
+        text += "\n" + hint
+    return ImageBuildError(text, tag=name, step=step, log_tail=tail)
+
+
+def _build_hint(message: str, tail: list[str], step: str, base: str) -> str:
+    joined = "\n".join([message, *tail])
+    if (
+        re.search(r" : FROM ", step)
+        or "pull access denied" in joined
+        or "manifest unknown" in joined
+    ):
+        return (
+            f"The base image {base!r} is not on this Docker engine and could not be pulled. Pull "
+            "it (or `docker load` it) where a registry is reachable, or pass --base-image with a "
+            "local image; for CPU images `launchbay images base` makes one from this machine's "
+            "Debian sources."
+        )
+    if "CERTIFICATE_VERIFY_FAILED" in joined or "SSLError" in joined:
+        return "pip could not verify the index's certificate: pass --ca-bundle with your CA bundle."
+    return ""

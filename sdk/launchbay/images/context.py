@@ -1,0 +1,162 @@
+"""The build context of a training image: the Dockerfile, the runtime wheel, the wheelhouse,
+the CA bundle, the build arguments, and the content hash ``--reuse`` compares.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import io
+import json
+import os
+import re
+import tarfile
+from collections.abc import Mapping
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import IO
+
+import launchbay
+from launchbay.errors import ConfigurationError
+
+__all__ = ["containers_dir"]
+
+
+def containers_dir() -> Path:
+    """The directory that holds ``<framework>/Dockerfile``.
+
+    ``$LAUNCHBAY_CONTAINERS_DIR`` if set, else ``containers/`` of the checkout this package
+    runs from.
+    """
+    configured = os.environ.get("LAUNCHBAY_CONTAINERS_DIR")
+    if configured:
+        return Path(configured)
+    return Path(launchbay.__file__).resolve().parents[2] / "containers"
+
+
+def _dockerfile(framework: str) -> Path:
+    path = containers_dir() / framework / "Dockerfile"
+    if not path.is_file():
+        raise ConfigurationError(
+            f"No Dockerfile for framework={framework!r} at {path}. The Dockerfiles live in "
+            "containers/ of the launchbay source tree: run from a checkout, or set "
+            "LAUNCHBAY_CONTAINERS_DIR to a copy of that directory.",
+            argument="framework",
+            value=framework,
+        )
+    return path
+
+
+@dataclass
+class _Context:
+    """The files of a build context: ``(name in the context, bytes or a file on disk)``."""
+
+    entries: list[tuple[str, bytes | Path]] = field(default_factory=list)
+
+    def add(self, arcname: str, source: bytes | Path) -> None:
+        self.entries.append((arcname, source))
+
+    def digest(self, extra: Mapping[str, str]) -> str:
+        """A hash of the names, the contents (big wheelhouse files: name, size, mtime) and ``extra``."""
+        h = hashlib.sha256()
+        for arcname, source in sorted(self.entries, key=lambda e: e[0]):
+            h.update(arcname.encode() + b"\0")
+            if isinstance(source, bytes):
+                h.update(hashlib.sha256(source).digest())
+            elif source.stat().st_size > 16 * 1024 * 1024:
+                st = source.stat()
+                h.update(f"{st.st_size}:{st.st_mtime_ns}".encode())
+            else:
+                h.update(hashlib.sha256(source.read_bytes()).digest())
+        h.update(json.dumps(dict(extra), sort_keys=True).encode())
+        return h.hexdigest()
+
+    def write_tar(self, fileobj: IO[bytes]) -> None:
+        with tarfile.open(fileobj=fileobj, mode="w", format=tarfile.PAX_FORMAT) as tar:
+            dirs: set[str] = set()
+            for arcname, source in sorted(self.entries, key=lambda e: e[0]):
+                parts = arcname.split("/")[:-1]
+                for i in range(1, len(parts) + 1):
+                    d = "/".join(parts[:i])
+                    if d not in dirs:
+                        dirs.add(d)
+                        info = tarfile.TarInfo(d)
+                        info.type, info.mode = tarfile.DIRTYPE, 0o755
+                        tar.addfile(info)
+                info = tarfile.TarInfo(arcname)
+                info.mode = 0o644
+                if isinstance(source, bytes):
+                    info.size = len(source)
+                    tar.addfile(info, io.BytesIO(source))
+                else:
+                    info.size = source.stat().st_size
+                    with open(source, "rb") as f:
+                        tar.addfile(info, f)
+
+
+def _wheelhouse_files(wheelhouse: str | os.PathLike[str]) -> list[Path]:
+    path = Path(wheelhouse)
+    if not path.is_dir():
+        raise ConfigurationError.invalid(
+            "wheelhouse", os.fspath(wheelhouse), "an existing directory of wheels (*.whl)"
+        )
+    files = sorted(
+        p for p in path.iterdir() if p.is_file() and p.name.endswith((".whl", ".tar.gz", ".zip"))
+    )
+    if not files:
+        raise ConfigurationError.invalid(
+            "wheelhouse",
+            os.fspath(wheelhouse),
+            "a directory holding wheels (*.whl) or source archives (*.tar.gz, *.zip)",
+            reason="It holds none",
+        )
+    return files
+
+
+def _resolve_ca_bundle(ca_bundle: str | os.PathLike[str] | None) -> Path | None:
+    """The CA bundle pip uses in the build: ``ca_bundle``, else $PIP_CERT/$REQUESTS_CA_BUNDLE/$SSL_CERT_FILE.
+
+    ``ca_bundle=""`` means none.
+    """
+    if ca_bundle is not None:
+        if os.fspath(ca_bundle) == "":
+            return None
+        path = Path(ca_bundle)
+        if not path.is_file():
+            raise ConfigurationError.invalid(
+                "ca_bundle", os.fspath(ca_bundle), "an existing PEM file of CA certificates"
+            )
+        return path
+    for name in ("PIP_CERT", "REQUESTS_CA_BUNDLE", "SSL_CERT_FILE"):
+        value = os.environ.get(name)
+        if value and Path(value).is_file():
+            return Path(value)
+    return None
+
+
+def _build_args_for(
+    framework: str,
+    framework_version: str,
+    processor: str,
+    python: str,
+    base_image: str,
+    build_args: Mapping[str, str] | None,
+    offline: bool,
+) -> dict[str, str]:
+    args = {
+        "BASE_IMAGE": base_image,
+        "PYTHON_VERSION": python,
+        "FRAMEWORK_VERSION": framework_version,
+        "PROCESSOR": processor,
+        "INSTALL_EFA": "1" if processor == "gpu" else "0",
+    }
+    if framework == "tensorflow" and processor == "gpu":
+        args["TENSORFLOW_PACKAGE"] = "tensorflow[and-cuda]"
+    if offline:
+        args["OFFLINE"] = "1"
+    for key, value in (build_args or {}).items():
+        if not isinstance(key, str) or not re.match(r"^[A-Za-z_][A-Za-z0-9_]*$", key):
+            raise ConfigurationError.invalid(
+                "build_args", key, "names of build arguments (letters, digits, '_')"
+            )
+        args[key] = str(value)
+    return args
