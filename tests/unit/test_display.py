@@ -14,12 +14,14 @@ import select
 import subprocess
 import sys
 import threading
+import time
 
 import pytest
 
 from launchbay import display
 from launchbay._logs import LogPrinter
 from launchbay.display import Display, Progress, environment, format_bytes, progress_enabled
+from launchbay.images import _live
 
 #: Control characters other than the newline, and ANSI escape sequences.
 CONTROL = re.compile(r"[\x00-\x09\x0b-\x1f\x7f]")
@@ -279,3 +281,88 @@ def test_display_prints_whole_lines_above_the_live_line(env):
         assert text == "one\ntwo\nthree\n"
         return
     assert [line for line in screen(text) if line] == ["one", "two", "three"]  # live line erased
+
+
+# --------------------------------------------------------------------------- image builds and pushes
+
+BUILD_STREAM = [
+    "Step 1/3 : FROM base\n",
+    " ---> 1234\n",
+    "Step 2/3 : RUN pip install torch\n",
+    " ---> Running in abc\n",
+    "Collecting torch\n",
+    "Installing collected",
+    " packages: torch\n",
+    "Removing intermediate container abc\n",
+    " ---> 5678\n",
+    "Step 3/3 : COPY x /x\n",
+    " ---> Using cache\n",
+    " ---> 9abc\n",
+    "Successfully built 9abc\n",
+]
+
+PUSH_STREAM = [
+    {"status": "The push refers to repository [localhost:5000/x]"},
+    {"id": "aaa", "status": "Preparing"},
+    {"id": "bbb", "status": "Preparing"},
+    {"id": "aaa", "status": "Pushing", "progressDetail": {"current": 2**20, "total": 2**21}},
+    {"id": "bbb", "status": "Layer already exists"},
+    {"id": "aaa", "status": "Pushing", "progressDetail": {"current": 2**21, "total": 2**21}},
+    {"id": "aaa", "status": "Pushed"},
+    {"status": "v1: digest: sha256:0123 size: 123"},
+]
+
+
+def test_build_in_a_plain_stream_prints_steps_and_keeps_the_tail():
+    out = io.StringIO()
+    with _live._BuildDisplay(_live.display_for(None, out), "t") as build:
+        for chunk in BUILD_STREAM:
+            build.feed(chunk)
+    text = out.getvalue()
+    assert build.mode == "plain" and not CONTROL.search(text) and "\x1b" not in text
+    assert "[1/3] FROM base" in text and "[2/3] RUN pip install torch" in text
+    assert "[3/3] COPY x /x\n    cached" in text
+    assert "Collecting torch" not in text  # plain lines name steps, not their output
+    assert build.last_step == "Step 3/3 : COPY x /x"
+    quiet = _live._BuildDisplay(_live.display_for(False, Terminal()), "t")
+    for chunk in BUILD_STREAM[:7]:
+        quiet.feed(chunk)
+    assert quiet.mode == "quiet"
+    assert list(quiet.tail) == ["Collecting torch", "Installing collected packages: torch"]
+
+
+def test_build_in_a_terminal_redraws_the_running_step(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "120")
+    out = Terminal()
+    with _live._BuildDisplay(_live.display_for(None, out), "t") as build:
+        assert build.mode == "live"
+        for chunk in BUILD_STREAM[:5]:
+            build.feed(chunk)
+            time.sleep(0.12)
+        drawn = out.getvalue()
+    assert "\r\x1b[2K" in drawn and "[2/3] RUN pip install torch  0s  | Collecting torch" in drawn
+    shown = [line for line in screen(out.getvalue()) if line]
+    assert len(shown) == 2 and shown[0].startswith("[1/3] FROM base  ")  # finished steps stay
+    assert shown[1].startswith("[2/3] RUN pip install torch  ") and shown[1].endswith(" s")
+
+
+def test_push_in_a_plain_stream_and_in_a_terminal():
+    out = io.StringIO()
+    push = _live._PushDisplay(_live.display_for(None, out), "localhost:5000/x:v1")
+    for chunk in PUSH_STREAM:
+        push.feed(chunk)
+    push.finish()
+    assert out.getvalue() == (
+        "  The push refers to repository [localhost:5000/x]\n"
+        "  bbb: Layer already exists\n"
+        "  aaa: Pushed\n"
+        "  v1: digest: sha256:0123 size: 123\n"
+    )
+    out = Terminal()
+    push = _live._PushDisplay(_live.display_for(True, out), "localhost:5000/x:v1")
+    for chunk in PUSH_STREAM[:4]:
+        time.sleep(0.11)  # the line is redrawn at most every 0.1 s
+        push.feed(chunk)
+    assert "Pushing localhost:5000/x:v1: 0 layers done, 1.0/2.0 MiB" in out.getvalue()
+    push.finish()
+    assert not [line for line in screen(out.getvalue()) if line]  # erased when done
