@@ -221,12 +221,17 @@ class Display:
         return self._console
 
     # -- output
-    def print(self, *parts: Part) -> None:
-        """Print one whole line made of ``parts`` (above the live line)."""
-        self.print_lines([parts])
+    def print(self, *parts: Part, cut: bool = False) -> None:
+        """Print one whole line made of ``parts`` (above the live line).
 
-    def print_lines(self, lines: list[tuple[Part, ...]] | list[list[Part]]) -> None:
-        """Print several whole lines at once, each a sequence of parts."""
+        ``cut``: a terminal shows it cut to its width ("…") rather than wrapped.
+        """
+        self.print_lines([parts], cut=cut)
+
+    def print_lines(
+        self, lines: list[tuple[Part, ...]] | list[list[Part]], *, cut: bool = False
+    ) -> None:
+        """Print several whole lines at once, each a sequence of parts (``cut``: as :meth:`print`)."""
         if not lines:
             return
         with self.lock:
@@ -245,7 +250,12 @@ class Display:
                                 text.append(part[0], style=part[1])
                             else:
                                 text.append(part)
-                    self._rich_console().print(text)
+                    if cut and self.env == "terminal":
+                        self._rich_console().print(
+                            text, soft_wrap=False, no_wrap=True, overflow="ellipsis"
+                        )
+                    else:
+                        self._rich_console().print(text)
                 else:
                     self.stream.write(
                         "".join(

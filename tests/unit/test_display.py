@@ -366,3 +366,12 @@ def test_push_in_a_plain_stream_and_in_a_terminal():
     assert "Pushing localhost:5000/x:v1: 0 layers done, 1.0/2.0 MiB" in out.getvalue()
     push.finish()
     assert not [line for line in screen(out.getvalue()) if line]  # erased when done
+
+
+def test_a_cut_line_fits_the_terminal_and_a_log_line_is_never_cut(monkeypatch):
+    monkeypatch.setenv("COLUMNS", "40")
+    out = Terminal()
+    shown = Display(out, "terminal")
+    shown.print("[6/41] RUN " + "x" * 100 + "  failed after 5.2 s", cut=True)
+    shown.print("algo-1 | " + "y" * 100)
+    assert screen(out.getvalue()) == ["[6/41] RUN " + "x" * 28 + "…", "algo-1 | " + "y" * 100, ""]

@@ -127,7 +127,7 @@ class _BuildDisplay:
             note = state if state != "done" else f"{elapsed:.1f} s"
             if failed:
                 note = f"failed after {elapsed:.1f} s"
-            self.display.print(f"{self._short(self.step)}  {note}")
+            self.display.print(f"{self._short(self.step, self.STEP_WIDTH)}  {note}", cut=True)
         elif self.mode == "plain" and (
             failed
             or elapsed >= 1.0
