@@ -152,6 +152,23 @@ class NotebookLine:
 
 # --------------------------------------------------------------------------- display
 
+_CONSOLE_CLASS: Any = None
+
+
+def _console_class() -> Any:
+    """rich's Console (imported on first use), except that it never hides the cursor:
+    a display that an exception leaves open must not leave the terminal without one."""
+    global _CONSOLE_CLASS
+    if _CONSOLE_CLASS is None:
+        from rich.console import Console
+
+        class _Console(Console):
+            def show_cursor(self, show: bool = True) -> bool:
+                return False
+
+        _CONSOLE_CLASS = _Console
+    return _CONSOLE_CLASS
+
 
 #: A piece of a line: text, or ``(text, style)`` with a rich style such as ``"cyan"``.
 Part = str | tuple[str, str]
@@ -204,9 +221,7 @@ class Display:
     # -- rich, on first use
     def _rich_console(self) -> Any:
         if self._console is None:
-            from rich.console import Console
-
-            self._console = Console(
+            self._console = _console_class()(
                 file=self.stream,
                 force_terminal=True,
                 force_jupyter=False,

@@ -299,7 +299,7 @@ def test_stack_events_drawn_on_a_terminal_and_in_a_log(aws, tmp_path, stream):
     assert "stuck                          CREATE_IN_PROGRESS   AWS::CloudFormation::Stack" in text
     if stream is Terminal:  # a status line redrawn in place, erased at the end
         assert "  stuck: CREATE_IN_PROGRESS (" in text and "\r\x1b[2K" in text
-        assert "\x1b[1A\x1b[2K" in text and text.endswith("\x1b[?25h\r\x1b[1A\x1b[2K")
+        assert "\x1b[1A\x1b[2K" in text and text.endswith("\n\r\x1b[1A\x1b[2K")
     else:  # forced on in a log: no status line, no control character
         assert "CREATE_IN_PROGRESS (" not in text
         assert "\r" not in text and "\x1b" not in text

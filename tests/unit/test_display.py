@@ -158,7 +158,8 @@ def test_transfer_in_a_terminal_redraws_one_line_from_many_threads(monkeypatch):
     assert len(shown) == 1  # one line on screen, in its final state
     assert shown[0].startswith("upload ") and "100.0%" in shown[0]
     assert "3.9 KiB/3.9 KiB 1000/1000 files" in shown[0]
-    assert text.endswith("\n\x1b[?25h")  # the line ends and the cursor is shown again
+    assert text.endswith("\n")  # the line ends: later output goes below it
+    assert "\x1b[?25" not in text  # the cursor stays shown, even if a display is left open
 
 
 def test_transfer_on_a_pseudo_terminal():
@@ -170,7 +171,7 @@ def test_transfer_on_a_pseudo_terminal():
         text = read_pty(master)
     finally:
         os.close(master)
-    assert "\x1b[?25l" in text and "\x1b[?25h" in text
+    assert "\r\x1b[2K" in text and "\x1b[?25" not in text
     assert "100.0% 10 B/10 B 1/1 files" in ANSI.sub("", text)
 
 
