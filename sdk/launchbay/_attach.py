@@ -34,10 +34,12 @@ import re
 from collections.abc import Mapping
 from typing import Any
 
-from launchbay.debugger import CollectionConfig, DebuggerHookConfig
+from launchbay import arguments, image_uris
+from launchbay._request import NETWORK_ISOLATION_CODE_PATH
 from launchbay.errors import ConfigurationError, LaunchbayError
-from launchbay.estimator import NETWORK_ISOLATION_CODE_PATH
-from launchbay.inputs import InstanceGroup
+from launchbay.job import TrainingJob
+from launchbay.runtime.names import HP
+from launchbay.session import Session
 
 __all__ = ["attach", "init_params_from_description", "distribution_from_hyperparameters"]
 
@@ -57,12 +59,10 @@ def attach(
     model_channel_name: str = "model",
 ) -> Any:
     """``cls.attach(...)``: describe the job, rebuild the estimator, point it at the job."""
+    # The SageMaker backend (botocore's waiters and log tailing) is loaded only to attach.
     from launchbay.backends.sagemaker import SageMakerBackend
-    from launchbay.job import TrainingJob
 
     if sagemaker_session is None:
-        from launchbay.session import Session
-
         sagemaker_session = Session()
     backend = SageMakerBackend(sagemaker_session)
     description = backend.describe(training_job_name)
@@ -180,8 +180,6 @@ def _image_params(
     params: dict[str, Any] = {"framework_version": versions[0], "py_version": versions[1]}
     rebuilt = None
     if instance_type and region:
-        from launchbay import image_uris
-
         try:
             rebuilt = image_uris.training_image_uri(
                 framework, versions[0], versions[1], instance_type, region, distribution
@@ -193,21 +191,6 @@ def _image_params(
     return params
 
 
-def _debugger(config: Mapping[str, Any] | None) -> DebuggerHookConfig | bool:
-    if not config:
-        return False
-    collections = [
-        CollectionConfig(c["CollectionName"], c.get("CollectionParameters"))
-        for c in config.get("CollectionConfigurations") or []
-    ]
-    return DebuggerHookConfig(
-        s3_output_path=config.get("S3OutputPath"),
-        container_local_output_path=config.get("LocalPath"),
-        hook_parameters=config.get("HookParameters"),
-        collection_configs=collections or None,
-    )
-
-
 def init_params_from_description(
     cls: type,
     description: Mapping[str, Any],
@@ -215,75 +198,30 @@ def init_params_from_description(
     *,
     region: str | None = None,
 ) -> dict[str, Any]:
-    """The ``cls(...)`` keyword arguments that rebuild the job's request (module docstring)."""
+    """The ``cls(...)`` keyword arguments that rebuild the job's request (module docstring).
+
+    Every argument that fills a request field is read back from it as its
+    declaration says (:func:`launchbay.arguments.from_description`); what follows
+    is what the estimator resolves itself: names, code, hyperparameters, the
+    distribution, the image, the model channel.
+    """
     framework = getattr(cls, "_framework_name", None)
     name = str(description["TrainingJobName"])
-    params: dict[str, Any] = {"role": description["RoleArn"]}
-
+    params = arguments.from_description(cls, description)
     resources = description.get("ResourceConfig") or {}
-    if resources.get("InstanceGroups"):
-        params["instance_groups"] = [
-            InstanceGroup(g["InstanceGroupName"], g["InstanceType"], g["InstanceCount"])
-            for g in resources["InstanceGroups"]
-        ]
-        first_type = resources["InstanceGroups"][0]["InstanceType"]
-    else:
+    groups = resources.get("InstanceGroups")
+    first_type = groups[0]["InstanceType"] if groups else resources.get("InstanceType")
+    if not groups:  # a job of one group names both, even when they are None
         params["instance_count"] = resources.get("InstanceCount")
-        params["instance_type"] = first_type = resources.get("InstanceType")
-    params["volume_size"] = resources.get("VolumeSizeInGB", 30)
-    if resources.get("VolumeKmsKeyId"):
-        params["volume_kms_key"] = resources["VolumeKmsKeyId"]
-    if resources.get("KeepAlivePeriodInSeconds") is not None:
-        params["keep_alive_period_in_seconds"] = resources["KeepAlivePeriodInSeconds"]
-
-    stopping = description.get("StoppingCondition") or {}
-    if stopping.get("MaxRuntimeInSeconds"):
-        params["max_run"] = stopping["MaxRuntimeInSeconds"]
-    if stopping.get("MaxWaitTimeInSeconds"):
-        params["max_wait"] = stopping["MaxWaitTimeInSeconds"]
-
-    algorithm = description.get("AlgorithmSpecification") or {}
-    params["input_mode"] = algorithm.get("TrainingInputMode", "File")
-    for key, argument in (
-        ("MetricDefinitions", "metric_definitions"),
-        ("EnableSageMakerMetricsTimeSeries", "enable_sagemaker_metrics"),
-        ("ContainerEntrypoint", "container_entry_point"),
-        ("ContainerArguments", "container_arguments"),
-    ):
-        if algorithm.get(key) is not None:
-            params[argument] = algorithm[key]
-
-    output = description.get("OutputDataConfig") or {}
-    params["output_path"] = output.get("S3OutputPath")
-    if output.get("KmsKeyId"):
-        params["output_kms_key"] = output["KmsKeyId"]
-    if output.get("CompressionType") == "NONE":
-        params["disable_output_compression"] = True
-
+        params["instance_type"] = resources.get("InstanceType")
     vpc = description.get("VpcConfig") or {}
     if vpc.get("Subnets") or vpc.get("SecurityGroupIds"):
         params["subnets"] = list(vpc.get("Subnets") or [])
         params["security_group_ids"] = list(vpc.get("SecurityGroupIds") or [])
+    if not (description.get("CheckpointConfig") or {}).get("S3Uri"):
+        params.pop("checkpoint_local_path", None)
     isolated = bool(description.get("EnableNetworkIsolation"))
-    if isolated:
-        params["enable_network_isolation"] = True
-    if description.get("EnableInterContainerTrafficEncryption"):
-        params["encrypt_inter_container_traffic"] = True
-    if description.get("EnableManagedSpotTraining"):
-        params["use_spot_instances"] = True
-    checkpoint = description.get("CheckpointConfig") or {}
-    if checkpoint.get("S3Uri"):
-        params["checkpoint_s3_uri"] = checkpoint["S3Uri"]
-        if checkpoint.get("LocalPath"):
-            params["checkpoint_local_path"] = checkpoint["LocalPath"]
-    if description.get("Environment"):
-        params["environment"] = dict(description["Environment"])
-    retry = description.get("RetryStrategy") or {}
-    if retry.get("MaximumRetryAttempts") is not None:
-        params["max_retry_attempts"] = retry["MaximumRetryAttempts"]
-    params["debugger_hook_config"] = _debugger(description.get("DebugHookConfig"))
-    if (description.get("ProfilerConfig") or {}).get("DisableProfiler"):
-        params["disable_profiler"] = True
+    algorithm = description.get("AlgorithmSpecification") or {}
     stamped = _STAMP_RE.match(name)
     if stamped:
         params["base_job_name"] = stamped.group("base")
@@ -302,23 +240,23 @@ def init_params_from_description(
             code_channel = source["S3Uri"]
 
     raw = dict(description.get("HyperParameters") or {})
-    script_mode = "sagemaker_program" in raw
+    script_mode = HP.PROGRAM in raw
     decoded = {k: _decode(v) for k, v in raw.items()}
-    keep_raw = framework is None and "sagemaker_submit_directory" not in raw
+    keep_raw = framework is None and HP.SUBMIT_DIRECTORY not in raw
     hyperparameters = {
         k: (raw[k] if keep_raw else decoded[k])
         for k in raw
-        if not k.startswith("sagemaker_") and k != "mp_parameters"
+        if not k.startswith(HP.PREFIX) and k != "mp_parameters"
     }
     if script_mode:
-        params["entry_point"] = decoded["sagemaker_program"]
-        submit = decoded.get("sagemaker_submit_directory")
+        params["entry_point"] = decoded[HP.PROGRAM]
+        submit = decoded.get(HP.SUBMIT_DIRECTORY)
         if submit == NETWORK_ISOLATION_CODE_PATH and code_channel:
             submit = code_channel
         if submit:
             params["source_dir"] = submit
-        if isinstance(decoded.get("sagemaker_container_log_level"), int):
-            params["container_log_level"] = decoded["sagemaker_container_log_level"]
+        if isinstance(decoded.get(HP.CONTAINER_LOG_LEVEL), int):
+            params["container_log_level"] = decoded[HP.CONTAINER_LOG_LEVEL]
     distribution = distribution_from_hyperparameters(decoded)
     if distribution:
         params["distribution"] = distribution

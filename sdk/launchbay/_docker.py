@@ -12,7 +12,7 @@ __all__ = ["docker_client", "docker_errors"]
 
 def docker_errors() -> Any:
     """The ``docker.errors`` module (the ``docker`` package must be installed)."""
-    import docker.errors
+    import docker.errors  # the docker extra, imported only when the engine is used
 
     return docker.errors
 
@@ -24,7 +24,7 @@ def docker_client(feature: str = "Local Docker mode", *, timeout: int = 120) -> 
         MissingDependencyError: the ``docker`` package is not installed.
         DockerError: no engine answers.
     """
-    try:
+    try:  # the docker extra: heavy (requests, urllib3), imported only when the engine is used
         import docker
     except ImportError:
         raise MissingDependencyError.for_module("docker", "docker", feature) from None

@@ -581,6 +581,8 @@ def _backend_for_job(name: str) -> tuple[Any, str]:
 
 
 def _load_spec(args: argparse.Namespace) -> Any:
+    # The spec and estimator modules are loaded only by the commands that build a job,
+    # so that status/list/logs start fast.
     from launchbay import jobspec
 
     values = {"instance_type": args.instance_type, "job_name": args.job_name}
@@ -589,9 +591,10 @@ def _load_spec(args: argparse.Namespace) -> Any:
 
 def _cmd_validate(args: argparse.Namespace) -> int:
     from launchbay.errors import ImageNotFoundError
+    from launchbay.estimator import Estimator
 
     spec = _load_spec(args)
-    estimator = spec.build(resolve_vpc=False)  # validate makes no AWS call
+    estimator = Estimator.from_spec(spec, resolve_vpc=False)  # validate makes no AWS call
     try:  # a local job this machine cannot run is refused here too (docs/local.md)
         estimator._check_local_capacity()
     except ConfigurationError as exc:
@@ -615,8 +618,10 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 
 
 def _cmd_submit(args: argparse.Namespace) -> int:
+    from launchbay.estimator import Estimator
+
     spec = _load_spec(args)
-    estimator = spec.build()
+    estimator = Estimator.from_spec(spec)
     inputs, job_name = estimator.spec_inputs, estimator.spec_job_name
     json_mode = args.output == "json"
     if args.dry_run:

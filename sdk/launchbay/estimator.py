@@ -11,7 +11,6 @@ and gives the finished request to a backend; it never changes what the dry run
 from __future__ import annotations
 
 import copy
-import inspect
 import json
 import logging
 import math
@@ -19,56 +18,30 @@ import os
 import re
 import time
 import warnings
-from collections.abc import Mapping, Sequence
+from collections.abc import Mapping
 from typing import Any
 
-from launchbay import _request
+from launchbay import _attach, _request, _request_rules, arguments, code, image_uris, jobspec
 from launchbay._instances import version_tuple
+from launchbay._local_limits import check_local_ranks
+from launchbay._logs import show_logs
+from launchbay.backends import backend_for
 from launchbay.debugger import DebuggerHookConfig
-from launchbay.distribution import LOCAL_INSTANCE_TYPES, Distribution, parse_distribution
-from launchbay.errors import ConfigurationError, UnknownArgumentError
-from launchbay.inputs import InstanceGroup, check_uri
+from launchbay.distribution import Distribution, parse_distribution
+from launchbay.errors import ConfigurationError
+from launchbay.inputs import channels_from_inputs, check_uri
+from launchbay.runtime.names import HP, LOCAL_GPU, LOCAL_INSTANCE_TYPES, LOCAL_PROCESS
+from launchbay.s3uri import is_s3_uri, parse_s3_uri
+from launchbay.session import LocalExecutionRole, Session
 from launchbay.vpc import VpcConfig
 
 __all__ = ["EstimatorBase", "Estimator", "Framework"]
 
 logger = logging.getLogger("launchbay.estimator")
 
-JOB_NAME_RE = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
-INSTANCE_TYPE_RE = re.compile(r"^ml\.[a-z0-9\-]+\.[a-z0-9]+$")
-INPUT_MODES = ("File", "Pipe", "FastFile")
-NETWORK_ISOLATION_CODE_PATH = "/opt/ml/input/data/code/sourcedir.tar.gz"
+JOB_NAME_RE = re.compile(arguments.JOB_NAME_PATTERN)
+NETWORK_ISOLATION_CODE_PATH = _request.NETWORK_ISOLATION_CODE_PATH
 
-# SDK v1 names that v2 renamed; each still works with a DeprecationWarning.
-LEGACY_NAMES = {
-    "train_instance_count": "instance_count",
-    "train_instance_type": "instance_type",
-    "train_max_run": "max_run",
-    "train_use_spot_instances": "use_spot_instances",
-    "train_max_wait": "max_wait",
-    "train_volume_size": "volume_size",
-    "train_volume_kms_key": "volume_kms_key",
-    "image_name": "image_uri",
-    "distributions": "distribution",
-}
-# SDK v2 arguments launchbay deliberately leaves out: an error says so, rather than
-# "unknown argument", so a notebook author knows what to remove.
-UNSUPPORTED_V2_ARGUMENTS = {
-    "rules": "Debugger/Profiler rules run as SageMaker processing jobs",
-    "profiler_config": "use disable_profiler to turn the profiler off",
-    "tensorboard_output_config": "TensorBoard output configuration",
-    "git_config": "clone the repository yourself and pass source_dir",
-    "compiler_config": "SageMaker Training Compiler",
-    "training_recipe": "training recipes",
-    "recipe_overrides": "training recipes",
-    "training_repository_access_mode": "private Docker registry images",
-    "training_repository_credentials_provider_arn": "private Docker registry images",
-    "enable_infra_check": "infrastructure check jobs",
-    "enable_remote_debug": "remote debugging",
-    "enable_session_tag_chaining": "session tag chaining",
-    "training_plan": "training plans",
-    "instance_placement_config": "UltraServer placement",
-}
 DEBUGGER_UNSUPPORTED_REGIONS = (
     "us-iso-east-1",
     "us-isob-east-1",
@@ -81,76 +54,6 @@ DEBUGGER_UNSUPPORTED_REGIONS = (
     "us-gov-east-1",
 )
 PROFILER_UNSUPPORTED_REGIONS = DEBUGGER_UNSUPPORTED_REGIONS
-
-
-def _valid_argument_names(cls: type) -> set[str]:
-    names: set[str] = set()
-    for klass in cls.__mro__:
-        init = klass.__dict__.get("__init__")
-        if init is None:
-            continue
-        for param in inspect.signature(init).parameters.values():
-            if param.kind in (param.POSITIONAL_OR_KEYWORD, param.KEYWORD_ONLY):
-                names.add(param.name)
-    names.discard("self")
-    return names
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-def _positive_int(
-    argument: str, value: Any, *, minimum: int = 1, maximum: int | None = None
-) -> int:
-    if not _is_int(value) or value < minimum or (maximum is not None and value > maximum):
-        bound = f"from {minimum} to {maximum}" if maximum is not None else f"{minimum} or more"
-        raise ConfigurationError.invalid(argument, value, f"an integer {bound}")
-    return value
-
-
-def _bool_arg(argument: str, value: Any, *, allow_none: bool = True) -> bool | None:
-    """``value`` if it is a bool (or None where that means "not set"); ``"false"`` is refused."""
-    if value is None and allow_none:
-        return None
-    if not isinstance(value, bool):
-        raise ConfigurationError.invalid(
-            argument,
-            value,
-            "True or False" + (" (or None)" if allow_none else ""),
-            reason=(
-                "A string would be sent as True whatever it says"
-                if isinstance(value, str)
-                else f"It is {type(value).__name__}, not a bool"
-            ),
-        )
-    return value
-
-
-def _path_arg(argument: str, value: Any, accepted: str) -> str | None:
-    """A str or ``os.PathLike`` argument as str; anything else is refused with ``accepted``."""
-    if value is None:
-        return None
-    if isinstance(value, os.PathLike):
-        value_str = os.fspath(value)
-        if isinstance(value_str, str):
-            return value_str
-    if not isinstance(value, str) or not value:
-        raise ConfigurationError.invalid(argument, value, accepted)
-    return value
-
-
-def _str_list(argument: str, value: Any, *, allow_empty: bool = False) -> list[str] | None:
-    if value is None:
-        return None
-    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
-        raise ConfigurationError.invalid(argument, value, "a list of strings")
-    for item in value:
-        if not isinstance(item, str):
-            raise ConfigurationError.invalid(argument, value, "a list of strings")
-        if not item and not allow_empty:
-            raise ConfigurationError.invalid(argument, value, "a list of non-empty strings")
-    return list(value)
 
 
 #: Seconds a generated name's claim file is kept (see :func:`name_from_base`).
@@ -242,40 +145,6 @@ def validate_job_name(name: Any, argument: str = "job_name") -> str:
     return name
 
 
-def _format_tags(tags: Any) -> list[dict[str, str]] | None:
-    if tags is None:
-        return None
-    if isinstance(tags, Mapping):
-        return [{"Key": str(k), "Value": str(v)} for k, v in tags.items()]
-    if isinstance(tags, Sequence) and not isinstance(tags, (str, bytes)):
-        out = []
-        for tag in tags:
-            if not isinstance(tag, Mapping) or set(tag) != {"Key", "Value"}:
-                raise ConfigurationError.invalid(
-                    "tags", tags, "a dict, or a list of {'Key': ..., 'Value': ...} dicts"
-                )
-            out.append(dict(tag))
-        return out
-    raise ConfigurationError.invalid(
-        "tags", tags, "a dict, or a list of {'Key': ..., 'Value': ...} dicts"
-    )
-
-
-def _check_json(hyperparameters: Mapping[str, Any], argument: str = "hyperparameters") -> None:
-    for key, value in hyperparameters.items():
-        if not isinstance(key, str) or not key:
-            raise ConfigurationError.invalid(f"{argument} key", key, "non-empty string keys")
-        try:
-            json.dumps(value, allow_nan=False)
-        except (TypeError, ValueError) as exc:
-            raise ConfigurationError(
-                f"Invalid {argument}[{key!r}]={value!r}: it cannot be sent as JSON ({exc}). "
-                "Accepted: str, int, float (finite), bool, None, and lists/dicts of those.",
-                argument=f"{argument}[{key!r}]",
-                value=value,
-            ) from exc
-
-
 #: Distributions that install each framework's module, most common first.
 _FRAMEWORK_DISTRIBUTIONS = {
     "torch": ("torch",),
@@ -292,139 +161,71 @@ _FRAMEWORK_DISTRIBUTIONS = {
 class EstimatorBase:
     """What every estimator shares: SDK v2's arguments, validation and the request.
 
-    Subclasses set ``_framework_name`` and how user hyperparameters are encoded.
+    The arguments are declared once, in :mod:`launchbay.arguments`: the
+    constructor binds and checks them from there, then applies the rules that
+    involve several of them (:meth:`_check_rules`). Subclasses set
+    ``_framework_name``, which declared arguments they take (``_owners``), their
+    positional arguments (``_positional``, SDK v2's order) and how user
+    hyperparameters are encoded.
     """
 
     _framework_name: str | None = None
+    _owners: tuple[str, ...] = (arguments.BASE,)
+    _positional: tuple[str, ...] = ("role", "instance_count", "instance_type")
 
-    def __init__(
-        self,
-        role: str | None = None,
-        instance_count: int | None = None,
-        instance_type: str | None = None,
-        keep_alive_period_in_seconds: int | None = None,
-        volume_size: int = 30,
-        volume_kms_key: str | None = None,
-        max_run: int = 24 * 60 * 60,
-        input_mode: str = "File",
-        output_path: str | None = None,
-        output_kms_key: str | None = None,
-        base_job_name: str | None = None,
-        sagemaker_session: Any = None,
-        tags: Any = None,
-        subnets: list[str] | None = None,
-        security_group_ids: list[str] | None = None,
-        model_uri: str | None = None,
-        model_channel_name: str = "model",
-        metric_definitions: list[dict[str, str]] | None = None,
-        encrypt_inter_container_traffic: bool | None = None,
-        use_spot_instances: bool = False,
-        max_wait: int | None = None,
-        checkpoint_s3_uri: str | None = None,
-        checkpoint_local_path: str | None = None,
-        debugger_hook_config: DebuggerHookConfig | bool | None = None,
-        enable_sagemaker_metrics: bool | None = None,
-        enable_network_isolation: bool | None = None,
-        disable_profiler: bool | None = None,
-        environment: Mapping[str, str] | None = None,
-        max_retry_attempts: int | None = None,
-        source_dir: str | None = None,
-        hyperparameters: Mapping[str, Any] | None = None,
-        container_log_level: int = logging.INFO,
-        code_location: str | None = None,
-        entry_point: str | None = None,
-        dependencies: list[str] | None = None,
-        instance_groups: list[InstanceGroup] | None = None,
-        container_entry_point: list[str] | None = None,
-        container_arguments: list[str] | None = None,
-        disable_output_compression: bool = False,
-        image_uri: str | None = None,
-        distribution: Mapping[str, Any] | None = None,
-        vpc_config: VpcConfig | Mapping[str, Any] | None = None,
-        **kwargs: Any,
-    ) -> None:
-        legacy = self._pop_legacy(
-            kwargs,
-            {
-                "instance_count": instance_count,
-                "instance_type": instance_type,
-                "max_run": max_run,
-                "use_spot_instances": use_spot_instances,
-                "max_wait": max_wait,
-                "volume_size": volume_size,
-                "volume_kms_key": volume_kms_key,
-                "image_uri": image_uri,
-                "distribution": distribution,
-            },
-        )
-        instance_count = legacy["instance_count"]
-        instance_type = legacy["instance_type"]
-        max_run = legacy["max_run"]
-        use_spot_instances = legacy["use_spot_instances"]
-        max_wait = legacy["max_wait"]
-        volume_size = legacy["volume_size"]
-        volume_kms_key = legacy["volume_kms_key"]
-        image_uri = legacy["image_uri"]
-        distribution = legacy["distribution"]
-        self._reject_unknown(kwargs)
+    def __init_subclass__(cls, **kwargs: Any) -> None:
+        super().__init_subclass__(**kwargs)
+        cls.__signature__ = arguments.signature(cls)  # type: ignore[attr-defined]
 
-        # Resources
-        if instance_groups is not None:
-            if instance_count is not None or instance_type is not None:
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        declared = arguments.declared(type(self))
+        raw = arguments.bind(type(self), args, kwargs, stacklevel=3)
+        local = raw.get("instance_type") in LOCAL_INSTANCE_TYPES
+        values = arguments.check(declared, raw, local)
+        for argument in declared:
+            setattr(self, argument.attribute, values[argument.name])
+        self.latest_training_job: Any = None
+        self._current_job_name: str | None = None
+        #: The inputs and job name of the job spec this estimator came from (from_yaml).
+        self.spec_inputs: Any = None
+        self.spec_job_name: str | None = None
+        self._check_rules()
+        self.distribution_config: Distribution = self._parse_distribution()
+        self._check_request_fields()
+
+    # -- construction helpers -------------------------------------------------
+
+    @property
+    def is_local(self) -> bool:
+        """True for the instance types that run on this machine."""
+        return getattr(self, "instance_type", None) in LOCAL_INSTANCE_TYPES
+
+    def _check_rules(self) -> None:
+        """The rules that involve several arguments, for every estimator class, in one place."""
+        # Resources: instance_groups, or the pair instance_type/instance_count.
+        if self.instance_groups is not None:
+            if self.instance_count is not None or self.instance_type is not None:
                 raise ConfigurationError(
                     "instance_groups cannot be combined with instance_count/instance_type: give "
-                    f"either instance_groups (got {instance_groups!r}) or the pair.",
+                    f"either instance_groups (got {self.instance_groups!r}) or the pair.",
                     argument="instance_groups",
-                    value=instance_groups,
+                    value=self.instance_groups,
                 )
-            if not instance_groups or not all(
-                isinstance(g, InstanceGroup) for g in instance_groups
-            ):
-                raise ConfigurationError.invalid(
-                    "instance_groups", instance_groups, "a non-empty list of InstanceGroup objects"
-                )
-            for group in instance_groups:
-                self._check_instance_type(group.instance_type, "InstanceGroup.instance_type")
-                _positive_int("InstanceGroup.instance_count", group.instance_count)
         else:
-            if instance_type is None:
+            if self.instance_type is None:
                 raise ConfigurationError(
                     "instance_type is required: accepted an ml.* type such as 'ml.m5.xlarge', "
                     "or 'local_process', 'local', 'local_gpu'.",
                     argument="instance_type",
                 )
-            self._check_instance_type(instance_type, "instance_type")
-            if instance_count is None:
+            if self.instance_count is None:
                 raise ConfigurationError(
                     "instance_count is required: accepted an integer 1 or more.",
                     argument="instance_count",
                 )
-            _positive_int("instance_count", instance_count)
-        self.instance_count = instance_count
-        self.instance_type = instance_type
-        self.instance_groups = list(instance_groups) if instance_groups else None
-        # CreateTrainingJob: VolumeSizeInGB 0 or more (0 suits instances with local storage).
-        self.volume_size = _positive_int("volume_size", volume_size, minimum=0)
-        self.volume_kms_key = volume_kms_key
-        self.keep_alive_period_in_seconds = (
-            None
-            if keep_alive_period_in_seconds is None
-            else _positive_int(
-                "keep_alive_period_in_seconds",
-                keep_alive_period_in_seconds,
-                minimum=0,
-                maximum=21600,  # CreateTrainingJob: KeepAlivePeriodInSeconds 0-21600
-            )
-        )
-        self.max_run = _positive_int("max_run", max_run)
-        if not isinstance(use_spot_instances, bool):
-            raise ConfigurationError.invalid(
-                "use_spot_instances", use_spot_instances, "True or False"
-            )
-        self.use_spot_instances = use_spot_instances
-        if max_wait is not None:
-            _positive_int("max_wait", max_wait)
-        if use_spot_instances and (max_wait is None or max_wait < self.max_run):
+        # Spot training and max_wait.
+        max_wait = self.max_wait
+        if self.use_spot_instances and (max_wait is None or max_wait < self.max_run):
             raise ConfigurationError(
                 f"Invalid max_wait={max_wait!r} with use_spot_instances=True: spot training needs "
                 f"max_wait >= max_run ({self.max_run} seconds), the time to wait for spot capacity "
@@ -432,29 +233,21 @@ class EstimatorBase:
                 argument="max_wait",
                 value=max_wait,
             )
-        if max_wait is not None and not use_spot_instances:
+        if max_wait is not None and not self.use_spot_instances:
             raise ConfigurationError(
                 f"Invalid max_wait={max_wait!r}: max_wait applies only to spot training. "
                 "Accepted: set use_spot_instances=True, or leave max_wait unset.",
                 argument="max_wait",
                 value=max_wait,
             )
-        self.max_wait = max_wait
-        if input_mode not in INPUT_MODES:
-            raise ConfigurationError.invalid("input_mode", input_mode, ", ".join(INPUT_MODES))
-        self.input_mode = input_mode
-
-        # Identity, naming, locations
+        # The role: required for SageMaker jobs, a real one.
+        role = self.role
         if role is None and not self.is_local:
             raise ConfigurationError(
                 "role is required for SageMaker jobs: accepted an IAM role ARN such as "
                 "'arn:aws:iam::123456789012:role/SageMakerRole' or a role name.",
                 argument="role",
             )
-        if role is not None and (not isinstance(role, str) or not role):
-            raise ConfigurationError.invalid("role", role, "an IAM role ARN or role name")
-        from launchbay.session import LocalExecutionRole
-
         if isinstance(role, LocalExecutionRole) and not self.is_local:
             raise ConfigurationError(
                 f"role={str(role)!r} is the placeholder get_execution_role() returns outside "
@@ -467,53 +260,23 @@ class EstimatorBase:
                 value=str(role),
             )
         self.role = None if role is None else str(role)
-        if base_job_name is not None:
-            validate_job_name(base_job_name, "base_job_name")
-        self.base_job_name = base_job_name
-        if output_path is not None:
-            check_uri(output_path, "output_path", allow_file=self.is_local)
-        self.output_path = output_path
-        self.output_kms_key = output_kms_key
-        if code_location is not None:
-            check_uri(code_location, "code_location", allow_file=self.is_local)
-        self.code_location = code_location
-        self.disable_output_compression = bool(
-            _bool_arg("disable_output_compression", disable_output_compression)
-        )
-        if checkpoint_s3_uri is not None:
-            check_uri(checkpoint_s3_uri, "checkpoint_s3_uri", allow_file=self.is_local)
-        if checkpoint_local_path is not None and (
-            not isinstance(checkpoint_local_path, str) or not checkpoint_local_path.startswith("/")
-        ):
-            raise ConfigurationError.invalid(
-                "checkpoint_local_path",
-                checkpoint_local_path,
-                "an absolute path such as /opt/ml/checkpoints",
-            )
-        self.checkpoint_s3_uri = checkpoint_s3_uri
-        self.checkpoint_local_path = checkpoint_local_path
-        if model_uri is not None:
-            check_uri(model_uri, "model_uri", allow_file=self.is_local)
-        self.model_uri = model_uri
-        self.model_channel_name = model_channel_name
-
-        # Network
-        if vpc_config is not None:
-            if subnets is not None or security_group_ids is not None:
+        # The VPC: vpc_config, or subnets and security_group_ids, both.
+        if self.vpc_config is not None:
+            if self.subnets is not None or self.security_group_ids is not None:
                 raise ConfigurationError(
                     "vpc_config cannot be combined with subnets/security_group_ids: give either "
-                    f"vpc_config (got {vpc_config!r}) or subnets and security_group_ids.",
+                    f"vpc_config (got {self.vpc_config!r}) or subnets and security_group_ids.",
                     argument="vpc_config",
-                    value=vpc_config,
+                    value=self.vpc_config,
                 )
-            config = VpcConfig.from_value(vpc_config)
-            subnets, security_group_ids = list(config.subnets), list(config.security_group_ids)
-        subnets = _str_list("subnets", subnets)
-        security_group_ids = _str_list("security_group_ids", security_group_ids)
-        if (subnets is None) != (security_group_ids is None):
+            config = VpcConfig.from_value(self.vpc_config)
+            self.subnets = list(config.subnets)
+            self.security_group_ids = list(config.security_group_ids)
+            self.vpc_config = None  # kept as subnets and security_group_ids
+        if (self.subnets is None) != (self.security_group_ids is None):
             given, missing = (
                 ("subnets", "security_group_ids")
-                if subnets is not None
+                if self.subnets is not None
                 else ("security_group_ids", "subnets")
             )
             raise ConfigurationError(
@@ -521,91 +284,15 @@ class EstimatorBase:
                 "and security_group_ids.",
                 argument=missing,
             )
-        self.subnets = subnets
-        self.security_group_ids = security_group_ids
-        self._enable_network_isolation = bool(
-            _bool_arg("enable_network_isolation", enable_network_isolation)
-        )
-        self.encrypt_inter_container_traffic = bool(
-            _bool_arg("encrypt_inter_container_traffic", encrypt_inter_container_traffic)
-        )
-
-        # Container
-        if environment is not None:
-            if not isinstance(environment, Mapping) or not all(
-                isinstance(k, str) and isinstance(v, str) for k, v in environment.items()
-            ):
-                raise ConfigurationError.invalid("environment", environment, "a dict of str to str")
-            environment = dict(environment)
-        self.environment = environment
-        self.tags = _format_tags(tags)
-        if metric_definitions is not None:
-            if not isinstance(metric_definitions, Sequence) or not all(
-                isinstance(m, Mapping) and set(m) == {"Name", "Regex"} for m in metric_definitions
-            ):
-                raise ConfigurationError.invalid(
-                    "metric_definitions",
-                    metric_definitions,
-                    "a list of {'Name': ..., 'Regex': ...} dicts",
-                )
-            metric_definitions = [dict(m) for m in metric_definitions]
-        self.metric_definitions = metric_definitions
-        self.enable_sagemaker_metrics = _bool_arg(
-            "enable_sagemaker_metrics", enable_sagemaker_metrics
-        )
-        if max_retry_attempts is not None:
-            _positive_int("max_retry_attempts", max_retry_attempts, maximum=30)
-        self.max_retry_attempts = max_retry_attempts
-        if not _is_int(container_log_level):
-            raise ConfigurationError.invalid(
-                "container_log_level",
-                container_log_level,
-                "a logging level such as logging.INFO (20)",
-            )
-        self.container_log_level = container_log_level
-        # CreateTrainingJob takes empty strings in both lists (an empty argument is an argument).
-        self.container_entry_point = _str_list(
-            "container_entry_point", container_entry_point, allow_empty=True
-        )
-        self.container_arguments = _str_list(
-            "container_arguments", container_arguments, allow_empty=True
-        )
-        if image_uri is not None and (not isinstance(image_uri, str) or not image_uri):
-            raise ConfigurationError.invalid("image_uri", image_uri, "a Docker image URI")
-        self.image_uri = image_uri
-
-        # Debugger and profiler
-        if debugger_hook_config is True:
-            debugger_hook_config = None
-        if debugger_hook_config not in (None, False) and not isinstance(
-            debugger_hook_config, DebuggerHookConfig
-        ):
-            raise ConfigurationError.invalid(
-                "debugger_hook_config", debugger_hook_config, "a DebuggerHookConfig, True or False"
-            )
-        self.debugger_hook_config = debugger_hook_config
-        self.disable_profiler = bool(_bool_arg("disable_profiler", disable_profiler))
-
-        # Code
-        entry_point = _path_arg(
-            "entry_point", entry_point, "the path of a local script (a str or os.PathLike)"
-        )
-        source_dir = _path_arg(
-            "source_dir",
-            source_dir,
-            "the path of a local directory (a str or os.PathLike), or an s3:// URI of a "
-            "sourcedir.tar.gz",
-        )
+        # The code: an entry point for source_dir/dependencies; a framework needs one.
+        entry_point = self.entry_point
         if entry_point is not None and entry_point.startswith("s3://"):
             raise ConfigurationError.invalid(
                 "entry_point",
                 entry_point,
                 "the path of a local script (an s3:// URI is not accepted)",
             )
-        self.entry_point = entry_point
-        self.source_dir = source_dir
-        self.dependencies = _str_list("dependencies", dependencies) or []
-        if entry_point is None and (source_dir is not None or self.dependencies):
+        if entry_point is None and (self.source_dir is not None or self.dependencies):
             raise ConfigurationError(
                 "source_dir/dependencies are given without entry_point: accepted an entry_point "
                 "script (relative to source_dir) to run.",
@@ -613,93 +300,43 @@ class EstimatorBase:
             )
         if entry_point is not None:
             self._validate_code()
-
-        # Hyperparameters: a private deep copy; the caller's dict is never touched.
-        if hyperparameters is not None and not isinstance(hyperparameters, Mapping):
-            raise ConfigurationError.invalid("hyperparameters", hyperparameters, "a dict")
-        self._hyperparameters: dict[str, Any] = {}
-        if hyperparameters:
-            _check_json(hyperparameters)
-            self._hyperparameters.update(copy.deepcopy(dict(hyperparameters)))
-
-        self.sagemaker_session = sagemaker_session
-        self._distribution_arg = copy.deepcopy(distribution)
-        self.latest_training_job: Any = None
-        self._current_job_name: str | None = None
-        self._framework_init()
-        self.distribution_config: Distribution = self._parse_distribution()
-        self._check_request_fields()
-
-    # -- construction helpers -------------------------------------------------
-
-    @property
-    def is_local(self) -> bool:
-        """True for the instance types that run on this machine."""
-        return getattr(self, "instance_type", None) in LOCAL_INSTANCE_TYPES
-
-    def _framework_init(self) -> None:
-        """Hook for framework estimators to check versions before the distribution is parsed."""
-
-    def _pop_legacy(self, kwargs: dict[str, Any], current: dict[str, Any]) -> dict[str, Any]:
-        defaults = {
-            name: param.default
-            for name, param in inspect.signature(EstimatorBase.__init__).parameters.items()
-        }
-        values = dict(current)
-        if "script_mode" in kwargs:
-            kwargs.pop("script_mode")
-            warnings.warn(
-                "'script_mode' is deprecated and ignored: every launchbay job runs in script mode.",
-                DeprecationWarning,
-                stacklevel=4,
+        if self._framework_name is not None:
+            self._check_framework_rules()
+        elif isinstance(self, Estimator) and self.image_uri is None:
+            raise ConfigurationError(
+                "image_uri is required for the generic Estimator: accepted a Docker image URI "
+                "such as '123456789012.dkr.ecr.us-west-2.amazonaws.com/my-image:latest' (or use "
+                "launchbay.pytorch.PyTorch / launchbay.tensorflow.TensorFlow).",
+                argument="image_uri",
             )
-        for old, new in LEGACY_NAMES.items():
-            if old not in kwargs:
-                continue
-            value = kwargs.pop(old)
-            if values[new] != defaults[new] and values[new] != value:
-                raise ConfigurationError(
-                    f"Both {old!r} (deprecated) and {new!r} are given, with different values "
-                    f"({value!r} and {values[new]!r}). Accepted: only {new!r}.",
-                    argument=old,
-                    value=value,
-                )
-            warnings.warn(
-                f"'{old}' is deprecated; use '{new}' instead.", DeprecationWarning, stacklevel=4
+
+    def _check_framework_rules(self) -> None:
+        """A framework estimator: an entry point, and an image or a known version."""
+        framework_version = getattr(self, "framework_version", None)
+        py_version = getattr(self, "py_version", None)
+        if self.entry_point is None:
+            raise ConfigurationError(
+                f"entry_point is required for {type(self).__name__}: accepted the path of the "
+                "training script, e.g. entry_point='train.py' with source_dir='src'.",
+                argument="entry_point",
             )
-            values[new] = value
-        return values
-
-    def _reject_unknown(self, kwargs: dict[str, Any]) -> None:
-        owner = type(self).__name__
-        for name in kwargs:
-            if name in UNSUPPORTED_V2_ARGUMENTS:
-                raise ConfigurationError(
-                    f"{owner} does not support SageMaker SDK v2's {name!r} "
-                    f"({UNSUPPORTED_V2_ARGUMENTS[name]}). Remove it to run with launchbay.",
-                    argument=name,
-                    value=kwargs[name],
-                )
-        if kwargs:
-            name = next(iter(kwargs))
-            valid = _valid_argument_names(type(self)) | set(LEGACY_NAMES) | {"script_mode"}
-            raise UnknownArgumentError.for_name(owner, name, valid)
-
-    def _check_instance_type(self, value: Any, argument: str) -> None:
-        if value in LOCAL_INSTANCE_TYPES or (
-            isinstance(value, str) and INSTANCE_TYPE_RE.match(value)
-        ):
-            return
-        raise ConfigurationError.invalid(
-            argument,
-            value,
-            "an ml.* instance type such as 'ml.m5.xlarge' or 'ml.p4d.24xlarge', or one of the "
-            "local types 'local_process', 'local', 'local_gpu'",
+        if self.image_uri is None and (framework_version is None or py_version is None):
+            missing = "framework_version" if framework_version is None else "py_version"
+            accepted = (
+                f"one of {image_uris.supported_versions(self._framework_name)}"
+                if missing == "framework_version"
+                else "a Python version tag such as 'py311'"
+            )
+            raise ConfigurationError(
+                f"{missing} is required when image_uri is not given: {accepted} (or pass "
+                "image_uri).",
+                argument=missing,
+            )
+        image_uris.check_version_rules(
+            self._framework_name, framework_version, py_version, self.image_uri
         )
 
     def _validate_code(self) -> None:
-        from launchbay import code
-
         if isinstance(self.source_dir, str) and self.source_dir.startswith("s3://"):
             check_uri(self.source_dir, "source_dir", allow_file=False)
             return
@@ -728,15 +365,13 @@ class EstimatorBase:
 
     def set_hyperparameters(self, **kwargs: Any) -> None:
         """Add or replace hyperparameters (values must be JSON-serialisable)."""
-        _check_json(kwargs)
+        arguments.check_json(kwargs)
         merged = {**self._hyperparameters, **copy.deepcopy(kwargs)}
         self._check_hyperparameters(merged)
         self._hyperparameters = merged
 
     def _check_hyperparameters(self, values: Mapping[str, Any]) -> None:
         """The user's hyperparameters, encoded as sent, within CreateTrainingJob's limits."""
-        from launchbay import _request_rules
-
         encoded = {k: self._encode_user_hyperparameter(v) for k, v in values.items()}
         _request_rules.check_value("hyperparameters", encoded, "HyperParameters")
 
@@ -747,8 +382,6 @@ class EstimatorBase:
         name, expanded role, default output path, image); fit() and the dry run check
         the finished request again.
         """
-        from launchbay import _request_rules
-
         local = self.is_local
         self._check_hyperparameters(self._hyperparameters)
         if self.volume_kms_key is not None:
@@ -779,6 +412,7 @@ class EstimatorBase:
                 job_name="placeholder",
                 role="arn:aws:iam::000000000000:role/placeholder",
                 image_uri=self.image_uri or "placeholder",
+                input_mode=self.input_mode,
                 hyperparameters={},
                 channels=None,
                 output_path=output,
@@ -805,8 +439,6 @@ class EstimatorBase:
     @property
     def session(self) -> Any:
         if self.sagemaker_session is None:
-            from launchbay.session import Session
-
             self.sagemaker_session = Session()
         return self.sagemaker_session
 
@@ -843,8 +475,6 @@ class EstimatorBase:
 
     def _code_location(self, output_path: str, from_default: bool) -> tuple[str, str]:
         """(bucket-or-file-root, key prefix) under which the code tarball is stored."""
-        from launchbay.s3uri import parse_s3_uri
-
         if self.code_location is not None:
             location = self.code_location
         elif self.is_local and not output_path.startswith("s3://"):
@@ -862,21 +492,15 @@ class EstimatorBase:
         return location.rstrip("/"), ""
 
     def _package(self) -> Any:
-        from launchbay import code
-
         return code.package_code(self.entry_point, self.source_dir, self.dependencies)
 
     def _code_uri(self, bundle: Any, root: str, prefix: str) -> str:
-        from launchbay import code
-
         if root.startswith("file://"):
             return f"{root}/source/{bundle.sha256}/sourcedir.tar.gz"
         return code.code_s3_uri(root, prefix, bundle)
 
     def _plan(self, inputs: Any, job_name: str | None) -> tuple[dict[str, Any], Any, str | None]:
         """Resolve everything and build the request: (request, code bundle, code URI)."""
-        from launchbay.inputs import channels_from_inputs
-
         self._check_local_capacity()
         name = self._job_name(job_name)
         region = self._region()
@@ -895,13 +519,13 @@ class EstimatorBase:
                 code_uri = self._code_uri(bundle, root, prefix)
                 script = bundle.script_name
             script_hps = {
-                "sagemaker_submit_directory": (
+                HP.SUBMIT_DIRECTORY: (
                     NETWORK_ISOLATION_CODE_PATH if self.enable_network_isolation() else code_uri
                 ),
-                "sagemaker_program": script,
-                "sagemaker_container_log_level": self.container_log_level,
-                "sagemaker_job_name": name,
-                "sagemaker_region": region,
+                HP.PROGRAM: script,
+                HP.CONTAINER_LOG_LEVEL: self.container_log_level,
+                HP.JOB_NAME: name,
+                HP.REGION: region,
             }
 
         hyperparameters = self.hyperparameters()
@@ -946,43 +570,17 @@ class EstimatorBase:
         self._check_request(request)
         return request, bundle, code_uri
 
-    def _request_spec(self, **fields: Any) -> _request.RequestSpec:
-        """The request spec of this estimator's arguments, with what the caller resolved.
+    def _request_spec(self, **resolved: Any) -> _request.RequestSpec:
+        """The request spec: the fields this estimator's arguments fill, and what was resolved.
 
-        One spelling of the argument -> request field mapping, for the dry check at
+        The argument -> request field mapping is the declaration's
+        (:func:`launchbay.arguments.request_fields`), for the dry check at
         construction and for :meth:`_plan`.
         """
-        stored = {
-            "input_mode": self.input_mode,
-            "output_kms_key": self.output_kms_key,
-            "disable_output_compression": self.disable_output_compression,
-            "instance_count": self.instance_count,
-            "instance_type": self.instance_type,
-            "instance_groups": [g.to_request_dict() for g in self.instance_groups or []] or None,
-            "volume_size": self.volume_size,
-            "volume_kms_key": self.volume_kms_key,
-            "keep_alive_period_in_seconds": self.keep_alive_period_in_seconds,
-            "max_run": self.max_run,
-            "max_wait": self.max_wait,
-            "subnets": self.subnets,
-            "security_group_ids": self.security_group_ids,
-            "environment": self.environment,
-            "tags": self.tags,
-            "metric_definitions": self.metric_definitions,
-            "encrypt_inter_container_traffic": self.encrypt_inter_container_traffic,
-            "use_spot_instances": self.use_spot_instances,
-            "checkpoint_s3_uri": self.checkpoint_s3_uri,
-            "checkpoint_local_path": self.checkpoint_local_path,
-            "max_retry_attempts": self.max_retry_attempts,
-            "container_entry_point": self.container_entry_point,
-            "container_arguments": self.container_arguments,
-        }
-        return _request.RequestSpec(**{**stored, **fields})
+        return _request.RequestSpec(fields=arguments.request_fields(self), **resolved)
 
     def _check_request(self, request: dict[str, Any]) -> None:
         """The finished request against what CreateTrainingJob accepts."""
-        from launchbay import _request_rules
-
         hyperparameters = request.get("HyperParameters") or {}
         if len(hyperparameters) > 100:
             added = sorted(set(hyperparameters) - set(self._hyperparameters))
@@ -998,8 +596,6 @@ class EstimatorBase:
 
     def _check_local_capacity(self) -> None:
         """Refuse a local job with more hosts x ranks than this machine runs (docs/local.md)."""
-        from launchbay._local_limits import check_local_ranks
-
         groups = self.instance_groups or []
         local_groups = [g for g in groups if g.instance_type in LOCAL_INSTANCE_TYPES]
         if not self.is_local and not local_groups:
@@ -1117,16 +713,13 @@ class EstimatorBase:
             JobFailedError: with ``wait``, the job ended Failed or Stopped; it
                 carries the failure reason and the failing host's last log lines.
         """
-        from launchbay._logs import show_logs
-        from launchbay.backends import backend_for
-
         show_logs(logs)  # a bad value fails before anything is submitted
         if inputs is None:  # an estimator from a job spec keeps the spec's inputs and name
-            inputs = getattr(self, "spec_inputs", None)
+            inputs = self.spec_inputs
         if job_name is None:
-            job_name = getattr(self, "spec_job_name", None)
+            job_name = self.spec_job_name
         request, bundle, code_uri = self._plan(inputs, job_name)
-        if self.instance_type == "local_process":
+        if self.instance_type == LOCAL_PROCESS:
             self._check_installed_framework()
         session = self.sagemaker_session if self.is_local else self.session
         backend = backend_for(self.instance_type, session)
@@ -1174,9 +767,6 @@ class EstimatorBase:
 
     def _stage(self, request: dict[str, Any], bundle: Any, code_uri: str | None) -> None:
         """Create the default bucket if the job uses it, and store the code once."""
-        from launchbay import code
-        from launchbay.s3uri import is_s3_uri, parse_s3_uri
-
         output = request["OutputDataConfig"]["S3OutputPath"]
         s3_code = bundle is not None and is_s3_uri(code_uri)
         buckets = {parse_s3_uri(output, argument="output_path")[0]} if is_s3_uri(output) else set()
@@ -1252,8 +842,6 @@ class EstimatorBase:
             JobError: the job cannot be described (no such job, no permission).
             ConfigurationError: the job ran another framework's image.
         """
-        from launchbay import _attach
-
         return _attach.attach(cls, training_job_name, sagemaker_session, model_channel_name)
 
     # -- job specs (YAML) ----------------------------------------------------------
@@ -1272,16 +860,44 @@ class EstimatorBase:
         ``sagemaker_session=...``; ``inputs``/``job_name`` too).
 
         The spec's ``inputs`` and ``job_name`` are kept as ``spec_inputs`` and
-        ``spec_job_name``: ``est.fit(est.spec_inputs, job_name=est.spec_job_name)``.
+        ``spec_job_name``, which ``fit()`` uses when it is given none.
 
         Raises:
             launchbay.jobspec.JobSpecError: the spec is invalid; the message names
                 the file, line and key path of each problem.
         """
-        from launchbay import jobspec
+        return cls.from_spec(jobspec.load(path), **overrides)
 
-        spec = jobspec.load(path)
-        return spec.build(cls, **overrides)
+    @classmethod
+    def from_spec(
+        cls, spec: jobspec.JobSpec, *, resolve_vpc: bool = True, **overrides: Any
+    ) -> EstimatorBase:
+        """Make the estimator a loaded :class:`~launchbay.jobspec.JobSpec` describes.
+
+        ``overrides`` are estimator arguments (and ``inputs``/``job_name``).
+        ``vpc: {stack: NAME}`` becomes ``vpc_config`` by reading the stack now (an
+        AWS call), unless ``resolve_vpc`` is false (then the estimator has no VPC:
+        what ``launchbay validate`` checks) or ``vpc_config`` is among ``overrides``.
+
+        Raises:
+            JobSpecError: the spec names another framework, or the estimator refused
+                an argument (located at its key).
+            ProvisioningError: the ``vpc`` stack is missing or unusable.
+        """
+        chosen = _spec_class(spec, cls)
+        inputs = overrides.pop("inputs") if "inputs" in overrides else spec.inputs()
+        job_name = overrides.pop("job_name", None) or spec.job_name
+        kwargs = spec.estimator_kwargs()
+        if resolve_vpc and spec.vpc_stack is not None and "vpc_config" not in overrides:
+            kwargs["vpc_config"] = spec.vpc_config(session=overrides.get("sagemaker_session"))
+        kwargs.update(overrides)
+        try:
+            estimator = chosen(**kwargs)
+        except ConfigurationError as exc:
+            raise spec.error_for(exc) from exc
+        estimator.spec_inputs = inputs
+        estimator.spec_job_name = job_name
+        return estimator
 
     def to_yaml(self, path: str | os.PathLike[str]) -> None:
         """Write this estimator as a YAML job spec that :meth:`from_yaml` reads back.
@@ -1290,8 +906,6 @@ class EstimatorBase:
         are written relative to it; ``spec_inputs``/``spec_job_name`` are included
         when set. The session is not part of a spec.
         """
-        from launchbay import jobspec
-
         directory = os.path.dirname(os.path.abspath(os.fspath(path)))
         jobspec.dump(jobspec.spec_from_estimator(self, directory), path)
 
@@ -1305,28 +919,8 @@ class Estimator(EstimatorBase):
     toolkit honours it.
     """
 
-    def __init__(
-        self,
-        image_uri: str | None = None,
-        role: str | None = None,
-        instance_count: int | None = None,
-        instance_type: str | None = None,
-        **kwargs: Any,
-    ) -> None:
-        super().__init__(
-            role=role,
-            instance_count=instance_count,
-            instance_type=instance_type,
-            image_uri=image_uri,
-            **kwargs,
-        )
-        if self.image_uri is None:
-            raise ConfigurationError(
-                "image_uri is required for the generic Estimator: accepted a Docker image URI "
-                "such as '123456789012.dkr.ecr.us-west-2.amazonaws.com/my-image:latest' (or use "
-                "launchbay.pytorch.PyTorch / launchbay.tensorflow.TensorFlow).",
-                argument="image_uri",
-            )
+    _owners = (arguments.BASE, arguments.ESTIMATOR)
+    _positional = ("image_uri", "role", "instance_count", "instance_type")
 
     def _encode_user_hyperparameter(self, value: Any) -> str:
         return json.dumps(value) if self.source_dir else str(value)
@@ -1335,60 +929,17 @@ class Estimator(EstimatorBase):
 class Framework(EstimatorBase):
     """Base of the framework estimators: script mode, official images, version rules."""
 
+    _owners = (arguments.BASE, arguments.FRAMEWORK)
+    _positional = (
+        "entry_point",
+        "framework_version",
+        "py_version",
+        "source_dir",
+        "hyperparameters",
+        "image_uri",
+        "distribution",
+    )
     _metrics_min_version: tuple[int, ...] = ()
-
-    def __init__(
-        self,
-        entry_point: str | None = None,
-        framework_version: str | None = None,
-        py_version: str | None = None,
-        source_dir: str | None = None,
-        hyperparameters: Mapping[str, Any] | None = None,
-        image_uri: str | None = None,
-        distribution: Mapping[str, Any] | None = None,
-        **kwargs: Any,
-    ) -> None:
-        self.framework_version = framework_version
-        self.py_version = py_version
-        super().__init__(
-            entry_point=entry_point,
-            source_dir=source_dir,
-            hyperparameters=hyperparameters,
-            image_uri=image_uri,
-            distribution=distribution,
-            **kwargs,
-        )
-
-    def _framework_init(self) -> None:
-        if self.entry_point is None:
-            raise ConfigurationError(
-                f"entry_point is required for {type(self).__name__}: accepted the path of the "
-                "training script, e.g. entry_point='train.py' with source_dir='src'.",
-                argument="entry_point",
-            )
-        if self.image_uri is None and (self.framework_version is None or self.py_version is None):
-            missing = "framework_version" if self.framework_version is None else "py_version"
-            from launchbay import image_uris
-
-            accepted = (
-                f"one of {image_uris.supported_versions(self._framework_name)}"
-                if missing == "framework_version"
-                else "a Python version tag such as 'py311'"
-            )
-            raise ConfigurationError(
-                f"{missing} is required when image_uri is not given: {accepted} (or pass "
-                "image_uri).",
-                argument=missing,
-            )
-        for name in ("framework_version", "py_version"):
-            value = getattr(self, name)
-            if value is not None and not isinstance(value, str):
-                raise ConfigurationError.invalid(name, value, "a string such as '2.3' or 'py311'")
-        from launchbay import image_uris
-
-        image_uris.check_version_rules(
-            self._framework_name, self.framework_version, self.py_version, self.image_uri
-        )
 
     def _sagemaker_metrics(self) -> bool | None:
         if self.enable_sagemaker_metrics is not None:
@@ -1411,13 +962,11 @@ class Framework(EstimatorBase):
         if self.is_local:
             # Local runs use the images `launchbay images build` makes (local_process
             # runs no image at all; the name only documents the environment).
-            processor = "gpu" if self.instance_type == "local_gpu" else "cpu"
+            processor = "gpu" if self.instance_type == LOCAL_GPU else "cpu"
             return (
                 f"launchbay/{self._framework_name}-training:"
                 f"{self.framework_version}-{processor}-{self.py_version}"
             )
-        from launchbay import image_uris
-
         return image_uris.training_image_uri(
             self._framework_name,
             self.framework_version,
@@ -1432,3 +981,43 @@ def local_home_uri(*parts: str) -> str:
     """``file://`` URI under the local root: ``$LAUNCHBAY_HOME`` or ``~/.launchbay``."""
     root = os.path.abspath(os.path.expanduser(os.environ.get("LAUNCHBAY_HOME") or "~/.launchbay"))
     return "file://" + os.path.join(root, *parts)
+
+
+#: Framework estimators by the job spec's ``framework``: imported when a spec names one.
+#: (The framework modules import this one; importing them here, lazily, is the one
+#: place this module reaches up a layer.)
+FRAMEWORK_CLASSES = {
+    "pytorch": ("launchbay.pytorch", "PyTorch"),
+    "tensorflow": ("launchbay.tensorflow", "TensorFlow"),
+}
+
+
+def _spec_class(spec: jobspec.JobSpec, requested: type) -> type[EstimatorBase]:
+    """The estimator class ``spec`` asks for, checked against the class ``from_yaml`` was called on."""
+    import importlib
+
+    if spec.framework in FRAMEWORK_CLASSES:
+        module, name = FRAMEWORK_CLASSES[spec.framework]
+        chosen: type[EstimatorBase] = getattr(importlib.import_module(module), name)
+    else:
+        chosen = Estimator
+    if requested in (EstimatorBase, Estimator, Framework):
+        if requested is Framework and not spec.framework:
+            raise jobspec.JobSpecError(
+                [spec.problem((), "Framework.from_yaml needs framework: pytorch or tensorflow")]
+            )
+        return chosen
+    wanted = requested._framework_name  # type: ignore[attr-defined]
+    if wanted == spec.framework or (
+        spec.framework is None and (wanted is not None or issubclass(requested, Estimator))
+    ):
+        return requested
+    raise jobspec.JobSpecError(
+        [
+            spec.problem(
+                ("framework",),
+                f"{requested.__name__}.from_yaml cannot build framework: {spec.framework}. "
+                "Use Estimator.from_yaml to build whatever the spec describes.",
+            )
+        ]
+    )

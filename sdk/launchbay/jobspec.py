@@ -31,8 +31,8 @@ problem it finds with ``file:line: key.path: message``:
    ``dependencies``, ``entry_point`` without ``source_dir``) against the spec
    file's directory.
 
-:meth:`JobSpec.build` then makes the estimator; an estimator error is reported
-at the line of the key it names. :func:`spec_from_estimator` and :func:`dump`
+:meth:`launchbay.estimator.EstimatorBase.from_spec` then makes the estimator; an
+estimator error is reported at the line of the key it names (:meth:`JobSpec.error_for`). :func:`spec_from_estimator` and :func:`dump`
 are the way back (``Estimator.to_yaml``).
 """
 
@@ -49,7 +49,9 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
-from launchbay.errors import ConfigurationError
+from launchbay import arguments, vpc
+from launchbay.errors import ConfigurationError, ProvisioningError
+from launchbay.inputs import FileSystemInput, TrainingInput
 
 if TYPE_CHECKING:  # pragma: no cover
     import yaml
@@ -113,7 +115,6 @@ _REFERENCE = re.compile(r"\$\$|\$\{([^}]*)\}|\$\{")
 _WHOLE_REFERENCE = re.compile(r"^\$\{[^}]*\}$")
 _REFERENCE_BODY = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(?:(:-|-|:\?|\?)(.*))?", re.S)
 _ARGUMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)((?:\[[^\]]*\])*)")
-_LOG_LEVELS = {"CRITICAL": 50, "ERROR": 40, "WARNING": 30, "INFO": 20, "DEBUG": 10, "NOTSET": 0}
 _EXPECTED = {
     "string": "a string",
     "integer": "an integer",
@@ -202,7 +203,15 @@ _SCHEMA: dict[str, Any] | None = None
 
 
 def schema() -> dict[str, Any]:
-    """The job spec's JSON Schema (``launchbay/schemas/jobspec.schema.json``)."""
+    """The job spec's JSON Schema.
+
+    The estimator arguments' properties are derived from their declaration
+    (:func:`launchbay.arguments.spec_properties`); the keys that are not
+    arguments (``framework``, ``inputs``, ``job_name``, ``vpc``), the rules
+    between keys and ``$defs`` come from ``schemas/jobspec.schema.json``, which
+    is the whole schema rendered for editors (:func:`render_schema`; a test keeps
+    the file equal to it).
+    """
     global _SCHEMA
     if _SCHEMA is None:
         text = (
@@ -210,8 +219,27 @@ def schema() -> dict[str, Any]:
             .joinpath("schemas/jobspec.schema.json")
             .read_text(encoding="utf-8")
         )
-        _SCHEMA = json.loads(text)
+        _SCHEMA = render_schema(json.loads(text))
     return _SCHEMA
+
+
+def render_schema(base: Mapping[str, Any]) -> dict[str, Any]:
+    """``base`` with its argument properties replaced by the declared ones.
+
+    Order: ``framework``, the arguments in declaration order, then the other
+    spec-only keys.
+    """
+    out = copy.deepcopy(dict(base))
+    old = base.get("properties", {})
+    properties: dict[str, Any] = {}
+    if "framework" in old:
+        properties["framework"] = old["framework"]
+    properties.update(arguments.spec_properties())
+    for key in SPEC_ONLY_KEYS:
+        if key in old and key not in properties:
+            properties[key] = old[key]
+    out["properties"] = properties
+    return out
 
 
 def _expand(nodes: Iterable[Any], root: Mapping[str, Any]) -> list[dict[str, Any]]:
@@ -804,80 +832,25 @@ class JobSpec:
         return None
 
     # -- the estimator ------------------------------------------------------------
-    def estimator_class(self, requested: type | None = None) -> type[EstimatorBase]:
-        """The estimator class the spec asks for (checked against ``requested``)."""
-        from launchbay.estimator import Estimator, EstimatorBase, Framework
-
-        if self.framework == "pytorch":
-            from launchbay.pytorch import PyTorch
-
-            chosen: type[EstimatorBase] = PyTorch
-        elif self.framework == "tensorflow":
-            from launchbay.tensorflow import TensorFlow
-
-            chosen = TensorFlow
-        else:
-            chosen = Estimator
-        if requested is None or requested in (EstimatorBase, Estimator, Framework):
-            if requested is Framework and not self.framework:
-                raise JobSpecError(
-                    [self.problem((), "Framework.from_yaml needs framework: pytorch or tensorflow")]
-                )
-            return chosen
-        wanted = getattr(requested, "_framework_name", None)
-        if wanted == self.framework or (
-            self.framework is None and (wanted is not None or issubclass(requested, Estimator))
-        ):
-            return requested
-        raise JobSpecError(
-            [
-                self.problem(
-                    ("framework",),
-                    f"{requested.__name__}.from_yaml cannot build framework: {self.framework}. "
-                    "Use Estimator.from_yaml to build whatever the spec describes.",
-                )
-            ]
-        )
-
     def estimator_kwargs(self) -> dict[str, Any]:
-        """The estimator's keyword arguments (everything but inputs, job_name, framework)."""
-        from launchbay.debugger import CollectionConfig, DebuggerHookConfig
-        from launchbay.inputs import InstanceGroup
+        """The estimator's keyword arguments (everything but inputs, job_name, framework, vpc).
 
-        kwargs = {
-            k: copy.deepcopy(v)
-            for k, v in self.data.items()
-            if k not in SPEC_ONLY_KEYS and not k.startswith("x-")
-        }
-        if "instance_groups" in kwargs:
-            kwargs["instance_groups"] = [InstanceGroup(**g) for g in kwargs["instance_groups"]]
-        else:
+        Each key is read back as its declaration says (:func:`launchbay.arguments.from_spec`);
+        ``instance_count`` defaults to 1 without ``instance_groups``.
+        """
+        kwargs = arguments.from_spec(
+            {
+                k: v
+                for k, v in self.data.items()
+                if k not in SPEC_ONLY_KEYS and not k.startswith("x-")
+            }
+        )
+        if "instance_groups" not in kwargs:
             kwargs.setdefault("instance_count", 1)
-        if isinstance(kwargs.get("environment"), dict):
-            kwargs["environment"] = {k: _text(v) for k, v in kwargs["environment"].items()}
-        if isinstance(kwargs.get("tags"), dict):
-            kwargs["tags"] = {k: _text(v) for k, v in kwargs["tags"].items()}
-        level = kwargs.get("container_log_level")
-        if isinstance(level, str):
-            kwargs["container_log_level"] = _LOG_LEVELS[level.upper()]
-        hook = kwargs.get("debugger_hook_config")
-        if isinstance(hook, dict):
-            kwargs["debugger_hook_config"] = DebuggerHookConfig(
-                s3_output_path=hook.get("s3_output_path"),
-                container_local_output_path=hook.get("container_local_output_path"),
-                hook_parameters=hook.get("hook_parameters"),
-                collection_configs=[
-                    CollectionConfig(c["name"], c.get("parameters"))
-                    for c in hook.get("collection_configs") or []
-                ]
-                or None,
-            )
         return kwargs
 
     def inputs(self) -> Any:
         """``fit()``'s inputs: a URI, or channel -> URI / TrainingInput / FileSystemInput."""
-        from launchbay.inputs import FileSystemInput, TrainingInput
-
         inputs = self.data.get("inputs")
         if inputs is None or isinstance(inputs, str):
             return inputs
@@ -920,9 +893,6 @@ class JobSpec:
         stack = self.vpc_stack
         if stack is None:
             return None
-        from launchbay import vpc
-        from launchbay.errors import ProvisioningError
-
         try:
             return vpc.describe(stack, region, session=session)
         except ProvisioningError as exc:
@@ -933,42 +903,6 @@ class JobSpec:
                 status=exc.status,
                 reason=exc.reason,
             ) from exc
-
-    def build(
-        self, estimator_class: type | None = None, *, resolve_vpc: bool = True, **overrides: Any
-    ) -> EstimatorBase:
-        """Make the estimator; ``overrides`` are estimator arguments (and ``inputs``/``job_name``).
-
-        The spec's inputs and job name are kept on the estimator as ``spec_inputs``
-        and ``spec_job_name``. ``vpc: {stack: NAME}`` becomes ``vpc_config`` by
-        reading the stack now (an AWS call), unless ``resolve_vpc`` is false (then
-        the estimator has no VPC: what ``launchbay validate`` checks) or
-        ``vpc_config`` is among ``overrides``.
-
-        Raises:
-            JobSpecError: the estimator refused an argument (located at its key).
-            ProvisioningError: the ``vpc`` stack is missing or unusable.
-        """
-        cls = self.estimator_class(estimator_class)
-        inputs = overrides.pop("inputs") if "inputs" in overrides else self.inputs()
-        job_name = overrides.pop("job_name", None) or self.job_name
-        kwargs = self.estimator_kwargs()
-        if resolve_vpc and self.vpc_stack is not None and "vpc_config" not in overrides:
-            kwargs["vpc_config"] = self.vpc_config(session=overrides.get("sagemaker_session"))
-        kwargs.update(overrides)
-        try:
-            estimator = cls(**kwargs)
-        except ConfigurationError as exc:
-            raise self.error_for(exc) from exc
-        estimator.spec_inputs = inputs
-        estimator.spec_job_name = job_name
-        return estimator
-
-
-def _text(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
 
 
 def load(
@@ -1192,29 +1126,7 @@ def _resolve_paths(spec: JobSpec, base_dir: str) -> None:
 # --------------------------------------------------------------------------- estimator -> spec
 
 
-def _default(name: str) -> Any:
-    import inspect
-
-    from launchbay.estimator import EstimatorBase
-
-    param = inspect.signature(EstimatorBase.__init__).parameters.get(name)
-    return None if param is None else param.default
-
-
-def _relative(path: str, base_dir: str) -> str:
-    if _is_uri(path):
-        return path
-    absolute = os.path.abspath(os.path.expanduser(path))
-    try:
-        relative = os.path.relpath(absolute, base_dir)
-    except ValueError:  # another drive (Windows)
-        return absolute
-    return absolute if relative.startswith("..") else relative
-
-
 def _channel_spec(value: Any) -> Any:
-    from launchbay.inputs import FileSystemInput, TrainingInput
-
     if isinstance(value, str):
         return value
     if isinstance(value, FileSystemInput):
@@ -1266,107 +1178,18 @@ def spec_from_estimator(estimator: EstimatorBase, base_dir: str | None = None) -
     included when set.
     """
     base = os.path.abspath(base_dir or os.getcwd())
-    est: Any = estimator
     spec: dict[str, Any] = {}
-
-    def put(key: str, value: Any, default: Any = None) -> None:
-        if value is None or value == default:
-            return
-        spec[key] = copy.deepcopy(value)
-
-    framework = getattr(est, "_framework_name", None)
-    put("framework", framework)
-    put("image_uri", est.image_uri)
-    put("framework_version", getattr(est, "framework_version", None))
-    put("py_version", getattr(est, "py_version", None))
-    source_dir = est.source_dir
-    if est.entry_point is not None:
-        entry = est.entry_point
-        if source_dir is None:
-            entry = _relative(entry, base)
-        elif os.path.isabs(entry) and not _is_uri(source_dir):
-            entry = os.path.relpath(entry, os.path.abspath(source_dir))
-        put("entry_point", entry)
-    if source_dir is not None:
-        put("source_dir", _relative(os.fspath(source_dir), base))
-    put("dependencies", [_relative(os.fspath(d), base) for d in est.dependencies], [])
-    put("role", est.role)
-    if est.instance_groups:
-        spec["instance_groups"] = [
-            {
-                "instance_group_name": g.instance_group_name,
-                "instance_type": g.instance_type,
-                "instance_count": g.instance_count,
-            }
-            for g in est.instance_groups
-        ]
-    else:
-        put("instance_type", est.instance_type)
-        spec["instance_count"] = est.instance_count
-    put("distribution", est.distribution, {})
-    put("hyperparameters", dict(est._hyperparameters), {})
-    inputs = getattr(est, "spec_inputs", None)
+    framework = getattr(estimator, "_framework_name", None)
+    if framework is not None:
+        spec["framework"] = framework
+    spec.update(arguments.to_spec(estimator, base))
+    inputs = estimator.spec_inputs
     if isinstance(inputs, Mapping):
         spec["inputs"] = {name: _channel_spec(v) for name, v in inputs.items()}
     elif inputs is not None:
         spec["inputs"] = _channel_spec(inputs)
-    for name in (
-        "output_path",
-        "code_location",
-        "base_job_name",
-    ):
-        put(name, getattr(est, name))
-    put("job_name", getattr(est, "spec_job_name", None))
-    put("subnets", est.subnets)
-    put("security_group_ids", est.security_group_ids)
-    put("use_spot_instances", est.use_spot_instances, False)
-    put("max_wait", est.max_wait)
-    put("max_run", est.max_run, _default("max_run"))
-    put("checkpoint_s3_uri", est.checkpoint_s3_uri)
-    put("checkpoint_local_path", est.checkpoint_local_path)
-    put("max_retry_attempts", est.max_retry_attempts)
-    put("environment", est.environment)
-    if est.tags:
-        keys = [t["Key"] for t in est.tags]
-        if len(set(keys)) == len(keys):
-            spec["tags"] = {t["Key"]: t["Value"] for t in est.tags}
-        else:
-            spec["tags"] = copy.deepcopy(est.tags)
-    put("volume_size", est.volume_size, _default("volume_size"))
-    put("volume_kms_key", est.volume_kms_key)
-    put("output_kms_key", est.output_kms_key)
-    put("input_mode", est.input_mode, "File")
-    put("keep_alive_period_in_seconds", est.keep_alive_period_in_seconds)
-    put("enable_network_isolation", est.enable_network_isolation(), False)
-    put("encrypt_inter_container_traffic", est.encrypt_inter_container_traffic, False)
-    put("enable_sagemaker_metrics", est.enable_sagemaker_metrics)
-    put("disable_profiler", est.disable_profiler, False)
-    put("disable_output_compression", est.disable_output_compression, False)
-    put("model_uri", est.model_uri)
-    put("model_channel_name", est.model_channel_name, "model")
-    put("metric_definitions", est.metric_definitions)
-    put("container_log_level", est.container_log_level, logging.INFO)
-    put("container_entry_point", est.container_entry_point)
-    put("container_arguments", est.container_arguments)
-    if framework == "tensorflow":
-        put("model_dir", getattr(est, "model_dir", None))
-    hook = est.debugger_hook_config
-    if hook is False:
-        spec["debugger_hook_config"] = False
-    elif hook is not None:
-        config: dict[str, Any] = {}
-        if hook.s3_output_path:
-            config["s3_output_path"] = hook.s3_output_path
-        if hook.container_local_output_path is not None:
-            config["container_local_output_path"] = hook.container_local_output_path
-        if hook.hook_parameters is not None:
-            config["hook_parameters"] = dict(hook.hook_parameters)
-        if hook.collection_configs:
-            config["collection_configs"] = [
-                {"name": c.name, **({"parameters": dict(c.parameters)} if c.parameters else {})}
-                for c in hook.collection_configs
-            ]
-        spec["debugger_hook_config"] = config or True
+    if estimator.spec_job_name is not None:
+        spec["job_name"] = estimator.spec_job_name
     return spec
 
 

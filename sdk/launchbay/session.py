@@ -5,9 +5,10 @@ estimators need. boto3 is imported only inside methods, so ``import launchbay``
 never imports it; without boto3 installed, the first AWS call raises
 :class:`~launchbay.errors.MissingDependencyError` naming the ``aws`` extra.
 
-Transfers run on a thread pool sharing one thread-safe S3 client (a single
-connection pool, standard retry mode). Small files go up with one
-``PutObject`` each; files of :data:`MULTIPART_THRESHOLD` bytes or more go
+Transfers go through :mod:`launchbay.transfer`, the one S3 engine the local
+backends use too: a pool of threads sharing this session's thread-safe S3
+client (a single connection pool, standard retry mode). Small files go up with
+one ``PutObject`` each; files of :data:`MULTIPART_THRESHOLD` bytes or more go
 through boto3's managed transfer (multipart, several threads per file). A
 bytes-and-files progress bar is drawn on stderr when it is a terminal or in a
 Jupyter notebook.
@@ -27,24 +28,25 @@ Differences from SDK v2, on purpose:
 
 from __future__ import annotations
 
+import json
 import logging
 import os
-import posixpath
-import tempfile
 import threading
-import time
 from collections.abc import Callable, Mapping
-from concurrent.futures import FIRST_EXCEPTION, ThreadPoolExecutor, wait
 from typing import TYPE_CHECKING, Any
 
-from launchbay.display import Progress, format_bytes, progress_enabled
-from launchbay.errors import (
-    ConfigurationError,
-    InputError,
-    MissingDependencyError,
-    TransferError,
-)
+from launchbay import transfer
+from launchbay.display import format_bytes as format_bytes  # re-exported: bar sizes
+from launchbay.errors import ConfigurationError, InputError
 from launchbay.s3uri import is_valid_bucket_name, s3_join
+from launchbay.transfer import (
+    DEFAULT_MAX_WORKERS,
+    LARGE_FILE_CONCURRENCY,
+    MAX_WORKERS,
+    MULTIPART_CHUNKSIZE,
+    MULTIPART_THRESHOLD,
+)
+from launchbay.transfer import SMALL_BODY_LIMIT as SMALL_BODY_LIMIT  # re-exported
 
 if TYPE_CHECKING:  # pragma: no cover
     import boto3
@@ -63,24 +65,9 @@ __all__ = [
 
 logger = logging.getLogger("launchbay.session")
 
-#: Worker threads used for transfers when ``max_workers`` is not given: 8 per CPU,
-#: at most 32. A PUT costs the client about 1.5 ms of CPU, so more threads than
-#: that only add lock contention on small machines; on larger ones 32 in flight
-#: hide S3's per-request latency.
-DEFAULT_MAX_WORKERS = min(32, 8 * (os.cpu_count() or 1))
-#: Upper bound for ``max_workers`` (the S3 client's connection pool is sized for it).
-MAX_WORKERS = 64
-#: Files at least this large use multipart transfers.
-MULTIPART_THRESHOLD = 8 * 1024 * 1024
-#: Part size for multipart transfers (8 MiB measured best against moto; larger
-#: parts cost the server more without helping throughput).
-MULTIPART_CHUNKSIZE = 8 * 1024 * 1024
-#: Threads working on the parts of one large file.
-LARGE_FILE_CONCURRENCY = 10
-
-#: Files up to this size are read into memory and sent as bytes (a little less
-#: CPU per request than streaming from the open file).
-SMALL_BODY_LIMIT = 1024 * 1024
+# DEFAULT_MAX_WORKERS, MAX_WORKERS, MULTIPART_THRESHOLD and MULTIPART_CHUNKSIZE are
+# launchbay.transfer's, named here as before. The multipart pair is read from this
+# module at each transfer, so setting them here tunes this session's transfers.
 
 #: Attempts per call (first try included) of the SageMaker and CloudWatch Logs clients.
 #: They use botocore's "standard" retry mode: throttling and transient errors are
@@ -88,54 +75,6 @@ SMALL_BODY_LIMIT = 1024 * 1024
 #: retry quota stops retry storms. Following a job polls these APIs for hours, so they
 #: get more attempts than botocore's default of 3.
 CONTROL_PLANE_MAX_ATTEMPTS = 8
-
-_POOL_CONNECTIONS = MAX_WORKERS + LARGE_FILE_CONCURRENCY
-_READ_CHUNK = 1024 * 1024
-_NOT_FOUND_CODES = frozenset({"404", "NoSuchKey", "NotFound", "NoSuchBucket"})
-
-
-def _import_boto3(feature: str) -> Any:
-    try:
-        import boto3
-    except ImportError as exc:  # pragma: no cover - exercised only without the extra
-        raise MissingDependencyError.for_module("boto3", "aws", feature) from exc
-    return boto3
-
-
-def _error_code(exc: BaseException) -> str:
-    response = getattr(exc, "response", None) or {}
-    return str(response.get("Error", {}).get("Code", ""))
-
-
-def _send_small_bodies_at_once(request: Any, **_: Any) -> None:
-    """Drop ``Expect: 100-continue`` from PutObject requests with small bodies.
-
-    botocore asks S3 for a "100 Continue" before sending any file-like body,
-    which costs a full round trip per object. For bodies up to
-    :data:`SMALL_BODY_LIMIT` the handshake saves nothing worth that (an error
-    still comes back as the response), so they are sent at once; larger
-    bodies keep it. ``Expect`` is never part of the SigV4 signature.
-    """
-    if "Expect" not in request.headers:
-        return
-    from botocore.utils import determine_content_length
-
-    length = determine_content_length(request.body)
-    if length is not None and length <= SMALL_BODY_LIMIT:
-        del request.headers["Expect"]
-
-
-def _transfer_exceptions() -> tuple[type[BaseException], ...]:
-    """The third-party exceptions a transfer can raise (translated to TransferError)."""
-    import boto3.exceptions
-    import botocore.exceptions
-
-    return (
-        botocore.exceptions.BotoCoreError,
-        botocore.exceptions.ClientError,
-        boto3.exceptions.Boto3Error,
-        OSError,
-    )
 
 
 class Session:
@@ -188,7 +127,7 @@ class Session:
         """The ``boto3.Session`` (created on first use)."""
         with self._lock:
             if self._boto_session is None:
-                boto3 = _import_boto3("Creating an AWS session")
+                boto3 = transfer.import_boto3("Creating an AWS session")
                 self._boto_session = boto3.Session(region_name=self._region_name)
             return self._boto_session
 
@@ -219,7 +158,7 @@ class Session:
         return self._default_bucket_prefix
 
     def _new_client(self, service: str, *, max_attempts: int | None = None, **config: Any) -> Any:
-        import botocore.config
+        import botocore.config  # heavy: imported on first AWS use only
 
         retries: dict[str, Any] = {"mode": "standard"}
         if max_attempts is not None:
@@ -254,16 +193,15 @@ class Session:
         """A thread-safe boto3 S3 client shared by all transfers of this session."""
         with self._lock:
             if self._s3_client is None:
-                client = self._new_client("s3", max_pool_connections=_POOL_CONNECTIONS)
-                client.meta.events.register("before-sign.s3.PutObject", _send_small_bodies_at_once)
-                self._s3_client = client
+                client = self._new_client("s3", max_pool_connections=transfer.POOL_CONNECTIONS)
+                self._s3_client = transfer.tune_client(client)
             return self._s3_client
 
     # -- identity and buckets ---------------------------------------------------
     def account_id(self) -> str:
         """The AWS account id of the caller (STS ``GetCallerIdentity``, cached)."""
         if self._account_id is None:
-            import botocore.exceptions
+            import botocore.exceptions  # heavy: imported on first AWS use only
 
             try:
                 identity = self._new_client("sts").get_caller_identity()
@@ -296,51 +234,7 @@ class Session:
             return self._default_bucket
 
     def _ensure_bucket(self, name: str, expected_owner: str | None) -> None:
-        import botocore.exceptions
-
-        s3 = self.s3_client
-        region = self.boto_region_name
-        head: dict[str, Any] = {"Bucket": name}
-        if expected_owner:
-            head["ExpectedBucketOwner"] = expected_owner
-        try:
-            s3.head_bucket(**head)
-            return
-        except botocore.exceptions.ClientError as exc:
-            code = _error_code(exc)
-            if code not in _NOT_FOUND_CODES:
-                hint = (
-                    " It may belong to another AWS account; pass Session(default_bucket=...)."
-                    if code in ("403", "AccessDenied", "Forbidden")
-                    else ""
-                )
-                raise TransferError(
-                    f"Cannot use the default bucket s3://{name} in {region}: {exc}.{hint}"
-                ) from exc
-        except botocore.exceptions.BotoCoreError as exc:
-            raise TransferError(f"Cannot reach the default bucket s3://{name}: {exc}") from exc
-
-        request: dict[str, Any] = {"Bucket": name}
-        if region != "us-east-1":
-            request["CreateBucketConfiguration"] = {"LocationConstraint": region}
-        try:
-            s3.create_bucket(**request)
-        except botocore.exceptions.ClientError as exc:
-            code = _error_code(exc)
-            if code in ("BucketAlreadyOwnedByYou", "OperationAborted"):
-                logger.debug("Bucket %s already exists or is being created (%s)", name, code)
-                return
-            hint = (
-                " The name is taken by another AWS account; pass Session(default_bucket=...)."
-                if code == "BucketAlreadyExists"
-                else ""
-            )
-            raise TransferError(
-                f"Could not create the default bucket s3://{name} in {region}: {exc}.{hint}"
-            ) from exc
-        except botocore.exceptions.BotoCoreError as exc:
-            raise TransferError(f"Could not create the default bucket s3://{name}: {exc}") from exc
-        logger.info("Created S3 bucket %s in %s", name, region)
+        transfer.ensure_bucket(self.s3_client, name, self.boto_region_name, expected_owner)
 
     def _expected_owner(self, bucket: str) -> str | None:
         """Account id to send as ExpectedBucketOwner when ``bucket`` is the generated default.
@@ -360,7 +254,7 @@ class Session:
         """Expand an IAM role name into its ARN; a value containing ``/`` is returned as is."""
         if "/" in role:
             return role
-        import botocore.exceptions
+        import botocore.exceptions  # heavy: imported on first AWS use only
 
         try:
             return str(self._new_client("iam").get_role(RoleName=role)["Role"]["Arn"])
@@ -381,7 +275,7 @@ class Session:
         STS GetCallerIdentity, with an assumed-role ARN turned into its role's ARN
         (``arn:aws:iam::<account>:role/<path><name>``).
         """
-        import botocore.exceptions
+        import botocore.exceptions  # heavy: imported on first AWS use only
 
         try:
             metadata = _notebook_metadata()
@@ -418,17 +312,7 @@ class Session:
     # -- small helpers ------------------------------------------------------------
     def object_exists(self, bucket: str, key: str) -> bool:
         """True if ``s3://bucket/key`` exists (``HeadObject``); False on 404."""
-        import botocore.exceptions
-
-        try:
-            self.s3_client.head_object(Bucket=bucket, Key=key)
-        except botocore.exceptions.ClientError as exc:
-            if _error_code(exc) in _NOT_FOUND_CODES:
-                return False
-            raise TransferError(f"Could not check s3://{bucket}/{key}: {exc}") from exc
-        except botocore.exceptions.BotoCoreError as exc:
-            raise TransferError(f"Could not check s3://{bucket}/{key}: {exc}") from exc
-        return True
+        return transfer.object_exists(self.s3_client, bucket, key)
 
     def upload_bytes(
         self,
@@ -439,13 +323,15 @@ class Session:
     ) -> str:
         """Upload ``data`` to ``s3://bucket/key`` with one ``PutObject``; return the URI."""
         self._check_bucket(bucket)
-        extra = self._put_args(self._check_extra_args(extra_args, upload=True), bucket)
-        uri = f"s3://{bucket}/{key}"
-        try:
-            self.s3_client.put_object(Bucket=bucket, Key=key, Body=data, **extra)
-        except _transfer_exceptions() as exc:
-            raise TransferError(f"Upload of {len(data)} bytes to {uri} failed: {exc}") from exc
-        return uri
+        extra = transfer.check_extra_args(extra_args, upload=True)
+        return transfer.upload_bytes(
+            self.s3_client,
+            data,
+            bucket,
+            key,
+            extra_args=extra,
+            expected_owner=self._expected_owner(bucket),
+        )
 
     def upload_file(
         self,
@@ -465,8 +351,17 @@ class Session:
                 "path", local, "an existing local file", reason="No file exists at that path"
             )
         size = os.path.getsize(local)
-        extra = self._check_extra_args(extra_args, upload=True)
-        self._upload_files(bucket, [(local, key, size)], extra, 1, progress, callback)
+        extra = transfer.check_extra_args(extra_args, upload=True)
+        transfer.upload_files(
+            self.s3_client,
+            bucket,
+            [(local, key, size)],
+            limits=self._limits(1),
+            extra_args=extra,
+            expected_owner=self._expected_owner(bucket),
+            progress=progress,
+            callback=callback,
+        )
         return f"s3://{bucket}/{key}"
 
     # -- bulk transfers -------------------------------------------------------------
@@ -518,8 +413,8 @@ class Session:
                 "an existing local file or directory",
                 reason="Nothing exists at that path",
             )
-        extra = self._check_extra_args(extra_args, upload=True)
-        workers = self._resolve_workers(max_workers)
+        extra = transfer.check_extra_args(extra_args, upload=True)
+        workers = transfer.resolve_workers(max_workers)
         if bucket:
             self._check_bucket(bucket)
             prefix = key_prefix
@@ -529,14 +424,23 @@ class Session:
         prefix = _normalise_prefix(prefix)
 
         if os.path.isdir(local):
-            files = _walk_files(local, prefix)
+            files = transfer.walk_files(local, prefix)
             uri = f"s3://{bucket}/{prefix}"
         else:
             key = s3_join(prefix, os.path.basename(local))
             files = [(local, key, os.path.getsize(local))]
             uri = f"s3://{bucket}/{key}"
 
-        self._upload_files(bucket, files, extra, workers, progress, callback)
+        transfer.upload_files(
+            self.s3_client,
+            bucket,
+            files,
+            limits=self._limits(workers),
+            extra_args=extra,
+            expected_owner=self._expected_owner(bucket),
+            progress=progress,
+            callback=callback,
+        )
         return uri
 
     def download_data(
@@ -568,64 +472,20 @@ class Session:
         """
         local_root = os.fspath(path)
         self._check_bucket(bucket)
-        extra = self._check_extra_args(extra_args, upload=False)
-        workers = self._resolve_workers(max_workers)
-        owner = self._expected_owner(bucket)
-        if owner:
-            extra.setdefault("ExpectedBucketOwner", owner)
-        prefix_uri = f"s3://{bucket}/{key_prefix}"
+        extra = transfer.check_extra_args(extra_args, upload=False)
+        workers = transfer.resolve_workers(max_workers)
+        return transfer.download_prefix(
+            self.s3_client,
+            bucket,
+            key_prefix,
+            local_root,
+            limits=self._limits(workers),
+            extra_args=extra,
+            expected_owner=self._expected_owner(bucket),
+            progress=progress,
+        )
 
-        objects = self._list_objects(bucket, key_prefix, owner, prefix_uri)
-        if not objects:
-            logger.info("Nothing to download under %s", prefix_uri)
-            return []
-
-        keep_basename_only = bool(posixpath.splitext(key_prefix)[1])
-        root_real = os.path.realpath(local_root)
-        directories: list[str] = []
-        plan: list[tuple[str, str, int]] = []  # (key, destination, size)
-        for key, size in objects:
-            is_dir_marker = key.endswith("/") and size == 0
-            if keep_basename_only and not is_dir_marker:
-                rel = posixpath.basename(key)
-            else:
-                rel = posixpath.relpath("/" + key, "/" + key_prefix) if key_prefix else key
-                if rel in ("", ".") and not is_dir_marker:
-                    rel = posixpath.basename(key.rstrip("/"))
-            parts = [p for p in rel.split("/") if p]
-            destination = os.path.join(local_root, *parts) if parts else local_root
-            dest_real = os.path.realpath(destination)
-            if dest_real != root_real and not dest_real.startswith(root_real + os.sep):
-                raise TransferError(
-                    f"Refusing to download s3://{bucket}/{key}: it would be written to "
-                    f"{dest_real!r}, outside path={local_root!r}. Nothing was downloaded."
-                )
-            if is_dir_marker:
-                directories.append(destination)
-            else:
-                plan.append((key, destination, size))
-
-        for parent in sorted({*directories, *(os.path.dirname(dest) for _, dest, _ in plan)}):
-            try:
-                os.makedirs(parent, exist_ok=True)
-            except OSError as exc:
-                raise TransferError(f"Cannot create directory {parent!r}: {exc}") from exc
-
-        self._download_files(bucket, plan, extra, workers, progress)
-        return [dest for _, dest, _ in plan]
-
-    # -- transfer machinery ---------------------------------------------------------
-    def _resolve_workers(self, max_workers: int | None) -> int:
-        if max_workers is None:
-            return DEFAULT_MAX_WORKERS
-        if isinstance(max_workers, bool) or not isinstance(max_workers, int) or max_workers < 1:
-            raise ConfigurationError.invalid(
-                "max_workers", max_workers, f"a positive integer (at most {MAX_WORKERS})"
-            )
-        if max_workers > MAX_WORKERS:
-            logger.debug("max_workers=%d capped at %d", max_workers, MAX_WORKERS)
-        return min(max_workers, MAX_WORKERS)
-
+    # -- argument checks -----------------------------------------------------------
     @staticmethod
     def _check_bucket(bucket: str) -> None:
         if not isinstance(bucket, str) or not is_valid_bucket_name(bucket):
@@ -634,313 +494,19 @@ class Session:
             )
 
     @staticmethod
-    def _check_extra_args(extra_args: Mapping[str, Any] | None, *, upload: bool) -> dict[str, Any]:
-        if extra_args is None:
-            return {}
-        from boto3.s3.transfer import S3Transfer
-
-        allowed = S3Transfer.ALLOWED_UPLOAD_ARGS if upload else S3Transfer.ALLOWED_DOWNLOAD_ARGS
-        if not isinstance(extra_args, Mapping):
-            raise InputError.invalid(
-                "extra_args", extra_args, f"a dict with keys among {sorted(allowed)}"
-            )
-        unknown = sorted(set(extra_args) - set(allowed))
-        if unknown:
-            raise InputError.invalid(
-                "extra_args",
-                dict(extra_args),
-                f"keys among {sorted(allowed)}",
-                reason=f"Unknown key(s) {unknown}",
-            )
-        return dict(extra_args)
-
-    def _put_args(self, extra: dict[str, Any], bucket: str) -> dict[str, Any]:
-        """ExtraArgs narrowed to what PutObject takes, plus the default-bucket owner check."""
-        members = self.s3_client.meta.service_model.operation_model("PutObject").input_shape.members
-        args = {k: v for k, v in extra.items() if k in members}
-        owner = self._expected_owner(bucket)
-        if owner:
-            args.setdefault("ExpectedBucketOwner", owner)
-        return args
-
-    def _transfer_config(self, max_concurrency: int = LARGE_FILE_CONCURRENCY) -> Any:
-        from boto3.s3.transfer import TransferConfig
-
-        return TransferConfig(
+    def _limits(workers: int) -> transfer.Limits:
+        """This session's transfer limits; the multipart settings are read from this module now."""
+        return transfer.Limits(
+            workers=workers,
             multipart_threshold=MULTIPART_THRESHOLD,
             multipart_chunksize=MULTIPART_CHUNKSIZE,
-            max_concurrency=max_concurrency,
-            use_threads=True,
+            large_file_concurrency=LARGE_FILE_CONCURRENCY,
         )
-
-    def _run(
-        self,
-        small: list[Callable[[], None]],
-        large: list[Callable[[], None]],
-        workers: int,
-    ) -> None:
-        """Run ``small`` jobs on a pool while ``large`` ones run here, one at a time.
-
-        The first failure cancels the jobs not yet started and is re-raised.
-        """
-        if len(small) <= 1 and not large:
-            for job in small:
-                job()
-            return
-        pool = ThreadPoolExecutor(max_workers=workers, thread_name_prefix="launchbay-s3")
-        futures = [pool.submit(job) for job in small]
-        try:
-            for job in large:
-                job()
-            done, _ = wait(futures, return_when=FIRST_EXCEPTION)
-            for future in futures:
-                if future in done and future.exception() is not None:
-                    future.result()
-        except BaseException:
-            pool.shutdown(wait=True, cancel_futures=True)
-            raise
-        pool.shutdown(wait=True)
-
-    def _upload_files(
-        self,
-        bucket: str,
-        files: list[tuple[str, str, int]],
-        extra: dict[str, Any],
-        workers: int,
-        progress: bool | None,
-        callback: Callable[[int], object] | None,
-    ) -> None:
-        client = self.s3_client
-        put_args = self._put_args(extra, bucket)
-        managed_args = dict(extra)
-        owner = self._expected_owner(bucket)
-        if owner:
-            managed_args.setdefault("ExpectedBucketOwner", owner)
-        errors = _transfer_exceptions()
-        total = sum(size for _, _, size in files)
-        logger.info(
-            "Uploading %d file(s), %s, to s3://%s/ with %d workers",
-            len(files),
-            format_bytes(total),
-            bucket,
-            workers,
-        )
-        started = time.monotonic()
-        bar = Progress(
-            "upload",
-            total_bytes=total,
-            total_files=len(files),
-            enabled=progress_enabled(progress),
-            callback=callback,
-        )
-
-        done: list[str] = []
-        failed: list[tuple[str, str, TransferError]] = []
-        lock = threading.Lock()
-
-        def counted(upload: Callable[[], None], local: str, key: str) -> None:
-            try:
-                upload()
-            except TransferError as exc:
-                with lock:
-                    failed.append((local, key, exc))
-                raise
-            with lock:
-                done.append(key)
-
-        def put(local: str, key: str, size: int) -> None:
-            try:
-                with open(local, "rb") as body:
-                    if size <= SMALL_BODY_LIMIT:
-                        client.put_object(Bucket=bucket, Key=key, Body=body.read(), **put_args)
-                    else:
-                        client.put_object(Bucket=bucket, Key=key, Body=body, **put_args)
-            except errors as exc:
-                raise TransferError(
-                    f"Upload of {local!r} to s3://{bucket}/{key} failed: {exc}"
-                ) from exc
-            bar.update(size, 1)
-
-        def managed(local: str, key: str) -> None:
-            try:
-                client.upload_file(
-                    local,
-                    bucket,
-                    key,
-                    ExtraArgs=managed_args or None,
-                    Callback=bar.update,
-                    Config=self._transfer_config(),
-                )
-            except errors as exc:
-                raise TransferError(
-                    f"Upload of {local!r} to s3://{bucket}/{key} failed: {exc}"
-                ) from exc
-            bar.update(0, 1)
-
-        small: list[Callable[[], None]] = []
-        large: list[Callable[[], None]] = []
-        for local, key, size in files:
-            if size >= MULTIPART_THRESHOLD:
-                large.append(lambda a=local, b=key: counted(lambda: managed(a, b), a, b))
-            else:
-                small.append(lambda a=local, b=key, c=size: counted(lambda: put(a, b, c), a, b))
-        try:
-            with bar:
-                self._run(small, large, workers)
-        except TransferError as exc:
-            if len(files) <= 1:
-                raise
-            raise _partial_upload_error(bucket, len(files), done, failed, exc) from exc.__cause__
-        logger.info(
-            "Uploaded %d file(s) to s3://%s/ in %.2fs",
-            len(files),
-            bucket,
-            time.monotonic() - started,
-        )
-
-    def _list_objects(
-        self, bucket: str, key_prefix: str, owner: str | None, prefix_uri: str
-    ) -> list[tuple[str, int]]:
-        request: dict[str, Any] = {"Bucket": bucket, "Prefix": key_prefix}
-        if owner:
-            request["ExpectedBucketOwner"] = owner
-        objects: list[tuple[str, int]] = []
-        try:
-            for page in self.s3_client.get_paginator("list_objects_v2").paginate(**request):
-                for item in page.get("Contents", []):
-                    objects.append((item["Key"], int(item.get("Size", 0))))
-        except _transfer_exceptions() as exc:
-            raise TransferError(f"Listing {prefix_uri} failed: {exc}") from exc
-        return objects
-
-    def _download_files(
-        self,
-        bucket: str,
-        plan: list[tuple[str, str, int]],
-        extra: dict[str, Any],
-        workers: int,
-        progress: bool | None,
-    ) -> None:
-        client = self.s3_client
-        errors = _transfer_exceptions()
-        total = sum(size for _, _, size in plan)
-        logger.info(
-            "Downloading %d file(s), %s, from s3://%s/ with %d workers",
-            len(plan),
-            format_bytes(total),
-            bucket,
-            workers,
-        )
-        bar = Progress(
-            "download",
-            total_bytes=total,
-            total_files=len(plan),
-            enabled=progress_enabled(progress),
-        )
-
-        def get(key: str, destination: str) -> None:
-            tmp = None
-            try:
-                response = client.get_object(Bucket=bucket, Key=key, **extra)
-                fd, tmp = tempfile.mkstemp(
-                    prefix=".launchbay-", suffix=".part", dir=os.path.dirname(destination)
-                )
-                with os.fdopen(fd, "wb") as out:
-                    for chunk in response["Body"].iter_chunks(_READ_CHUNK):
-                        out.write(chunk)
-                        bar.update(len(chunk))
-                os.replace(tmp, destination)
-                tmp = None
-            except errors as exc:
-                raise TransferError(
-                    f"Download of s3://{bucket}/{key} to {destination!r} failed: {exc}"
-                ) from exc
-            finally:
-                if tmp is not None and os.path.exists(tmp):
-                    os.unlink(tmp)
-            bar.update(0, 1)
-
-        def managed(key: str, destination: str) -> None:
-            try:
-                client.download_file(
-                    bucket,
-                    key,
-                    destination,
-                    ExtraArgs=extra or None,
-                    Callback=bar.update,
-                    Config=self._transfer_config(),
-                )
-            except errors as exc:
-                raise TransferError(
-                    f"Download of s3://{bucket}/{key} to {destination!r} failed: {exc}"
-                ) from exc
-            bar.update(0, 1)
-
-        small: list[Callable[[], None]] = []
-        large: list[Callable[[], None]] = []
-        for key, destination, size in plan:
-            if size >= MULTIPART_THRESHOLD:
-                large.append(lambda a=key, b=destination: managed(a, b))
-            else:
-                small.append(lambda a=key, b=destination: get(a, b))
-        with bar:
-            self._run(small, large, workers)
 
 
 def _normalise_prefix(prefix: str | None) -> str:
     """Drop leading, trailing and repeated slashes: ``"/a//b/"`` -> ``"a/b"``."""
     return "/".join(part for part in (prefix or "").split("/") if part)
-
-
-#: Failed files a partial-upload error names.
-_FAILURES_SHOWN = 5
-
-
-def _partial_upload_error(
-    bucket: str,
-    total: int,
-    done: list[str],
-    failed: list[tuple[str, str, TransferError]],
-    first: TransferError,
-) -> TransferError:
-    """``Uploaded N of M file(s) ...``: what went up, what failed (first few), what was not tried."""
-    failed = sorted(failed, key=lambda f: f[1])
-    shown = "; ".join(str(exc) for _, _, exc in failed[:_FAILURES_SHOWN]) or str(first)
-    more = f" (and {len(failed) - _FAILURES_SHOWN} more)" if len(failed) > _FAILURES_SHOWN else ""
-    skipped = total - len(done) - len(failed)
-    not_tried = (
-        f" {skipped} file(s) were not attempted: the upload stops at the first failure."
-        if skipped > 0
-        else ""
-    )
-    return TransferError(
-        f"Uploaded {len(done)} of {total} file(s) to s3://{bucket}/; {len(failed) or 1} "
-        f"failed: {shown}{more}.{not_tried} Files already uploaded stay in S3; fix the cause "
-        "and upload again (existing keys are overwritten)."
-    )
-
-
-def _walk_files(root: str, prefix: str) -> list[tuple[str, str, int]]:
-    """(local path, key, size) for every file under ``root``, in a stable order.
-
-    Like SDK v2 this uses ``os.walk`` without following directory symlinks;
-    symlinks to files are uploaded as the files they point to.
-    """
-    files: list[tuple[str, str, int]] = []
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames.sort()
-        rel_dir = os.path.relpath(dirpath, root)
-        rel_parts = [] if rel_dir == os.curdir else rel_dir.split(os.sep)
-        for name in sorted(filenames):
-            local = os.path.join(dirpath, name)
-            try:
-                size = os.path.getsize(local)
-            except OSError as exc:
-                raise InputError.invalid(
-                    "path", root, "a directory of readable files", reason=f"{local!r}: {exc}"
-                ) from exc
-            files.append((local, s3_join(prefix, *rel_parts, name), size))
-    return files
 
 
 # --------------------------------------------------------------------------- execution role
@@ -963,8 +529,6 @@ class LocalExecutionRole(str):
 
 
 def _notebook_metadata() -> dict[str, Any]:
-    import json
-
     try:
         with open(NOTEBOOK_METADATA_FILE, encoding="utf-8") as f:
             document = json.load(f)

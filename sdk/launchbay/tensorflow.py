@@ -2,10 +2,9 @@
 
 from __future__ import annotations
 
-from collections.abc import Mapping
 from typing import Any
 
-from launchbay.errors import ConfigurationError
+from launchbay import arguments
 from launchbay.estimator import Framework
 
 __all__ = ["TensorFlow"]
@@ -23,27 +22,8 @@ class TensorFlow(Framework):
     _framework_name = "tensorflow"
     _metrics_min_version = (1, 15)
 
-    def __init__(
-        self,
-        py_version: str | None = None,
-        framework_version: str | None = None,
-        model_dir: str | bool | None = None,
-        image_uri: str | None = None,
-        distribution: Mapping[str, Any] | None = None,
-        **kwargs: Any,
-    ) -> None:
-        if model_dir is not None and model_dir is not False and not isinstance(model_dir, str):
-            raise ConfigurationError.invalid(
-                "model_dir", model_dir, "an S3 URI or container path, or False to leave it out"
-            )
-        self.model_dir = model_dir
-        super().__init__(
-            framework_version=framework_version,
-            py_version=py_version,
-            image_uri=image_uri,
-            distribution=distribution,
-            **kwargs,
-        )
+    _owners = (arguments.BASE, arguments.FRAMEWORK, arguments.TENSORFLOW)
+    _positional = ("py_version", "framework_version", "model_dir", "image_uri", "distribution")
 
     def _debugger_allowed(self) -> bool:
         ps = self.distribution_config.parameter_server

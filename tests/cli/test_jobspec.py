@@ -224,5 +224,5 @@ def test_extension_keys_hold_anchors(monkeypatch):
     """
     monkeypatch.setenv("LB_ROLE", ROLE)
     spec = loads(textwrap.dedent(text))
-    estimator = spec.build()
+    estimator = Estimator.from_spec(spec)
     assert estimator.role == ROLE and estimator.instance_type == "local_process"

@@ -1,7 +1,8 @@
 """The training images, against the real Docker engine: what is in them, SSH/MPI between two
-containers, names, input errors, the runtime wheel, the progress display (its own tests are in
-tests/unit/test_display.py), the Dockerfile lint, and pushes to a registry started here (Debian's docker-registry), with and without the
-ECR login through boto3 against the moto server.
+containers, builds (reuse, failing steps), the Dockerfile lint, and pushes to a registry
+started here (Debian's docker-registry), with and without the ECR login through boto3
+against the moto server. What needs no engine is in tests/unit/test_images.py and
+tests/unit/test_images_wheel.py.
 """
 
 from __future__ import annotations
@@ -21,7 +22,6 @@ import time
 import urllib.error
 import urllib.request
 import uuid
-import zipfile
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -29,12 +29,7 @@ from typing import Any
 import pytest
 
 from launchbay import cli, images
-from launchbay.errors import (
-    ConfigurationError,
-    DockerError,
-    LaunchbayError,
-    MissingDependencyError,
-)
+from launchbay.errors import DockerError, LaunchbayError
 from launchbay.images import context, push
 
 ROOT = Path(__file__).resolve().parents[2]
@@ -253,252 +248,6 @@ def test_cli_build_reuses_the_image(docker_client, pytorch_image, base_image, wh
         argv += ["--wheelhouse", wheelhouse]
     assert cli.main(argv) == 0
     assert capsys.readouterr().out.strip() == pytorch_image
-
-
-# --------------------------------------------------------------------------- names
-
-
-@pytest.mark.parametrize(
-    ("framework", "version", "processor", "py"),
-    [
-        ("pytorch", "2.13.0", "cpu", "py311"),
-        ("pytorch", "2.3", "gpu", "py310"),
-        ("tensorflow", "2.16.1", "gpu", "py311"),
-        ("tensorflow", "2.14.0rc1", "cpu", "py312"),
-    ],
-)
-def test_names_round_trip(framework, version, processor, py):
-    name = images.image_name(framework, version, processor, py)
-    assert name == f"launchbay/{framework}-training:{version}-{processor}-{py}"
-    spec = images.parse_image_name(name)
-    assert spec == images.ImageSpec(framework, version, processor, py)
-    assert spec.name == name
-    command = images.build_command(name)
-    assert command.startswith(
-        f"launchbay images build {framework} --framework-version {version} --processor {processor}"
-    )
-    assert ("--py-version" in command) == (py != "py311")
-    # The command parses, and parses back to the same image.
-    args = cli.build_parser().parse_args(command.split()[1:])
-    assert images.image_name(args.framework, args.framework_version, args.processor,
-                             args.py_version) == name  # fmt: skip
-
-
-@pytest.mark.parametrize(
-    ("name", "py"),
-    [
-        ("launchbay/tensorflow-training:1.15.2-cpu-py3", "py37"),
-        ("launchbay/tensorflow-training:2.1-gpu-py2", "py36"),
-        ("launchbay/pytorch-training:1.2.0-cpu-py3", "py36"),
-        ("launchbay/pytorch-training:1.5.0-cpu-py3", "py36"),
-    ],
-)
-def test_old_versions_loose_python_tag_builds_on_an_explicit_python(name, py):
-    """SageMaker's old images say py3/py2; the command picks a Python and keeps the name."""
-    spec = images.parse_image_name(name)
-    assert spec is not None and spec.py_version == name.rsplit("-", 1)[1]
-    command = images.build_command(name)
-    assert command.endswith(f"--py-version {py} --tag {name}")
-    args = cli.build_parser().parse_args(command.split()[1:])
-    assert args.tag == name and args.py_version == py
-    assert images.image_name(
-        args.framework, args.framework_version, args.processor, args.py_version
-    )
-
-
-def test_the_default_name_is_the_estimators():
-    assert (
-        images.image_name("pytorch", "2.13.0", "cpu")
-        == "launchbay/pytorch-training:2.13.0-cpu-py311"
-    )
-    assert images.build_command("launchbay/pytorch-training:2.13.0-cpu-py311") == (
-        "launchbay images build pytorch --framework-version 2.13.0 --processor cpu"
-    )
-
-
-@pytest.mark.parametrize(
-    "name",
-    [
-        "python:3.11-slim",
-        "launchbay/mxnet-training:1.9-cpu-py311",
-        "launchbay/pytorch-training:2.13.0-tpu-py311",
-        "launchbay/pytorch-training:2.13.0-cpu",
-        "launchbay/pytorch-inference:2.13.0-cpu-py311",
-        "123456789012.dkr.ecr.us-west-2.amazonaws.com/launchbay/pytorch-training:2.13.0-cpu-py311",
-        "",
-    ],
-)
-def test_other_names_are_not_ours(name):
-    assert images.parse_image_name(name) is None
-    assert images.build_command(name) is None
-
-
-def test_ecr_hosts():
-    assert images.ecr_registry("123456789012.dkr.ecr.us-west-2.amazonaws.com") == (
-        "123456789012",
-        "us-west-2",
-    )
-    assert images.ecr_registry("123456789012.dkr.ecr-fips.us-east-1.amazonaws.com") == (
-        "123456789012",
-        "us-east-1",
-    )
-    assert images.ecr_registry("123456789012.dkr.ecr.cn-north-1.amazonaws.com.cn") == (
-        "123456789012",
-        "cn-north-1",
-    )
-    for host in ("127.0.0.1:5000", "ghcr.io", "12345.dkr.ecr.us-west-2.amazonaws.com", ""):
-        assert images.ecr_registry(host) is None
-
-
-# --------------------------------------------------------------------------- input errors
-
-
-@pytest.mark.parametrize(
-    ("kwargs", "argument", "accepted"),
-    [
-        ({"framework": "mxnet"}, "framework", "'pytorch' or 'tensorflow'"),
-        ({"processor": "tpu"}, "processor", "'cpu' or 'gpu'"),
-        ({"framework_version": "2.13 .0"}, "framework_version", "2.13.0"),
-        ({"framework_version": ""}, "framework_version", "2.13.0"),
-        ({"py_version": "3.11"}, "py_version", "py311"),
-        ({"wheelhouse": "/no/such/dir"}, "wheelhouse", "existing directory"),
-        ({"ca_bundle": "/no/such/ca.pem"}, "ca_bundle", "PEM"),
-        ({"tag": "Not A Tag"}, "tag", "Docker image reference"),
-        ({"base_image": "  "}, "base_image", "image reference"),
-        ({"build_args": {"1BAD": "x"}}, "build_args", "names of build arguments"),
-        ({"offline": True}, "offline", "wheelhouse"),
-    ],
-)
-def test_build_input_errors(kwargs, argument, accepted, monkeypatch, tmp_path):
-    # Every check happens before the engine is asked anything.
-    _no_engine(monkeypatch, tmp_path)
-    call = {"framework": "pytorch", "framework_version": "2.13.0", "processor": "cpu", **kwargs}
-    with pytest.raises(ConfigurationError) as info:
-        images.build_image(call.pop("framework"), call.pop("framework_version"), **call)
-    message = str(info.value)
-    assert info.value.argument == argument
-    assert argument in message and accepted in message
-
-
-def test_empty_wheelhouse_is_refused(tmp_path, monkeypatch):
-    _no_engine(monkeypatch, tmp_path)
-    (tmp_path / "notes.txt").write_text("no wheels here")
-    with pytest.raises(ConfigurationError, match=r"wheelhouse=.*It holds none"):
-        images.build_image("pytorch", "2.13.0", wheelhouse=tmp_path)
-
-
-def test_name_input_errors():
-    with pytest.raises(ConfigurationError, match=r"framework='jax'.*'pytorch' or 'tensorflow'"):
-        images.image_name("jax", "0.4", "cpu")
-    with pytest.raises(ConfigurationError, match=r"processor='cuda'.*'cpu' or 'gpu'"):
-        images.image_name("pytorch", "2.13.0", "cuda")
-
-
-@pytest.mark.parametrize(
-    ("image", "repository", "argument"),
-    [
-        ("launchbay/x:1", "", "repository"),
-        ("launchbay/x:1", "reg.example/ns/x@sha256:abc", "repository"),
-        ("", "reg.example/ns/x", "image"),
-        ("launchbay/x:1", "reg.example/NS/x", "repository"),
-    ],
-)
-def test_push_input_errors(image, repository, argument, monkeypatch, tmp_path):
-    _no_engine(monkeypatch, tmp_path)
-    with pytest.raises(ConfigurationError) as info:
-        images.push_image(image, repository)
-    assert info.value.argument == argument
-
-
-def _no_engine(monkeypatch: pytest.MonkeyPatch, tmp_path: Path) -> None:
-    """Point DOCKER_HOST at no engine: a call that reached it would raise DockerError instead."""
-    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
-
-
-def test_cli_usage_errors_exit_2(capsys):
-    assert cli.main(["images", "build", "pytorch", "--framework-version", "2.13.0",
-                     "--wheelhouse", "/no/such/dir"]) == 2  # fmt: skip
-    assert "wheelhouse='/no/such/dir'" in capsys.readouterr().err
-    with pytest.raises(SystemExit) as info:
-        cli.main(["images", "build", "mxnet", "--framework-version", "1"])
-    assert info.value.code == 2
-    with pytest.raises(SystemExit) as info:
-        cli.main(["images", "push", "launchbay/x:1"])  # --repository is required
-    assert info.value.code == 2
-
-
-def test_missing_docker_package_names_the_extra(monkeypatch):
-    monkeypatch.setitem(sys.modules, "docker", None)  # `import docker` raises ImportError
-    with pytest.raises(MissingDependencyError, match=r"launchbay\[docker\]"):
-        images.docker_client()
-
-
-def test_unreachable_engine_says_how_to_start_it(tmp_path, monkeypatch):
-    monkeypatch.setenv("DOCKER_HOST", f"unix://{tmp_path}/no-engine.sock")
-    with pytest.raises(DockerError) as info:
-        images.docker_client()
-    message = str(info.value)
-    assert "no-engine.sock" in message and "dockerd" in message and "DOCKER_HOST" in message
-    assert cli.main(["images", "push", "launchbay/x:1", "--repository", "reg.example/x"]) == 1
-
-
-# --------------------------------------------------------------------------- the runtime wheel
-
-
-def test_runtime_wheel_installs_with_the_train_entry_point(tmp_path):
-    wheel = images.build_runtime_wheel(tmp_path / "dist")
-    again = images.build_runtime_wheel(tmp_path / "again")
-    assert wheel.read_bytes() == again.read_bytes()  # deterministic: Docker's cache holds
-    with zipfile.ZipFile(wheel) as zf:
-        names = set(zf.namelist())
-        dist_info = next(n.split("/")[0] for n in names if n.endswith(".dist-info/WHEEL"))
-        entry_points = zf.read(f"{dist_info}/entry_points.txt").decode()
-    assert "launchbay/runtime/train.py" in names
-    assert "launchbay/infra/vpc.yaml" in names  # mapped from infra/ by setup.cfg
-    assert "launchbay/schemas/jobspec.schema.json" in names
-    assert not any("__pycache__" in n or n.endswith(".pyc") for n in names)
-    assert "train = launchbay.runtime.train:main" in entry_points
-
-    venv = tmp_path / "venv"
-    subprocess.run([sys.executable, "-m", "venv", str(venv)], check=True)
-    python = venv / "bin" / "python"
-    subprocess.run(
-        [str(python), "-m", "pip", "install", "--quiet", "--no-deps", "--no-index", str(wheel)],
-        check=True,
-    )
-    assert (venv / "bin" / "train").exists()
-    out = subprocess.run(
-        [str(venv / "bin" / "train"), "--help"], capture_output=True, text=True, check=True
-    )
-    assert "usage: train" in out.stdout
-    # The installed copy is the wheel's, not this checkout's.
-    where = subprocess.run(
-        [str(python), "-c", "import launchbay.runtime.train as t; print(t.__file__)"],
-        capture_output=True,
-        text=True,
-        check=True,
-        cwd=tmp_path,
-        env={k: v for k, v in os.environ.items() if k != "PYTHONPATH"},
-    ).stdout
-    assert str(venv) in where
-
-
-def test_the_context_hash_follows_every_input(tmp_path):
-    big = tmp_path / "torch-0-py3-none-any.whl"
-    big.write_bytes(b"w")
-
-    def digest(dockerfile: bytes = b"FROM x", args: dict | None = None, wheel: Path = big) -> str:
-        files = context._Context()
-        files.add("Dockerfile", dockerfile)
-        files.add(f"wheelhouse/{wheel.name}", wheel)
-        return files.digest(args or {"A": "1"})
-
-    first = digest()
-    assert digest() == first
-    assert digest(dockerfile=b"FROM y") != first
-    assert digest(args={"A": "2"}) != first
-    big.write_bytes(b"changed")
-    assert digest() != first
 
 
 # --------------------------------------------------------------------------- Dockerfiles

@@ -28,3 +28,9 @@ def test_torch_extra_brings_numpy():
 
 def test_test_extra_can_run_notebooks_in_a_kernel():
     assert {"nbclient", "nbformat", "ipykernel"} <= _names(_extra("test"))
+
+
+def test_docker_extra_brings_the_wheel_build_backend():
+    # images.build_runtime_wheel runs pip wheel --no-build-isolation: setuptools must be there.
+    for extra in ("docker", "test"):
+        assert {"docker", "setuptools"} <= _names(_extra(extra))

@@ -47,6 +47,8 @@ ends, in any state, each host's new or changed checkpoint files are saved back
 
 S3 is reached through :class:`launchbay.Session`, created on first use: a job
 whose data is all ``file://`` needs neither boto3 credentials nor a network.
+Every S3 listing, download and upload, and the parallel runner, are
+:mod:`launchbay.transfer`'s, the engine ``Session`` uses too.
 """
 
 from __future__ import annotations
@@ -65,10 +67,14 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from launchbay.display import Progress, progress_enabled
+from launchbay import transfer
+from launchbay._local_limits import check_local_ranks
 from launchbay.errors import ConfigurationError, InputError, TransferError
 from launchbay.runtime._confine import TreeEntry, open_regular, scan_tree
+from launchbay.runtime.contract import checkpoint_config_for, debug_hook_config_for
 from launchbay.s3uri import is_file_uri, is_s3_uri, parse_s3_uri
+from launchbay.session import Session
+from launchbay.transfer import S3Object
 
 __all__ = [
     "JOBS_DIR",
@@ -86,8 +92,6 @@ __all__ = [
 logger = logging.getLogger("launchbay.backends.local")
 
 JOBS_DIR = "jobs"
-_MULTIPART_THRESHOLD = 8 * 1024 * 1024
-_READ_CHUNK = 1024 * 1024
 
 
 # --------------------------------------------------------------------------- paths
@@ -212,8 +216,6 @@ def check_request(request: Mapping[str, Any]) -> None:
 
 def _check_ranks(request: Mapping[str, Any]) -> None:
     """Refuse more hosts x ranks than this machine runs (see :mod:`launchbay._local_limits`)."""
-    from launchbay._local_limits import check_local_ranks
-
     resources = request.get("ResourceConfig") or {}
     groups = resources.get("InstanceGroups") or []
     counts = [g.get("InstanceCount") for g in groups] or [resources.get("InstanceCount") or 1]
@@ -326,113 +328,10 @@ def _write_json_atomic(path: str, obj: Any) -> None:
 # --------------------------------------------------------------------------- S3 helpers
 
 
-def _transfer_errors() -> tuple[type[BaseException], ...]:
-    import botocore.exceptions
-
-    return (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError, OSError)
-
-
-@dataclass(frozen=True)
-class S3Object:
-    """One listed object: where it is and which version (ETag) it has."""
-
-    bucket: str
-    key: str
-    etag: str
-    size: int
-
-    @property
-    def uri(self) -> str:
-        return f"s3://{self.bucket}/{self.key}"
-
-
-def _list_objects(client: Any, bucket: str, prefix: str) -> list[S3Object]:
+def _list_files(client: Any, bucket: str, prefix: str) -> list[S3Object]:
     """Every object under ``s3://bucket/prefix`` (directory markers left out), sorted by key."""
-    found: list[S3Object] = []
-    try:
-        for page in client.get_paginator("list_objects_v2").paginate(Bucket=bucket, Prefix=prefix):
-            for item in page.get("Contents", []):
-                key = item["Key"]
-                if key.endswith("/"):
-                    continue
-                found.append(
-                    S3Object(bucket, key, str(item.get("ETag", "")).strip('"'), int(item["Size"]))
-                )
-    except _transfer_errors() as exc:
-        raise TransferError(f"Listing s3://{bucket}/{prefix} failed: {exc}") from exc
-    return sorted(found, key=lambda o: o.key)
-
-
-def _download(client: Any, obj: S3Object, destination: str, bar: Progress | None = None) -> None:
-    """Download ``obj`` to ``destination`` atomically (temp file in the same dir + rename)."""
-    os.makedirs(os.path.dirname(destination), exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".part-", dir=os.path.dirname(destination))
-    os.close(fd)
-    try:
-        if obj.size >= _MULTIPART_THRESHOLD:
-            from boto3.s3.transfer import TransferConfig
-
-            client.download_file(
-                obj.bucket,
-                obj.key,
-                tmp,
-                Config=TransferConfig(multipart_threshold=_MULTIPART_THRESHOLD),
-                Callback=bar.update if bar is not None else None,
-            )
-        else:
-            response = client.get_object(Bucket=obj.bucket, Key=obj.key)
-            with open(tmp, "wb") as out:
-                for chunk in response["Body"].iter_chunks(_READ_CHUNK):
-                    out.write(chunk)
-                    if bar is not None:
-                        bar.update(len(chunk))
-        os.replace(tmp, destination)
-        if bar is not None:
-            bar.update(0, 1)
-    except _transfer_errors() as exc:
-        raise TransferError(f"Download of {obj.uri} to {destination!r} failed: {exc}") from exc
-    finally:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-
-
-def _parallel(jobs: list[Callable[[], None]], workers: int) -> None:
-    """Run ``jobs`` on up to ``workers`` threads; the first failure is re-raised at the end.
-
-    Plain threads rather than ``concurrent.futures``: executors refuse work once
-    the interpreter is shutting down, and outputs and checkpoints must still be
-    saved when a job is stopped from an ``atexit`` hook. If no thread can be
-    started, the jobs run one after the other here.
-    """
-    pending = list(jobs)
-    errors: list[BaseException] = []
-    lock = threading.Lock()
-
-    def work() -> None:
-        while True:
-            with lock:
-                if not pending or errors:
-                    return
-                job = pending.pop(0)
-            try:
-                job()
-            except BaseException as exc:  # re-raised in the calling thread
-                with lock:
-                    errors.append(exc)
-
-    threads: list[threading.Thread] = []
-    for _ in range(min(workers, len(pending)) if len(pending) > 1 else 0):
-        thread = threading.Thread(target=work, name="launchbay-transfer", daemon=True)
-        try:
-            thread.start()
-        except RuntimeError:  # interpreter shutdown: no new threads
-            break
-        threads.append(thread)
-    work()
-    for thread in threads:
-        thread.join()
-    if errors:
-        raise errors[0]
+    found = transfer.list_objects(client, bucket, prefix)
+    return sorted((o for o in found if not o.key.endswith("/")), key=lambda o: o.key)
 
 
 @contextlib.contextmanager
@@ -441,7 +340,7 @@ def _locked(path: str) -> Iterator[None]:
     os.makedirs(os.path.dirname(path), exist_ok=True)
     with open(path, "a+") as handle:
         try:
-            import fcntl
+            import fcntl  # POSIX only: absent on Windows
         except ImportError:  # pragma: no cover - not POSIX
             yield
             return
@@ -516,18 +415,12 @@ class S3Cache:
             logger.info(
                 "Downloading %d S3 object(s), %d bytes, into %s", len(missing), total, self.root
             )
-            bar = Progress(
-                "download",
-                total_bytes=total,
-                total_files=len(missing),
-                enabled=progress_enabled(None),
+            transfer.download_objects(
+                client,
+                [(obj, os.path.join(self.root, self._object_path(obj))) for obj in missing],
+                limits=transfer.Limits(workers=self.max_workers),
+                progress=None,
             )
-            jobs = []
-            for obj in missing:
-                target = os.path.join(self.root, self._object_path(obj))
-                jobs.append(lambda o=obj, t=target: _download(client, o, t, bar))
-            with bar:
-                _parallel(jobs, self.max_workers)
             with self._lock, _locked(os.path.join(self.root, ".index.lock")):
                 index = self._read_index()
                 for obj in missing:
@@ -610,8 +503,6 @@ class LocalStager:
         """The S3 session (a :class:`launchbay.Session` created on first use)."""
         with self._session_lock:
             if self._session is None:
-                from launchbay.session import Session
-
                 self._session = Session()
             return self._session
 
@@ -653,7 +544,7 @@ class LocalStager:
     def _stage_s3_channel(self, name: str, uri: str, sharded: bool, layout: JobLayout) -> None:
         bucket, prefix = parse_s3_uri(uri, argument=f"inputs[{name!r}]")
         client = self.s3
-        objects = _list_objects(client, bucket, prefix)
+        objects = _list_files(client, bucket, prefix)
         if not objects:
             raise TransferError(
                 f"No S3 objects found under S3 URL {uri!r} given in input data source of "
@@ -672,8 +563,6 @@ class LocalStager:
     @staticmethod
     def checkpoint_dirs(request: Mapping[str, Any], layout: JobLayout) -> list[str]:
         """Each host's checkpoint dir (a shared custom ``LocalPath`` counted once)."""
-        from launchbay.runtime.contract import checkpoint_config_for
-
         dirs: list[str] = []
         for host in layout.hosts:
             config = checkpoint_config_for(request, layout.host_dir(host))
@@ -702,15 +591,17 @@ class LocalStager:
             bucket, prefix = parse_s3_uri(uri, argument="checkpoint_s3_uri")
             prefix = prefix.rstrip("/") + "/" if prefix.strip("/") else ""
             entries = []
-            jobs = []
-            for obj in _list_objects(self.s3, bucket, prefix):
+            plan = []
+            for obj in _list_files(self.s3, bucket, prefix):
                 rel = _relative_key(obj.key, prefix)
                 destination = _confined_destination(dirs[0], rel)
                 if destination is None:
                     continue
                 entries.append(TreeEntry(rel, destination, "file"))
-                jobs.append(lambda o=obj, d=destination: _download(self.s3, o, d))
-            _parallel(jobs, self.max_workers)
+                plan.append((obj, destination))
+            transfer.download_objects(
+                self.s3, plan, limits=transfer.Limits(workers=self.max_workers), progress=False
+            )
             copy_to = dirs[1:]
         manifest: dict[str, dict[str, list[Any]]] = {}
         restored_count = 0
@@ -813,8 +704,6 @@ class LocalStager:
         target = hook.get("S3OutputPath")
         if not target or not (is_file_uri(target) or is_s3_uri(target)):
             return
-        from launchbay.runtime.contract import debug_hook_config_for
-
         dirs = []
         for host in layout.hosts:
             config = debug_hook_config_for(request, layout.host_dir(host))
@@ -830,23 +719,33 @@ class LocalStager:
         kms = (request.get("OutputDataConfig") or {}).get("KmsKeyId")
         return {"ServerSideEncryption": "aws:kms", "SSEKMSKeyId": kms} if kms else {}
 
-    def _upload(self, path: str, uri: str, request: Mapping[str, Any]) -> None:
-        bucket, key = parse_s3_uri(uri, argument="output_path")
-        extra = self._upload_args(request)
-        fd = open_regular(path)  # never through a link swapped in after the scan
-        if fd is None:
-            logger.warning("Not uploading %s to %s: no longer a regular file", path, uri)
-            return
-        try:
-            with os.fdopen(fd, "rb") as body:
-                if os.fstat(body.fileno()).st_size < _MULTIPART_THRESHOLD:
-                    # One PutObject, no transfer manager (whose thread pool refuses work
-                    # while the interpreter shuts down).
-                    self.s3.put_object(Bucket=bucket, Key=key, Body=body.read(), **extra)
-                else:
-                    self.s3.upload_fileobj(body, bucket, key, ExtraArgs=extra or None)
-        except _transfer_errors() as exc:
-            raise TransferError(f"Upload of {path!r} to {uri} failed: {exc}") from exc
+    def _upload(self, files: Sequence[tuple[str, str]], request: Mapping[str, Any]) -> None:
+        """Upload each (local file, ``s3://`` URI), in parallel; the first failure is raised.
+
+        Files are opened without following a link swapped in after the scan
+        (:func:`open_regular`); one that is no longer a regular file is skipped
+        with a warning. Outputs are saved from ``atexit`` hooks too: the runner
+        of :mod:`launchbay.transfer` works there.
+        """
+        by_bucket: dict[str, list[tuple[str, str, int]]] = {}
+        for path, uri in files:
+            bucket, key = parse_s3_uri(uri, argument="output_path")
+            try:
+                size = os.stat(path).st_size
+            except OSError:
+                size = 0  # open_regular refuses it below, with a warning
+            by_bucket.setdefault(bucket, []).append((path, key, size))
+        for bucket, batch in by_bucket.items():
+            transfer.upload_files(
+                self.s3,
+                bucket,
+                batch,
+                limits=transfer.Limits(workers=self.max_workers),
+                extra_args=self._upload_args(request),
+                progress=False,
+                open_file=open_regular,
+                summarize=False,
+            )
 
     def _publish_files(
         self, files: Sequence[TreeEntry], base_uri: str, request: Mapping[str, Any]
@@ -858,33 +757,33 @@ class LocalStager:
         that file (read inside the tree); a link to a directory is skipped with a
         warning, so a loop such as ``latest -> .`` uploads nothing twice.
         """
-        jobs: list[Callable[[], None]] = []
         if is_file_uri(base_uri):
             root = file_uri_path(base_uri)
+            jobs: list[Callable[[], None]] = []
             for entry in files:
                 destination = _safe_join(root, entry.rel)
                 if entry.kind == "link":
                     jobs.append(lambda e=entry, d=destination: _link_atomic(e.link, d))
                 else:
                     jobs.append(lambda e=entry, d=destination: _copy_atomic(e.path, d))
-        else:
-            for entry in files:
-                source = entry.path
-                if entry.kind == "link":
-                    if entry.target_kind != "file":
-                        logger.warning(
-                            "Not uploading %s to %s: a link to %s %r, and S3 has no links",
-                            entry.rel,
-                            base_uri,
-                            "directory" if entry.target_kind == "dir" else "missing file",
-                            entry.link,
-                        )
-                        continue
-                    source = entry.target_path
-                jobs.append(
-                    lambda s=source, r=entry.rel: self._upload(s, _join_uri(base_uri, r), request)
-                )
-        _parallel(jobs, self.max_workers)
+            transfer.run_parallel(jobs, self.max_workers)
+            return
+        uploads: list[tuple[str, str]] = []
+        for entry in files:
+            source = entry.path
+            if entry.kind == "link":
+                if entry.target_kind != "file":
+                    logger.warning(
+                        "Not uploading %s to %s: a link to %s %r, and S3 has no links",
+                        entry.rel,
+                        base_uri,
+                        "directory" if entry.target_kind == "dir" else "missing file",
+                        entry.link,
+                    )
+                    continue
+                source = entry.target_path
+            uploads.append((source, _join_uri(base_uri, entry.rel)))
+        self._upload(uploads, request)
 
     def _publish_archive(
         self,
@@ -911,7 +810,7 @@ class LocalStager:
             os.makedirs(layout.artifacts_dir, exist_ok=True)
             local = os.path.join(layout.artifacts_dir, posixpath.basename(uri))
             _write_tar(files, local)
-            self._upload(local, uri, request)
+            self._upload([(local, uri)], request)
 
     def _publish_bytes(
         self, data: bytes, uri: str, layout: JobLayout, request: Mapping[str, Any]
@@ -923,7 +822,7 @@ class LocalStager:
         if is_file_uri(uri):
             _copy_atomic(local, file_uri_path(uri))
         else:
-            self._upload(local, uri, request)
+            self._upload([(local, uri)], request)
 
 
 def _uncompressed(request: Mapping[str, Any]) -> bool:

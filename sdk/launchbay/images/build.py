@@ -19,10 +19,10 @@ from launchbay.images._engine import _image_labels, docker_client
 from launchbay.images._live import _BuildDisplay, display_for
 from launchbay.images.context import (
     _build_args_for,
-    _Context,
     _dockerfile,
     _resolve_ca_bundle,
     _wheelhouse_files,
+    build_context,
 )
 from launchbay.images.names import (
     DEFAULT_PY_VERSION,
@@ -121,18 +121,8 @@ def build_image(
     out = sys.stderr if stream is None else stream
 
     with tempfile.TemporaryDirectory(prefix="launchbay-build-") as tmp:
-        context = _Context()
-        context.add("Dockerfile", dockerfile.read_bytes())
         wheel = build_runtime_wheel(Path(tmp) / "wheel")
-        context.add(f"launchbay/{wheel.name}", wheel.read_bytes())
-        context.add(
-            "ca/README", b"An optional CA bundle (ca-bundle.crt) pip uses during the build.\n"
-        )
-        if ca is not None:
-            context.add("ca/ca-bundle.crt", ca.read_bytes())
-        context.add("wheelhouse/README", b"Optional wheels pip prefers to the index.\n")
-        for path in wheels:
-            context.add(f"wheelhouse/{path.name}", path)
+        context = build_context(dockerfile, wheel, ca, wheels)
         digest = context.digest(args)
         labels = {
             LABEL_PREFIX + "framework": framework,

@@ -10,7 +10,7 @@ import json
 import os
 import re
 import tarfile
-from collections.abc import Mapping
+from collections.abc import Iterable, Mapping
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import IO
@@ -18,7 +18,7 @@ from typing import IO
 import launchbay
 from launchbay.errors import ConfigurationError
 
-__all__ = ["containers_dir"]
+__all__ = ["containers_dir", "build_context"]
 
 
 def containers_dir() -> Path:
@@ -91,6 +91,27 @@ class _Context:
                     info.size = source.stat().st_size
                     with open(source, "rb") as f:
                         tar.addfile(info, f)
+
+
+def build_context(
+    dockerfile: Path, wheel: Path, ca_bundle: Path | None = None, wheelhouse: Iterable[Path] = ()
+) -> _Context:
+    """The context of a build: the Dockerfile, the launchbay wheel, ``ca/`` and ``wheelhouse/``.
+
+    Its :meth:`_Context.digest` with the build arguments is the image's content hash
+    (``--reuse``): it changes when any of these files or arguments changes, and only then,
+    because the wheel's bytes depend only on its sources (:mod:`launchbay.images.wheel`).
+    """
+    context = _Context()
+    context.add("Dockerfile", dockerfile.read_bytes())
+    context.add(f"launchbay/{wheel.name}", wheel.read_bytes())
+    context.add("ca/README", b"An optional CA bundle (ca-bundle.crt) pip uses during the build.\n")
+    if ca_bundle is not None:
+        context.add("ca/ca-bundle.crt", ca_bundle.read_bytes())
+    context.add("wheelhouse/README", b"Optional wheels pip prefers to the index.\n")
+    for path in wheelhouse:
+        context.add(f"wheelhouse/{path.name}", path)
+    return context
 
 
 def _wheelhouse_files(wheelhouse: str | os.PathLike[str]) -> list[Path]:

@@ -57,7 +57,7 @@ def ecr_auth_config(host: str, session: Any = None) -> dict[str, str]:
     account, region = registry
     boto_session = getattr(session, "boto_session", session)
     if boto_session is None:
-        try:
+        try:  # boto3 is heavy and optional (the aws extra): imported only to log in to ECR
             import boto3
         except ImportError as exc:
             raise MissingDependencyError.for_module("boto3", "aws", "Logging in to ECR") from exc
