@@ -91,7 +91,7 @@ def environment(stream: TextIO | None = None) -> str:
     stream = sys.stderr if stream is None else stream
     if _isatty(stream) and os.environ.get("TERM", "").lower() not in ("dumb", "unknown"):
         return "terminal"
-    if stream in (sys.stdout, sys.stderr, sys.__stdout__, sys.__stderr__) and in_notebook():
+    if stream in (sys.stdout, sys.stderr) and in_notebook():
         return "notebook"
     return "plain"
 
