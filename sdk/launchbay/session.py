@@ -36,7 +36,7 @@ from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
 from launchbay import transfer
-from launchbay._progress import format_bytes as format_bytes  # re-exported: bar sizes
+from launchbay.display import format_bytes as format_bytes  # re-exported: bar sizes
 from launchbay.errors import ConfigurationError, InputError
 from launchbay.s3uri import is_valid_bucket_name, s3_join
 from launchbay.transfer import (

@@ -10,7 +10,7 @@ Everything that moves bytes between this machine and S3 goes through here:
 * the translation of botocore and boto3 errors into
   :class:`~launchbay.errors.TransferError`, whose message names the file, the
   S3 URI and the original error (kept as ``__cause__``);
-* the **progress** bar of a batch (``_progress.Progress``: bytes and files).
+* the **progress** bar of a batch (``launchbay.display.Progress``: bytes and files).
 
 Where things go is the callers' business: :class:`~launchbay.session.Session`
 resolves buckets and key prefixes (SDK v2's arguments); the local backends
@@ -48,7 +48,7 @@ from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
-from launchbay._progress import Progress, format_bytes, progress_enabled
+from launchbay.display import Progress, format_bytes, progress_enabled
 from launchbay.errors import ConfigurationError, InputError, MissingDependencyError, TransferError
 from launchbay.s3uri import s3_join
 

@@ -252,26 +252,24 @@ def _first_failure(events: list[dict[str, Any]], stack_name: str) -> dict[str, A
 class _Events:
     """Prints a stack's new events while CloudFormation works.
 
-    On a terminal a status line (state and seconds waited) is redrawn between
-    events; elsewhere each event is one plain line. Every event is also logged
-    at DEBUG on ``launchbay.vpc``.
+    Through :class:`launchbay.display.Display`: in a terminal or a notebook a status
+    line (state and seconds waited) is redrawn below the events and erased at the
+    end; elsewhere (when forced on) each event is one plain line. Every event is
+    also logged at DEBUG on ``launchbay.vpc``.
     """
 
     def __init__(self, stack: _Stack, progress: bool | TextIO | None) -> None:
-        from launchbay._progress import progress_enabled
+        from launchbay.display import Display, progress_enabled
 
         self.stack = stack
-        self.stream: TextIO = sys.stderr
+        stream: TextIO = sys.stderr
         if progress is not None and not isinstance(progress, bool):
-            self.stream, progress = progress, True
-        self.enabled = progress_enabled(progress, self.stream)
-        try:
-            self.tty = self.enabled and self.stream.isatty()
-        except (AttributeError, ValueError):
-            self.tty = False
+            stream, progress = progress, True
+        enabled = progress_enabled(progress, stream)
+        self.display = Display(stream, None if enabled else "quiet", transient=True)
+        self.enabled = enabled
         self.seen: set[str] = set()
         self.started = time.monotonic()
-        self._status_shown = False
 
     def prime(self, stack_id: str | None) -> None:
         """Mark the events that exist now as seen (only new ones are printed)."""
@@ -279,7 +277,7 @@ class _Events:
             self.seen.update(e["EventId"] for e in self.stack.events(stack_id))
 
     def poll(self, stack_id: str, status: str = "") -> None:
-        """Print the events not seen yet, then (on a terminal) the status line."""
+        """Print the events not seen yet, then (when live) the status line."""
         try:
             events = self.stack.events(stack_id)
         except ProvisioningError as exc:  # progress must never break the wait
@@ -291,23 +289,13 @@ class _Events:
             self.seen.add(event["EventId"])
             line = _event_line(event)
             logger.debug("%s", line)
-            if self.enabled:
-                self._clear_status()
-                print(line, file=self.stream, flush=True)
-        if self.tty and status:
+            self.display.print(line)
+        if status:
             elapsed = time.monotonic() - self.started
-            self.stream.write(f"\r\033[K  {self.stack.name}: {status} ({elapsed:.0f} s)")
-            self.stream.flush()
-            self._status_shown = True
+            self.display.update(f"  {self.stack.name}: {status} ({elapsed:.0f} s)")
 
     def close(self) -> None:
-        self._clear_status()
-
-    def _clear_status(self) -> None:
-        if self._status_shown:
-            self.stream.write("\r\033[K")
-            self.stream.flush()
-            self._status_shown = False
+        self.display.close()
 
 
 def _event_line(event: Mapping[str, Any]) -> str:

@@ -724,10 +724,10 @@ def test_terminal_output_has_a_live_status_line_and_coloured_hosts(session):
         )  # fmt: skip
         make_backend(session, fake, out).wait(name)
     text = out.getvalue()
-    assert f"\r{name} | InProgress | Starting: Preparing the instances for training" in text
-    assert "\r\x1b[K" in text  # the live line is cleared before log lines
+    assert f"{name} | InProgress | Starting: Preparing the instances for training" in text
+    assert "\r\x1b[2K" in text  # the live line is cleared before log lines
     assert "\x1b[36malgo-1\x1b[0m | hello" in text and "\x1b[33malgo-2\x1b[0m | hello" in text
-    last_status = text.rsplit("\r", 1)[1]
+    last_status = ANSI.sub("", text).rsplit("\r", 1)[1]
     assert last_status.startswith(f"{name} | Completed | Completed: Training job completed")
     assert "Managed Spot savings 60.0%" in text
     # outside the live line, each line is whole: a status never splits a log line
@@ -755,14 +755,14 @@ def test_a_pseudo_terminal_gets_the_live_line(session):
     finally:
         os.close(master)
     text = b"".join(chunks).decode()
-    assert f"\r{name} | InProgress | Training" in text
-    assert f"\r\x1b[K\r{name} | Completed | Completed" in text
+    assert f"{name} | InProgress | Training" in text
+    assert f"\r\x1b[2K{name} | Completed | Completed" in text  # redrawn in place
 
 
 def test_in_a_notebook_the_status_is_a_display_not_carriage_returns(monkeypatch, capsys):
     """Jupyter keeps every "\\r" in a saved output, so there the status is a display updated
     in place (tests/integration/test_notebook_output.py runs it in a real kernel)."""
-    monkeypatch.setattr("launchbay._logs._in_notebook", lambda: True)
+    monkeypatch.setattr("launchbay.display.in_notebook", lambda: True)
     printer = LogPrinter(["algo-1"])  # sys.stdout of a Jupyter kernel is no TTY
     assert printer.live and printer.colour and not printer.terminal
     printer.status("job | InProgress | Training")

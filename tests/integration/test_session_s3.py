@@ -246,13 +246,14 @@ def test_progress_forced_on_reports_bytes_and_files(
     total = sum(p.stat().st_size for p in (tmp_path / "src").rglob("*") if p.is_file())
     session.upload_data(tmp_path / "src", progress=True)
     err = capsys.readouterr().err
-    final = err.rstrip("\n").split("\r")[-1]
+    assert "\r" not in err and "\x1b" not in err  # not a terminal: plain lines
+    final = err.rstrip("\n").split("\n")[-1]
     assert final.startswith("upload [########################] 100.0%")
     assert "6/6 files" in final
     assert f"{session_module.format_bytes(total)}/{session_module.format_bytes(total)}" in final
 
     session.download_data(tmp_path / "out", DEFAULT_BUCKET, "data", progress=True)
-    final = capsys.readouterr().err.rstrip("\n").split("\r")[-1]
+    final = capsys.readouterr().err.rstrip("\n").split("\n")[-1]
     assert final.startswith("download [") and "6/6 files" in final
 
 

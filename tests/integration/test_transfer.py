@@ -250,7 +250,9 @@ def test_download_progress_counts_bytes_and_files(
 ) -> None:
     put_many(s3, "pg/", 5, size=1000)
     transfer.download_prefix(s3, BUCKET, "pg/", str(tmp_path / "out"), progress=True)
-    final = capsys.readouterr().err.rstrip("\n").split("\r")[-1]
+    err = capsys.readouterr().err
+    assert "\r" not in err and "\x1b" not in err  # not a terminal: plain lines
+    final = err.rstrip("\n").split("\n")[-1]
     assert final.startswith("download [########################] 100.0%")
     assert "5/5 files" in final
     transfer.download_prefix(s3, BUCKET, "pg/", str(tmp_path / "out2"))  # auto: not a TTY

@@ -9,6 +9,7 @@ launchbay's code.
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -267,3 +268,38 @@ def test_vpc_command_up_show_down(aws):
     assert bad.returncode == 2 and "cidr" in bad.stderr
     assert run("vpc", "up", "--timeout", "0").returncode == 2
     assert run("vpc").returncode == 2
+
+
+STUCK_TEMPLATE = """
+Resources:
+  Vpc: {Type: AWS::EC2::VPC, Properties: {CidrBlock: 10.8.0.0/16}}
+  A: {Type: AWS::EC2::Subnet, Properties: {VpcId: !Ref Vpc, CidrBlock: 10.8.0.0/24}}
+  B: {Type: AWS::EC2::Subnet, Properties: {VpcId: !Ref Vpc, CidrBlock: 10.8.0.0/24}}
+"""
+
+
+class Terminal(io.StringIO):
+    def isatty(self) -> bool:
+        return True
+
+
+@pytest.mark.parametrize("stream", [Terminal, io.StringIO])
+def test_stack_events_drawn_on_a_terminal_and_in_a_log(aws, tmp_path, stream):
+    """moto leaves this stack CREATE_IN_PROGRESS, so the wait shows its status for a second."""
+    template = tmp_path / "stuck.yaml"
+    template.write_text(STUCK_TEMPLATE)
+    with pytest.raises(ProvisioningError, match="conflicts with another subnet"):
+        vpc.provision("stuck", REGION, template=template, progress=False)
+    out = stream()
+    with pytest.raises(ProvisioningError, match="still CREATE_IN_PROGRESS"):
+        vpc.provision(
+            "stuck", REGION, template=template, timeout=1, poll_interval=0.2, progress=out
+        )
+    text = out.getvalue()
+    assert "stuck                          CREATE_IN_PROGRESS   AWS::CloudFormation::Stack" in text
+    if stream is Terminal:  # a status line redrawn in place, erased at the end
+        assert "  stuck: CREATE_IN_PROGRESS (" in text and "\r\x1b[2K" in text
+        assert "\x1b[1A\x1b[2K" in text and text.endswith("\n\r\x1b[1A\x1b[2K")
+    else:  # forced on in a log: no status line, no control character
+        assert "CREATE_IN_PROGRESS (" not in text
+        assert "\r" not in text and "\x1b" not in text

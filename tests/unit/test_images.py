@@ -1,21 +1,20 @@
 """launchbay.images without the Docker engine: names, input errors (every check happens
-before the engine is asked anything), the context hash, and the build progress display.
-The tests against the engine are in tests/docker/test_images.py.
+before the engine is asked anything) and the context hash. The tests against the engine are
+in tests/docker/test_images.py; the build and push displays are tested with every other
+display in tests/unit/test_display.py.
 """
 
 from __future__ import annotations
 
-import io
 import re
 import sys
-import time
 from pathlib import Path
 
 import pytest
 
 from launchbay import cli, images
 from launchbay.errors import ConfigurationError, DockerError, MissingDependencyError
-from launchbay.images import _live, base, context, push
+from launchbay.images import base, context, push
 
 # --------------------------------------------------------------------------- names
 
@@ -223,55 +222,6 @@ def test_the_context_hash_follows_every_input(tmp_path):
     assert digest(args={"A": "2"}) != first
     big.write_bytes(b"changed")
     assert digest() != first
-
-
-# --------------------------------------------------------------------------- progress display
-
-
-BUILD_STREAM = [
-    "Step 1/3 : FROM base\n",
-    " ---> 1234\n",
-    "Step 2/3 : RUN pip install torch\n",
-    " ---> Running in abc\n",
-    "Collecting torch\n",
-    "Installing collected",
-    " packages: torch\n",
-    "Removing intermediate container abc\n",
-    " ---> 5678\n",
-    "Step 3/3 : COPY x /x\n",
-    " ---> Using cache\n",
-    " ---> 9abc\n",
-    "Successfully built 9abc\n",
-]
-
-
-def test_plain_display_prints_steps_and_keeps_the_tail():
-    out = io.StringIO()
-    display = _live._BuildDisplay("plain", out, "t")
-    for chunk in BUILD_STREAM:
-        display.feed(chunk)
-    display.finish()
-    text = out.getvalue()
-    assert "[1/3] FROM base" in text and "[2/3] RUN pip install torch" in text
-    assert "[3/3] COPY x /x\n    cached" in text
-    assert "Collecting torch" not in text  # plain mode prints steps, not their output
-    assert display.last_step == "Step 3/3 : COPY x /x"
-    display2 = _live._BuildDisplay("quiet", io.StringIO(), "t")
-    for chunk in BUILD_STREAM[:7]:
-        display2.feed(chunk)
-    assert list(display2.tail) == ["Collecting torch", "Installing collected packages: torch"]
-
-
-def test_live_display_redraws_one_line():
-    out = io.StringIO()
-    with _live._BuildDisplay("live", out, "t") as display:
-        for chunk in BUILD_STREAM[:5]:
-            display.feed(chunk)
-            time.sleep(0.12)
-    text = out.getvalue()
-    assert "\r\x1b[2K" in text
-    assert "[2/3] RUN pip install torch" in text and "| Collecting torch" in text
-    assert text.count("\n") == 2  # one line per finished step; the live line is redrawn
 
 
 # --------------------------------------------------------------------------- push, base

@@ -1,40 +1,37 @@
-"""The live displays of ``launchbay images``: build steps and push progress on a stream.
+"""What ``launchbay images`` shows while it builds and pushes, drawn through launchbay.display.
 
-``live`` (a terminal) redraws one line in place, ``plain`` (CI logs, Jupyter) prints lines,
-``quiet`` prints nothing.
+:func:`display_for` picks where (:func:`launchbay.display.environment`): a terminal or a
+notebook redraws one live line (the running step, the pushed bytes), a CI log gets plain
+lines (a line per step and a heartbeat, a line per pushed layer), ``progress=False`` nothing.
 """
 
 from __future__ import annotations
 
 import collections
 import re
-import shutil
-import sys
 import threading
 import time
 from collections.abc import Mapping
 from typing import Any, TextIO
 
-from launchbay._progress import _in_notebook
+from launchbay.display import Display
 
 #: Build steps whose output ends in these lines are quoted when they fail.
 ERROR_TAIL_LINES = 25
 
 
-def _isatty(stream: TextIO) -> bool:
-    try:
-        return stream.isatty()
-    except (AttributeError, ValueError):
-        return False
+def display_for(progress: bool | None, stream: TextIO) -> Display:
+    """The display of a build or push: nothing for ``progress=False``, else as the stream is."""
+    return Display(stream, "quiet" if progress is False else None, transient=True)
 
 
 class _BuildDisplay:
-    """Shows a build's progress on ``stream``.
+    """Shows a build's progress on a :class:`~launchbay.display.Display`.
 
-    ``live`` (a terminal): one line redrawn in place (step, elapsed time, latest output
-    line); each finished step stays behind as a line with its time. ``plain`` (CI logs): a
-    line when a step starts, its time when it ends, and a heartbeat with its latest output
-    line every 30 s of a long step. ``quiet``: nothing. In every mode the running step's last
+    Live (a terminal or a notebook): one line redrawn in place (step, elapsed time, latest
+    output line); each finished step stays behind as a line with its time. Plain (CI logs):
+    a line when a step starts, its time when it ends, and a heartbeat with its latest output
+    line every 30 s of a long step. Quiet: nothing. In every case the running step's last
     output lines are kept for the error message. A ticker thread keeps the live line and the
     heartbeat going while a step prints nothing (compiling, downloading).
     """
@@ -43,9 +40,8 @@ class _BuildDisplay:
     REDRAW = 0.1
     STEP_WIDTH = 140
 
-    def __init__(self, mode: str, stream: TextIO, label: str) -> None:
-        self.mode = mode
-        self.stream = stream
+    def __init__(self, display: Display, label: str) -> None:
+        self.display = display
         self.label = label
         self.step = ""
         self.step_started = time.monotonic()
@@ -55,12 +51,19 @@ class _BuildDisplay:
         self._partial = ""
         self._last_draw = 0.0
         self._last_beat = 0.0
-        self._lock = threading.RLock()
+        self._lock = display.lock
         self._stop = threading.Event()
         self._ticker: threading.Thread | None = None
 
+    @property
+    def mode(self) -> str:
+        """``"live"``, ``"plain"`` or ``"quiet"`` (follows the display, which a broken
+        stream turns quiet)."""
+        env = self.display.env
+        return "live" if self.display.live else "plain" if env == "plain" else "quiet"
+
     def __enter__(self) -> _BuildDisplay:
-        if self.mode in ("live", "plain"):
+        if self.mode != "quiet":
             self._ticker = threading.Thread(target=self._tick_loop, daemon=True)
             self._ticker.start()
         return self
@@ -70,6 +73,7 @@ class _BuildDisplay:
         if self._ticker is not None:
             self._ticker.join(timeout=2)
         self.finish()
+        self.display.clear()
 
     # -- input
     def feed(self, text: str) -> None:
@@ -87,7 +91,7 @@ class _BuildDisplay:
             self.tail.clear()
             self._last_beat = self.step_started
             if self.mode == "plain":
-                self._write(self._short(line, self.STEP_WIDTH) + "\n")
+                self.display.print(self._short(line, self.STEP_WIDTH))
             return
         stripped = line.strip()
         if stripped == "---> Using cache":
@@ -112,7 +116,7 @@ class _BuildDisplay:
         elif self.mode == "plain" and self.step and now - self._last_beat >= self.HEARTBEAT:
             self._last_beat = now
             last = self.tail[-1].strip()[:100] if self.tail else "(no output yet)"
-            self._write(f"    ... {now - self.step_started:.0f} s: {last}\n")
+            self.display.print(f"    ... {now - self.step_started:.0f} s: {last}")
 
     def _end_step(self, failed: bool = False) -> None:
         if not self.step:
@@ -123,13 +127,13 @@ class _BuildDisplay:
             note = state if state != "done" else f"{elapsed:.1f} s"
             if failed:
                 note = f"failed after {elapsed:.1f} s"
-            self._write(self._fit(f"{self._short(self.step)}  {note}") + "\n", clear=True)
+            self.display.print(f"{self._short(self.step, self.STEP_WIDTH)}  {note}", cut=True)
         elif self.mode == "plain" and (
             failed
             or elapsed >= 1.0
             or (self.cached and re.search(r" : (RUN|COPY|ADD) ", self.step))
         ):
-            self._write(f"    {state}, {elapsed:.1f} s\n")
+            self.display.print(f"    {state}, {elapsed:.1f} s")
         self.last_step, self.step = self.step, ""
 
     def finish(self, failed: bool = False) -> None:
@@ -152,10 +156,6 @@ class _BuildDisplay:
             text = text[: width - 3] + "..."
         return text
 
-    def _fit(self, text: str) -> str:
-        width = shutil.get_terminal_size((100, 20)).columns - 1
-        return text if len(text) <= width else text[: max(width - 3, 10)] + "..."
-
     def _draw(self) -> None:
         if not self.step:
             return
@@ -164,35 +164,14 @@ class _BuildDisplay:
         line = f"{self._short(self.step)}  {elapsed:.0f}s"
         if last:
             line = f"{self._short(self.step, 60)}  {elapsed:.0f}s  | {last}"
-        self._write(self._fit(line), clear=True)
-
-    def _write(self, text: str, clear: bool = False) -> None:
-        if self.mode == "quiet":
-            return
-        try:
-            if clear and self.mode == "live":
-                self.stream.write("\r\x1b[2K")
-            self.stream.write(text)
-            self.stream.flush()
-        except (OSError, ValueError):  # a closed stream must not fail the build
-            self.mode = "quiet"
-
-
-def _display_mode(progress: bool | None, stream: TextIO) -> str:
-    if progress is False:
-        return "quiet"
-    if _in_notebook() and stream in (sys.stdout, sys.stderr):
-        return "plain"  # Jupyter keeps every "\r" redraw in the saved output
-    if progress is True:
-        return "live"
-    return "live" if _isatty(stream) else "plain"
+        self.display.update(line)  # cut to the terminal's width by the display
 
 
 class _PushDisplay:
     """Push progress: bytes of all layers on one live line, or a line per finished layer."""
 
-    def __init__(self, mode: str, stream: TextIO, target: str) -> None:
-        self.mode, self.stream, self.target = mode, stream, target
+    def __init__(self, display: Display, target: str) -> None:
+        self.display, self.target = display, target
         self.layers: dict[str, tuple[int, int]] = {}
         self.done: dict[str, str] = {}
         self._last = 0.0
@@ -200,6 +179,7 @@ class _PushDisplay:
     def feed(self, chunk: Mapping[str, Any]) -> None:
         layer, status = chunk.get("id"), str(chunk.get("status") or "")
         detail = chunk.get("progressDetail") or {}
+        plain = self.display.env == "plain"
         if layer and detail.get("total"):
             self.layers[layer] = (int(detail.get("current") or 0), int(detail["total"]))
         if layer and status in ("Pushed", "Layer already exists", "Mounted from"):
@@ -207,29 +187,20 @@ class _PushDisplay:
             if layer in self.layers:
                 total = self.layers[layer][1]
                 self.layers[layer] = (total, total)
-            if self.mode == "plain":
-                self._write(f"  {layer}: {status}\n")
-        elif not layer and status and self.mode == "plain":
-            self._write(f"  {status}\n")
+            if plain:
+                self.display.print(f"  {layer}: {status}")
+        elif not layer and status and plain:
+            self.display.print(f"  {status}")
         now = time.monotonic()
-        if self.mode == "live" and now - self._last > 0.1:
+        if self.display.live and now - self._last > 0.1:
             self._last = now
             current = sum(c for c, _ in self.layers.values())
             total = sum(t for _, t in self.layers.values())
-            self._write(
-                f"\r\x1b[2KPushing {self.target}: {len(self.done)} layers done, "
+            self.display.update(
+                f"Pushing {self.target}: {len(self.done)} layers done, "
                 f"{current / 2**20:.1f}/{total / 2**20:.1f} MiB"
             )
 
     def finish(self) -> None:
-        if self.mode == "live":
-            self._write("\r\x1b[2K")
-
-    def _write(self, text: str) -> None:
-        if self.mode == "quiet":
-            return
-        try:
-            self.stream.write(text)
-            self.stream.flush()
-        except (OSError, ValueError):
-            self.mode = "quiet"
+        """Erase the live line (idempotent)."""
+        self.display.clear()

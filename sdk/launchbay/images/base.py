@@ -21,7 +21,7 @@ from typing import Any, TextIO
 from launchbay._docker import docker_errors
 from launchbay.errors import ConfigurationError, ImageBuildError, MissingDependencyError
 from launchbay.images._engine import _image_labels, docker_client
-from launchbay.images._live import _BuildDisplay, _display_mode
+from launchbay.images._live import _BuildDisplay, display_for
 from launchbay.images.names import LABEL_PREFIX, REPOSITORY_PREFIX, _check_tag
 
 __all__ = ["base_image_name", "build_base_image"]
@@ -142,7 +142,7 @@ def build_base_image(
             "Install it with: apt-get install mmdebstrap"
         )
     out = sys.stderr if stream is None else stream
-    mode = _display_mode(progress, out)
+    shown = display_for(progress, out)
     started = time.monotonic()
     with tempfile.TemporaryDirectory(prefix="launchbay-base-") as tmp:
         rootfs = os.path.join(tmp, "rootfs.tar")
@@ -150,11 +150,9 @@ def build_base_image(
             mmdebstrap, "--variant=minbase", "--include=" + ",".join(_BASE_PACKAGES),
             "--aptopt=Acquire::Check-Valid-Until false", codename, rootfs, *files,
         ]  # fmt: skip
-        if mode != "quiet":
-            out.write(f"Making {name}: {' '.join(argv[:3])} {codename} ... {' '.join(files)}\n")
-            out.flush()
+        shown.print(f"Making {name}: {' '.join(argv[:3])} {codename} ... {' '.join(files)}")
         errors = docker_errors()
-        with _BuildDisplay(mode, out, name) as display:
+        with _BuildDisplay(shown, name) as display:
             display.feed(f"Step 1/2 : mmdebstrap {codename}\n")
             proc = subprocess.Popen(
                 argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace"
@@ -191,7 +189,5 @@ def build_base_image(
                 raise ImageBuildError(f"docker import of {name} failed: {exc}", tag=name) from exc
         if _image_labels(client, name) is None:
             raise ImageBuildError(f"docker import of {name} made no image", tag=name)
-    if mode != "quiet":
-        out.write(f"Made {name} in {time.monotonic() - started:.1f} s\n")
-        out.flush()
+    shown.print(f"Made {name} in {time.monotonic() - started:.1f} s")
     return name

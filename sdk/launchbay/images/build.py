@@ -13,9 +13,10 @@ from pathlib import Path
 from typing import IO, Any, TextIO
 
 from launchbay._docker import docker_errors
+from launchbay.display import Display
 from launchbay.errors import ConfigurationError, ImageBuildError
 from launchbay.images._engine import _image_labels, docker_client
-from launchbay.images._live import _BuildDisplay, _display_mode
+from launchbay.images._live import _BuildDisplay, display_for
 from launchbay.images.context import (
     _build_args_for,
     _dockerfile,
@@ -81,8 +82,8 @@ def build_image(
         build_args: More ``--build-arg``s (override the defaults, e.g. ``INSTALL_EFA="0"``).
         offline: pip installs from the wheelhouse only (``--no-index``).
         nocache: Build without Docker's layer cache.
-        progress: ``None``: a live step line on a terminal, plain lines otherwise (CI);
-            ``True``: the live line; ``False``: silent.
+        progress: ``None`` or ``True``: a live step line in a terminal or a notebook, plain
+            lines elsewhere (CI logs), as :mod:`launchbay.display` decides; ``False``: silent.
         stream: Where the progress goes (default ``sys.stderr``).
         client: A ``docker.DockerClient`` (default: from the environment).
 
@@ -141,7 +142,7 @@ def build_image(
         with tempfile.TemporaryFile(dir=tmp) as tar:
             context.write_tar(tar)
             tar.seek(0)
-            _run_build(client, tar, name, args, labels, nocache, _display_mode(progress, out), out)
+            _run_build(client, tar, name, args, labels, nocache, display_for(progress, out))
     return name
 
 
@@ -152,16 +153,13 @@ def _run_build(
     args: Mapping[str, str],
     labels: Mapping[str, str],
     nocache: bool,
-    mode: str,
-    out: TextIO,
+    shown: Display,
 ) -> None:
     errors = docker_errors()
     started = time.monotonic()
-    if mode != "quiet":
-        out.write(f"Building {name} (FROM {args.get('BASE_IMAGE')})\n")
-        out.flush()
+    shown.print(f"Building {name} (FROM {args.get('BASE_IMAGE')})")
     image_id = None
-    with _BuildDisplay(mode, out, name) as display:
+    with _BuildDisplay(shown, name) as display:
         try:
             chunks = client.api.build(
                 fileobj=tar,
@@ -193,9 +191,7 @@ def _run_build(
             raise _build_error(name, display, str(exc.explanation or exc), args) from exc
     if image_id is None and _image_labels(client, name) is None:
         raise _build_error(name, display, "the engine ended the build without an image", args)
-    if mode != "quiet":
-        out.write(f"Built {name} in {time.monotonic() - started:.1f} s\n")
-        out.flush()
+    shown.print(f"Built {name} in {time.monotonic() - started:.1f} s")
 
 
 def _build_error(

@@ -14,7 +14,7 @@ from typing import Any, TextIO
 from launchbay._docker import docker_errors
 from launchbay.errors import ConfigurationError, ImagePushError, MissingDependencyError
 from launchbay.images._engine import docker_client
-from launchbay.images._live import _display_mode, _PushDisplay
+from launchbay.images._live import _PushDisplay, display_for
 from launchbay.images.names import _check_tag, build_command
 
 __all__ = ["ecr_registry", "ecr_auth_config", "push_image"]
@@ -135,7 +135,7 @@ def push_image(
     client = docker_client(client, feature="Pushing training images")
     errors = docker_errors()
     out = sys.stderr if stream is None else stream
-    mode = _display_mode(progress, out)
+    shown = display_for(progress, out)
 
     auth_config = ecr_auth_config(host, session) if host and ecr_registry(host) else None
     try:
@@ -148,12 +148,8 @@ def push_image(
     except errors.APIError as exc:
         raise ImagePushError(f"Tagging {image} as {target_repo}:{tag} failed: {exc}") from exc
     reference = f"{target_repo}:{tag}"
-    if mode != "quiet":
-        out.write(
-            f"Pushing {reference}" + (" (ECR login through boto3)\n" if auth_config else "\n")
-        )
-        out.flush()
-    display = _PushDisplay(mode, out, reference)
+    shown.print(f"Pushing {reference}" + (" (ECR login through boto3)" if auth_config else ""))
+    display = _PushDisplay(shown, reference)
     started = time.monotonic()
     try:
         for chunk in client.api.push(
@@ -168,7 +164,5 @@ def push_image(
         display.finish()
         raise ImagePushError(f"Pushing {reference} failed: {exc.explanation or exc}") from exc
     display.finish()
-    if mode != "quiet":
-        out.write(f"Pushed {reference} in {time.monotonic() - started:.1f} s\n")
-        out.flush()
+    shown.print(f"Pushed {reference} in {time.monotonic() - started:.1f} s")
     return reference
