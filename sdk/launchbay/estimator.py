@@ -21,11 +21,19 @@ import warnings
 from collections.abc import Mapping
 from typing import Any
 
-from launchbay import _attach, _request, _request_rules, arguments, code, image_uris, jobspec
+from launchbay import (
+    _attach,
+    _request,
+    _request_rules,
+    arguments,
+    backends,
+    code,
+    image_uris,
+    jobspec,
+)
 from launchbay._instances import version_tuple
 from launchbay._local_limits import check_local_ranks
 from launchbay._logs import show_logs
-from launchbay.backends import backend_for
 from launchbay.debugger import DebuggerHookConfig
 from launchbay.distribution import Distribution, parse_distribution
 from launchbay.errors import ConfigurationError
@@ -722,7 +730,7 @@ class EstimatorBase:
         if self.instance_type == LOCAL_PROCESS:
             self._check_installed_framework()
         session = self.sagemaker_session if self.is_local else self.session
-        backend = backend_for(self.instance_type, session)
+        backend = backends.backend_for(self.instance_type, session)
         self._stage(request, bundle, code_uri)
         job = backend.run(request)
         self.latest_training_job = job
