@@ -41,7 +41,6 @@ import os
 import re
 import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
 from typing import Any
 
 from launchbay.debugger import CollectionConfig, DebuggerHookConfig
@@ -108,11 +107,13 @@ UNSUPPORTED_V2_ARGUMENTS = {
 }
 
 
-@dataclass(frozen=True)
 class Context:
     """What a check may depend on besides the value: whether the job runs on this machine."""
 
-    local: bool
+    __slots__ = ("local",)
+
+    def __init__(self, local: bool) -> None:
+        self.local = local
 
 
 # --------------------------------------------------------------------------- kinds
@@ -127,6 +128,8 @@ def _is_int(value: Any) -> bool:
 class Kind:
     """A value rule: the constructor's check and the job spec's JSON Schema (``schema``)."""
 
+    __slots__ = ()
+
     @property
     def schema(self) -> dict[str, Any]:
         return {}
@@ -135,10 +138,13 @@ class Kind:
         return value
 
 
-@dataclass(frozen=True)
 class Int(Kind):
-    minimum: int = 1
-    maximum: int | None = None
+    """An integer from ``minimum`` (to ``maximum``)."""
+
+    __slots__ = ("maximum", "minimum")
+
+    def __init__(self, minimum: int = 1, maximum: int | None = None) -> None:
+        self.minimum, self.maximum = minimum, maximum
 
     @property
     def schema(self) -> dict[str, Any]:
@@ -161,12 +167,13 @@ def positive_int(argument: str, value: Any, *, minimum: int = 1, maximum: int | 
     return value
 
 
-@dataclass(frozen=True)
 class Bool(Kind):
     """True or False; ``unset`` is what None (not given) is stored as."""
 
-    unset: bool | None = False
-    allow_none: bool = True
+    __slots__ = ("allow_none", "unset")
+
+    def __init__(self, unset: bool | None = False, allow_none: bool = True) -> None:
+        self.unset, self.allow_none = unset, allow_none
 
     @property
     def schema(self) -> dict[str, Any]:
@@ -189,13 +196,15 @@ class Bool(Kind):
         return value
 
 
-@dataclass(frozen=True)
 class Str(Kind):
     """A non-empty string (optionally matching ``pattern``)."""
 
-    accepted: str = "a non-empty string"
-    pattern: str | None = None
-    min_length: int = 1
+    __slots__ = ("accepted", "min_length", "pattern")
+
+    def __init__(
+        self, accepted: str = "a non-empty string", pattern: str | None = None, min_length: int = 1
+    ) -> None:
+        self.accepted, self.pattern, self.min_length = accepted, pattern, min_length
 
     @property
     def schema(self) -> dict[str, Any]:
@@ -219,9 +228,13 @@ class Str(Kind):
         return str(value)
 
 
-@dataclass(frozen=True)
 class Enum(Kind):
-    values: tuple[str, ...] = ()
+    """One of ``values``."""
+
+    __slots__ = ("values",)
+
+    def __init__(self, values: tuple[str, ...]) -> None:
+        self.values = tuple(values)
 
     @property
     def schema(self) -> dict[str, Any]:
@@ -233,11 +246,13 @@ class Enum(Kind):
         return value
 
 
-@dataclass(frozen=True)
 class Uri(Kind):
     """An ``s3://`` URI, or a ``file://`` one for jobs on this machine."""
 
-    accepted: str = URI_ACCEPTED
+    __slots__ = ("accepted",)
+
+    def __init__(self, accepted: str = URI_ACCEPTED) -> None:
+        self.accepted = accepted
 
     @property
     def schema(self) -> dict[str, Any]:
@@ -249,11 +264,13 @@ class Uri(Kind):
         return check_uri(value, name, allow_file=ctx.local)
 
 
-@dataclass(frozen=True)
 class Path(Kind):
     """A local path (str or os.PathLike), stored as str."""
 
-    accepted: str = "a path"
+    __slots__ = ("accepted",)
+
+    def __init__(self, accepted: str = "a path") -> None:
+        self.accepted = accepted
 
     @property
     def schema(self) -> dict[str, Any]:
@@ -271,11 +288,13 @@ class Path(Kind):
         return value
 
 
-@dataclass(frozen=True)
 class StrList(Kind):
     """A list of strings (empty strings allowed with ``allow_empty``)."""
 
-    allow_empty: bool = False
+    __slots__ = ("allow_empty",)
+
+    def __init__(self, allow_empty: bool = False) -> None:
+        self.allow_empty = allow_empty
 
     @property
     def schema(self) -> dict[str, Any]:
@@ -302,12 +321,17 @@ def str_list(argument: str, value: Any, *, allow_empty: bool = False) -> list[st
     return list(value)
 
 
-@dataclass(frozen=True)
 class Custom(Kind):
     """A rule written as a function (objects such as DebuggerHookConfig), with its schema."""
 
-    spec: Mapping[str, Any] = field(default_factory=dict)
-    checker: Callable[[str, Any, Context], Any] | None = None
+    __slots__ = ("checker", "spec")
+
+    def __init__(
+        self,
+        spec: Mapping[str, Any] | None = None,
+        checker: Callable[[str, Any, Context], Any] | None = None,
+    ) -> None:
+        self.spec, self.checker = dict(spec or {}), checker
 
     @property
     def schema(self) -> dict[str, Any]:
@@ -539,12 +563,13 @@ def _debugger_from_spec(value: Any) -> Any:
     )
 
 
-@dataclass(frozen=True)
 class SpecContext:
     """Where a spec is written (paths under it are written relative to it) and the estimator."""
 
-    base_dir: str
-    estimator: Any
+    __slots__ = ("base_dir", "estimator")
+
+    def __init__(self, base_dir: str, estimator: Any) -> None:
+        self.base_dir, self.estimator = base_dir, estimator
 
 
 def _is_uri(value: str) -> bool:
@@ -620,7 +645,6 @@ def _debugger_from_description(config: Any) -> Any:
 BASE, FRAMEWORK, ESTIMATOR, TENSORFLOW = "EstimatorBase", "Framework", "Estimator", "TensorFlow"
 
 
-@dataclass(frozen=True)
 class Argument:
     """One estimator argument (see the module docstring).
 
@@ -643,21 +667,51 @@ class Argument:
         example: A valid non-default value (the derived tests use it).
     """
 
-    name: str
-    kind: Kind
-    doc: str
-    default: Any = None
-    owner: str = BASE
-    v1: str | None = None
-    attr: str | None = None
-    request: str | None = None
-    to_request: Callable[[Any], Any] | None = None
-    from_request: Callable[[Any], Any] = _attach_set
-    resolved: bool = False
-    in_spec: bool = True
-    to_spec: Callable[[Any, SpecContext], Any] | None = None
-    from_spec: Callable[[Any], Any] | None = None
-    example: Any = MISSING
+    __slots__ = (
+        "attr",
+        "default",
+        "doc",
+        "example",
+        "from_request",
+        "from_spec",
+        "in_spec",
+        "kind",
+        "name",
+        "owner",
+        "request",
+        "resolved",
+        "to_request",
+        "to_spec",
+        "v1",
+    )
+
+    def __init__(
+        self,
+        name: str,
+        kind: Kind,
+        doc: str,
+        *,
+        default: Any = None,
+        owner: str = BASE,
+        v1: str | None = None,
+        attr: str | None = None,
+        request: str | None = None,
+        to_request: Callable[[Any], Any] | None = None,
+        from_request: Callable[[Any], Any] = _attach_set,
+        resolved: bool = False,
+        in_spec: bool = True,
+        to_spec: Callable[[Any, SpecContext], Any] | None = None,
+        from_spec: Callable[[Any], Any] | None = None,
+        example: Any = MISSING,
+    ) -> None:
+        self.name, self.kind, self.doc, self.default = name, kind, doc, default
+        self.owner, self.v1, self.attr = owner, v1, attr
+        self.request, self.to_request, self.from_request = request, to_request, from_request
+        self.resolved, self.in_spec = resolved, in_spec
+        self.to_spec, self.from_spec, self.example = to_spec, from_spec, example
+
+    def __repr__(self) -> str:
+        return f"Argument({self.name!r})"
 
     @property
     def attribute(self) -> str:
