@@ -59,6 +59,7 @@ from launchbay.backends._localjob import (
 )
 from launchbay.runtime._hostnames import write_hosts_file
 from launchbay.runtime._procs import descendants
+from launchbay.runtime.names import LOCAL_PROCESS
 
 __all__ = ["ProcessBackend", "DEFAULT_GRACE_SECONDS"]
 
@@ -189,6 +190,8 @@ class ProcessBackend(LocalBackend):
     (``session``, ``job_root``, ``grace_seconds``).
     """
 
+    name = "local_process"
+    instance_types = (LOCAL_PROCESS,)
     host_kind = "process group"
 
     def _start_hosts(self, job: LocalJob) -> None:
