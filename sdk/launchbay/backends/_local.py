@@ -65,9 +65,11 @@ from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from launchbay._local_limits import check_local_ranks
 from launchbay._progress import Progress, progress_enabled
 from launchbay.errors import ConfigurationError, InputError, TransferError
 from launchbay.runtime._confine import TreeEntry, open_regular, scan_tree
+from launchbay.runtime.contract import checkpoint_config_for, debug_hook_config_for
 from launchbay.runtime.names import HP, LOCAL_PROCESS
 from launchbay.s3uri import is_file_uri, is_s3_uri, parse_s3_uri
 
@@ -213,8 +215,6 @@ def check_request(request: Mapping[str, Any]) -> None:
 
 def _check_ranks(request: Mapping[str, Any]) -> None:
     """Refuse more hosts x ranks than this machine runs (see :mod:`launchbay._local_limits`)."""
-    from launchbay._local_limits import check_local_ranks
-
     resources = request.get("ResourceConfig") or {}
     groups = resources.get("InstanceGroups") or []
     counts = [g.get("InstanceCount") for g in groups] or [resources.get("InstanceCount") or 1]
@@ -672,8 +672,6 @@ class LocalStager:
     @staticmethod
     def checkpoint_dirs(request: Mapping[str, Any], layout: JobLayout) -> list[str]:
         """Each host's checkpoint dir (a shared custom ``LocalPath`` counted once)."""
-        from launchbay.runtime.contract import checkpoint_config_for
-
         dirs: list[str] = []
         for host in layout.hosts:
             config = checkpoint_config_for(request, layout.host_dir(host))
@@ -813,8 +811,6 @@ class LocalStager:
         target = hook.get("S3OutputPath")
         if not target or not (is_file_uri(target) or is_s3_uri(target)):
             return
-        from launchbay.runtime.contract import debug_hook_config_for
-
         dirs = []
         for host in layout.hosts:
             config = debug_hook_config_for(request, layout.host_dir(host))

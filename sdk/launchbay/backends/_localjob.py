@@ -57,7 +57,9 @@ from launchbay.backends._local import (
 from launchbay.backends.base import Backend, DetachedRun
 from launchbay.errors import JobError, LaunchbayError
 from launchbay.job import LogTail, TrainingJob
+from launchbay.runtime import _records
 from launchbay.runtime._procs import is_alive
+from launchbay.runtime.contract import write_host_config
 from launchbay.runtime.names import (
     COMPLETED,
     FAILED,
@@ -529,8 +531,6 @@ def _still_running(job: LocalJob, hosts: Sequence[str]) -> str:
     waiting for the others (an MPI master, say) and is left out; without any
     record (the hosts never got to their ranks) the running hosts are named.
     """
-    from launchbay.runtime import _records
-
     starts, ends = _records.read_records(os.path.join(job.layout.shared_dir, "ranks"))
     parts = []
     for host in hosts:
@@ -1098,8 +1098,6 @@ class LocalBackend(Backend):
 
     def _prepare(self, job: LocalJob) -> None:
         """Write each host's config files, link the channels, restore the checkpoints."""
-        from launchbay.runtime.contract import write_host_config
-
         for host in job.hosts:
             write_host_config(job.layout.host_dir(host), job.request, host, job.hosts)
         job.stager.stage_channels(job.host_request, job.layout)

@@ -79,6 +79,8 @@ from launchbay.backends._localjob import (
 )
 from launchbay.errors import DockerError, ImageNotFoundError
 from launchbay.runtime._procs import is_alive
+from launchbay.runtime.code import fetch_code
+from launchbay.runtime.contract import write_host_config
 from launchbay.runtime.names import DOCKER_INSTANCE_TYPES, HP, LOCAL_GPU
 from launchbay.s3uri import is_file_uri, is_s3_uri
 
@@ -272,6 +274,7 @@ class DockerBackend(LocalBackend):
             raise DockerError(
                 f"The Docker engine could not look up image {image!r}: {exc}"
             ) from exc
+        # Deferred: the image tooling is large and needed only when the image is missing.
         from launchbay import images
 
         command = images.build_command(image)
@@ -321,9 +324,6 @@ class DockerBackend(LocalBackend):
 
     # -- the job's hosts ----------------------------------------------------------------
     def _prepare(self, job: LocalJob) -> None:
-        from launchbay.runtime.code import fetch_code
-        from launchbay.runtime.contract import write_host_config
-
         request, layout = job.request, job.layout
         job.host_request = _without_local_paths(request)
         seen = copy.deepcopy(request)

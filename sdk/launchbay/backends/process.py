@@ -46,6 +46,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+import launchbay
 from launchbay.backends._local import JobLayout
 from launchbay.backends._localjob import (
     DEFAULT_GRACE_SECONDS,
@@ -90,8 +91,6 @@ def free_port_block(count: int) -> int:
 def _launchbay_path() -> str | None:
     """The directory to put on PYTHONPATH so a fresh interpreter finds this launchbay."""
     import site
-
-    import launchbay
 
     parent = os.path.dirname(os.path.dirname(os.path.abspath(launchbay.__file__)))
     site_dirs = {os.path.abspath(p) for p in site.getsitepackages()}
