@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import json
+import os
 import subprocess
 import sys
 import textwrap
@@ -178,3 +179,27 @@ def test_a_local_job_belongs_to_the_backend_of_its_instance_type(monkeypatch, tm
         for name in ("local_process", "docker")
     }
     assert listed == {"local_process": ["in-process"], "docker": ["in-docker", "in-groups"]}
+
+
+def test_a_runner_file_names_a_live_process_and_never_a_reused_pid(monkeypatch, tmp_path):
+    from launchbay.backends import _detached
+
+    monkeypatch.setenv("LAUNCHBAY_HOME", str(tmp_path))
+    assert _detached.runner_pid("nobody") is None
+    _detached.register("mine")  # this process, with its start time
+    assert _detached.runner_pid("mine") == os.getpid()
+    pid_file = tmp_path / "cli" / "mine.pid"
+    pid, started = pid_file.read_text().split()
+    pid_file.write_text(f"{pid} {int(started) + 1}\n")  # the pid now names another process
+    assert _detached.runner_pid("mine") is None
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    _detached.register("gone", gone.pid)
+    assert _detached.runner_pid("gone") is None
+
+
+def test_a_remote_backend_has_nothing_to_detach():
+    backend = registry.create("sagemaker")
+    assert not backend.runs_in_client
+    with pytest.raises(NotImplementedError, match="sagemaker backend runs jobs outside"):
+        backend.run_detached("job", ["true"])
