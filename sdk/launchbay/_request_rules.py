@@ -37,7 +37,22 @@ from typing import Any
 
 from launchbay.errors import ConfigurationError
 
-__all__ = ["check_request", "check_value", "shape", "ARGUMENTS"]
+__all__ = [
+    "check_request",
+    "check_value",
+    "shape",
+    "ARGUMENTS",
+    "INSTANCE_TYPE_RE",
+    "JOB_NAME_RE",
+]
+
+#: ``TrainingJobName``: the model's pattern (``[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}``),
+#: anchored as the service applies it; written out so that using it reads no JSON
+#: (``tests/unit/test_request_rules.py`` pins it to the model).
+JOB_NAME_RE = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
+#: A SageMaker training instance type. The model has an enum, not a pattern, and
+#: its list lags behind new types, so any ``ml.<family>.<size>`` is accepted here.
+INSTANCE_TYPE_RE = re.compile(r"^ml\.[a-z0-9\-]+\.[a-z0-9]+$")
 
 INT32 = (-(2**31), 2**31 - 1)
 INT64 = (-(2**63), 2**63 - 1)

@@ -9,7 +9,7 @@
     launchbay status JOB [--output text|json]
     launchbay logs JOB [--follow]
     launchbay stop JOB
-    launchbay list [--max N] [--status STATUS] [--backend all|local_process|sagemaker]
+    launchbay list [--max N] [--status STATUS] [--backend all|local_process|docker|sagemaker]
     launchbay vpc up|down|show [--stack NAME] [--region R] [--cidr C]
                                [--interface-endpoints] [--timeout S] [--output text|json]
     launchbay images build pytorch|tensorflow --framework-version X [--processor cpu|gpu]
@@ -29,13 +29,15 @@ Exit codes (what a CI step can rely on):
   SageMaker job only with ``--stop-on-interrupt``.
 
 With ``--output json`` stdout carries exactly one JSON object (job name, status,
-model data, failure reason, timings, instance type) and the job's logs go to
-stderr. Jobs are found by name: local ones under ``$LAUNCHBAY_HOME/jobs`` first,
-then SageMaker's.
+model data, failure reason, timings, instance type, backend) and the job's logs go
+to stderr. Jobs are found by name through the backend registry
+(:mod:`launchbay.backends.registry`): local ones (``local_process`` and Docker)
+under ``$LAUNCHBAY_HOME/jobs`` first, then SageMaker's.
 
 This module is the thin outer layer: argument parsing, printing and exit codes.
-The spec is :mod:`launchbay.jobspec`, the job runs through the estimator and its
-backend.
+The spec is :mod:`launchbay.jobspec`; the job runs through the estimator and its
+backend, and every backend is driven through the same interface
+(:mod:`launchbay.backends.base`), detached local runs included.
 """
 
 from __future__ import annotations
@@ -47,22 +49,24 @@ import json
 import logging
 import os
 import signal
-import subprocess
 import sys
-import time
 import warnings
 from collections.abc import Iterator, Mapping
 from typing import Any, TextIO
 
-from launchbay import __version__
+from launchbay import __version__, images, jobspec, vpc
+from launchbay.backends import registry
+from launchbay.backends.base import Backend
 from launchbay.errors import (
     ConfigurationError,
-    JobError,
+    ImageNotFoundError,
     JobFailedError,
     LaunchbayError,
     MissingDependencyError,
 )
+from launchbay.estimator import Estimator, validate_job_name
 from launchbay.jobspec import JobSpecError
+from launchbay.runtime.names import COMPLETED, JOB_STATUSES, TERMINAL_STATUSES
 
 __all__ = ["main", "build_parser", "summarize"]
 
@@ -71,13 +75,6 @@ EXIT_FAILED = 1
 EXIT_USAGE = 2
 EXIT_INTERRUPTED = 130
 EXIT_TERMINATED = 143
-
-LOCAL_PROCESS = "local_process"
-SAGEMAKER = "sagemaker"
-STATUSES = ("InProgress", "Completed", "Failed", "Stopping", "Stopped")
-TERMINAL = ("Completed", "Failed", "Stopped")
-#: Seconds ``submit --no-wait`` waits for a detached local job to start.
-DETACH_START_TIMEOUT = 120.0
 
 logger = logging.getLogger("launchbay.cli")
 
@@ -180,12 +177,12 @@ def build_parser() -> argparse.ArgumentParser:
     listing.add_argument(
         "--max", type=_positive_int, default=20, metavar="N", help="at most N jobs (default 20)"
     )
-    listing.add_argument("--status", choices=STATUSES, help="only jobs in this state")
+    listing.add_argument("--status", choices=JOB_STATUSES, help="only jobs in this state")
     listing.add_argument(
         "--backend",
-        choices=("all", LOCAL_PROCESS, SAGEMAKER),
+        choices=("all", *registry.names()),
         default="all",
-        help="where to look (default: local jobs and SageMaker jobs)",
+        help="where to look (default: every backend: local jobs and SageMaker jobs)",
     )
     output_option(listing)
     listing.set_defaults(func=_cmd_list)
@@ -244,27 +241,25 @@ def build_parser() -> argparse.ArgumentParser:
 
 def _images_parser(commands: Any) -> None:
     """``launchbay images build|push|base`` (training images; docs/images.md)."""
-    from launchbay.images import DEFAULT_PY_VERSION, FRAMEWORKS, PROCESSORS
-
-    images = commands.add_parser(
+    images_command = commands.add_parser(
         "images",
         help="build, push or make the base of the training images (Docker)",
         description="The training images for local Docker mode and SageMaker: Python, the "
         "framework, Open MPI with mpi4py, SSH for MPI, and the launchbay runtime (`train`). "
         "See docs/images.md.",
     )
-    actions = images.add_subparsers(dest="images_command", metavar="ACTION", required=True)
+    actions = images_command.add_subparsers(dest="images_command", metavar="ACTION", required=True)
     build = actions.add_parser(
         "build",
         help="build launchbay/<framework>-training:<version>-<cpu|gpu>-<py>",
         description="Build a training image through the Docker engine, showing its progress.",
     )
-    build.add_argument("framework", choices=FRAMEWORKS, help="the framework")
+    build.add_argument("framework", choices=images.FRAMEWORKS, help="the framework")
     build.add_argument(
         "--framework-version", required=True, metavar="X", help="the framework's version"
     )
     build.add_argument(
-        "--processor", choices=PROCESSORS, default="cpu", help="cpu (default) or gpu"
+        "--processor", choices=images.PROCESSORS, default="cpu", help="cpu (default) or gpu"
     )
     build.add_argument(
         "--base-image",
@@ -282,7 +277,10 @@ def _images_parser(commands: Any) -> None:
         "$SSL_CERT_FILE when set; '' for none)",
     )
     build.add_argument(
-        "--py-version", default=DEFAULT_PY_VERSION, metavar="PY", help="py311 (default), py310, ..."
+        "--py-version",
+        default=images.DEFAULT_PY_VERSION,
+        metavar="PY",
+        help="py311 (default), py310, ...",
     )
     build.add_argument(
         "--build-arg",
@@ -548,51 +546,28 @@ def _seconds(value: Any) -> str | None:
 # --------------------------------------------------------------------------- backends
 
 
-def _local_backend() -> Any:
-    from launchbay.backends.process import ProcessBackend
-
-    return ProcessBackend()
-
-
-def _sagemaker_backend() -> Any:
-    from launchbay.backends.sagemaker import SageMakerBackend
-    from launchbay.session import Session
-
-    return SageMakerBackend(Session())
-
-
-def _is_local_job(name: str) -> bool:
-    from launchbay.backends._local import default_job_root
-
-    return os.path.isfile(os.path.join(default_job_root(), name, "status.json"))
-
-
-def _backend_for_job(name: str) -> tuple[Any, str]:
-    """The backend that knows job ``name``: local (``$LAUNCHBAY_HOME/jobs``) or SageMaker."""
-    from launchbay.estimator import validate_job_name
-
+def _job_backend(name: str) -> Backend:
+    """The backend that knows job ``name`` (the registry asks local ones first)."""
     validate_job_name(name, "JOB")
-    if _is_local_job(name):
-        return _local_backend(), LOCAL_PROCESS
-    return _sagemaker_backend(), SAGEMAKER
+    return registry.backend_for_job(name)
+
+
+def _backend_name(estimator: Any) -> str:
+    """The registry name of the backend that runs ``estimator``'s jobs."""
+    groups = estimator.instance_groups or []
+    instance_type = estimator.instance_type or next((g.instance_type for g in groups), None)
+    return registry.backend_name_for(instance_type)
 
 
 # --------------------------------------------------------------------------- submit
 
 
 def _load_spec(args: argparse.Namespace) -> Any:
-    # The spec and estimator modules are loaded only by the commands that build a job,
-    # so that status/list/logs start fast.
-    from launchbay import jobspec
-
     values = {"instance_type": args.instance_type, "job_name": args.job_name}
     return jobspec.load(args.spec, overrides=args.overrides, values=values)
 
 
 def _cmd_validate(args: argparse.Namespace) -> int:
-    from launchbay.errors import ImageNotFoundError
-    from launchbay.estimator import Estimator
-
     spec = _load_spec(args)
     estimator = Estimator.from_spec(spec, resolve_vpc=False)  # validate makes no AWS call
     try:  # a local job this machine cannot run is refused here too (docs/local.md)
@@ -618,8 +593,6 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 
 
 def _cmd_submit(args: argparse.Namespace) -> int:
-    from launchbay.estimator import Estimator
-
     spec = _load_spec(args)
     estimator = Estimator.from_spec(spec)
     inputs, job_name = estimator.spec_inputs, estimator.spec_job_name
@@ -631,11 +604,9 @@ def _cmd_submit(args: argparse.Namespace) -> int:
             raise spec.error_for(exc) from exc
         _print_json(request)
         return EXIT_OK
-    local = estimator.instance_type == LOCAL_PROCESS or any(
-        g.instance_type == LOCAL_PROCESS for g in estimator.instance_groups or []
-    )
-    if local and not args.wait:
-        return _submit_detached(args, spec, estimator)
+    kind = _backend_name(estimator)
+    if registry.backend_class(kind).runs_in_client and not args.wait:
+        return _submit_detached(args, spec, estimator, kind)
 
     # Logs and progress go to stderr in JSON mode; stdout gets the one JSON object.
     stdout = sys.stdout
@@ -647,12 +618,11 @@ def _cmd_submit(args: argparse.Namespace) -> int:
                 job = estimator.fit(inputs, wait=False, job_name=job_name)
             except ConfigurationError as exc:
                 raise spec.error_for(exc) from exc
-            backend_kind = LOCAL_PROCESS if local else SAGEMAKER
-            _info(f"submitted training job {job.name} ({backend_kind})")
-            if local:  # lets `launchbay stop JOB` in another shell reach this process
-                _write_pid_file(job.name, os.getpid())
+            _info(f"submitted training job {job.name} ({job.backend.name})")
+            # This process treats SIGTERM as Ctrl-C: `launchbay stop JOB` may use it.
+            job.backend.accept_stops(job.name)
             if not args.wait:
-                summary = summarize(job.describe(), backend_kind)
+                summary = summarize(job.describe(), job.backend.name)
                 _report(summary, stdout, json_mode, submitted=True)
                 return EXIT_OK
             try:
@@ -661,10 +631,10 @@ def _cmd_submit(args: argparse.Namespace) -> int:
             except JobFailedError as exc:
                 _error(str(exc))
                 code = EXIT_FAILED
-            summary = summarize(job.describe(), backend_kind)
+            summary = summarize(job.describe(), job.backend.name)
     except KeyboardInterrupt:
-        return _interrupted(args, job, local, stdout, json_mode)
-    if code == EXIT_OK and summary["status"] != "Completed":
+        return _interrupted(args, job, stdout, json_mode)
+    if code == EXIT_OK and summary["status"] != COMPLETED:
         _error(f"training job {summary['job_name']} ended with status {summary['status']}")
         code = EXIT_FAILED
     if code != EXIT_OK and not json_mode:
@@ -688,13 +658,12 @@ def _report(
     _print_summary(summary, stdout)
 
 
-def _interrupted(
-    args: argparse.Namespace, job: Any, local: bool, stdout: TextIO, json_mode: bool
-) -> int:
+def _interrupted(args: argparse.Namespace, job: Any, stdout: TextIO, json_mode: bool) -> int:
     """Ctrl-C during submit: stop the job where that is the rule, report, exit 130."""
     if job is None:
         _error("interrupted before the job was submitted")
         return _interrupted_code()
+    local = job.backend.runs_in_client
     try:
         if local:
             # The local backend stops the job itself when Ctrl-C lands while it waits;
@@ -709,7 +678,7 @@ def _interrupted(
                 f"interrupted: SageMaker training job {job.name} keeps running "
                 f"(stop it with `launchbay stop {job.name}`, or pass --stop-on-interrupt)"
             )
-        summary = summarize(job.describe(), LOCAL_PROCESS if local else SAGEMAKER)
+        summary = summarize(job.describe(), job.backend.name)
     except KeyboardInterrupt:
         return _interrupted_code()
     except LaunchbayError as exc:
@@ -723,17 +692,7 @@ def _interrupted(
 # -- local --no-wait: the job runs in a detached `launchbay submit --wait` --------
 
 
-def _cli_dir() -> str:
-    from launchbay.backends._local import local_home
-
-    return os.path.join(local_home(), "cli")
-
-
-def _pid_file(name: str) -> str:
-    return os.path.join(_cli_dir(), f"{name}.pid")
-
-
-def _submit_detached(args: argparse.Namespace, spec: Any, estimator: Any) -> int:
+def _submit_detached(args: argparse.Namespace, spec: Any, estimator: Any, kind: str) -> int:
     """Run a local job in a detached ``launchbay submit --wait``; return once it started."""
     try:
         request = estimator.create_training_job_request(
@@ -742,8 +701,6 @@ def _submit_detached(args: argparse.Namespace, spec: Any, estimator: Any) -> int
     except ConfigurationError as exc:
         raise spec.error_for(exc) from exc
     name = request["TrainingJobName"]
-    backend = _local_backend()
-    os.makedirs(_cli_dir(), exist_ok=True)
     command = [
         sys.executable, "-m", "launchbay.cli", "submit", os.path.abspath(args.spec),
         "--wait", "--output", "json", "--job-name", name,
@@ -752,78 +709,24 @@ def _submit_detached(args: argparse.Namespace, spec: Any, estimator: Any) -> int
         command += ["--instance-type", args.instance_type]
     for item in args.overrides:
         command += ["--set", item]
-    status_file = os.path.join(backend.job_dir(name), "status.json")
-    started = time.time()
-    log_path = os.path.join(_cli_dir(), f"{name}.log")
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(
-            command,
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # Ctrl-C in this terminal does not reach it
-        )
-    _write_pid_file(name, proc.pid)
-    deadline = time.monotonic() + DETACH_START_TIMEOUT
-    while True:
-        if _fresh(status_file, started):
-            break
-        code = proc.poll()
-        if code is not None or time.monotonic() > deadline:
-            with contextlib.suppress(OSError), open(log_path, encoding="utf-8") as f:
-                sys.stderr.write(f.read()[-4000:])
-            _error(f"the local job {name} did not start (see {log_path})")
-            return EXIT_USAGE if code == EXIT_USAGE else EXIT_FAILED
-        time.sleep(0.1)
-    _info(f"submitted local training job {name} (runner pid {proc.pid}, output in {log_path})")
-    _report(summarize(backend.describe(name), LOCAL_PROCESS), sys.stdout,
+    backend = registry.create(kind)
+    run = backend.run_detached(name, command)
+    if not run.started:
+        sys.stderr.write(run.output)
+        _error(f"the local job {name} did not start (see {run.log_path})")
+        return EXIT_USAGE if run.exit_code == EXIT_USAGE else EXIT_FAILED
+    _info(f"submitted local training job {name} (runner pid {run.pid}, output in {run.log_path})")
+    _report(summarize(backend.describe(name), backend.name), sys.stdout,
             args.output == "json", submitted=True)  # fmt: skip
     return EXIT_OK
-
-
-def _write_pid_file(name: str, pid: int) -> None:
-    try:
-        os.makedirs(_cli_dir(), exist_ok=True)
-        with open(_pid_file(name), "w", encoding="utf-8") as f:
-            f.write(f"{pid}\n")
-    except OSError as exc:
-        logger.debug("Could not write %s: %s", _pid_file(name), exc)
-
-
-def _fresh(path: str, since: float) -> bool:
-    try:
-        return os.stat(path).st_mtime >= since - 1.0
-    except OSError:
-        return False
-
-
-def _runner_pid(name: str) -> int | None:
-    """The pid of the detached ``launchbay submit`` that runs local job ``name``, if alive."""
-    try:
-        with open(_pid_file(name), encoding="utf-8") as f:
-            pid = int(f.read().strip())
-    except (OSError, ValueError):
-        return None
-    try:
-        with open(f"/proc/{pid}/cmdline", "rb") as f:
-            cmdline = f.read().split(b"\0")
-    except OSError:
-        try:
-            os.kill(pid, 0)
-        except OSError:
-            return None
-        return pid  # no /proc: trust the pid file
-    if b"launchbay.cli" in cmdline and name.encode() in cmdline:
-        return pid
-    return None
 
 
 # --------------------------------------------------------------------------- status, logs, stop, list
 
 
 def _cmd_status(args: argparse.Namespace) -> int:
-    backend, kind = _backend_for_job(args.job)
-    summary = summarize(backend.describe(args.job), kind)
+    backend = _job_backend(args.job)
+    summary = summarize(backend.describe(args.job), backend.name)
     if args.output == "json":
         _print_json(summary)
     else:
@@ -832,24 +735,22 @@ def _cmd_status(args: argparse.Namespace) -> int:
 
 
 def _cmd_logs(args: argparse.Namespace) -> int:
-    backend, _ = _backend_for_job(args.job)
-    backend.print_logs(args.job, follow=args.follow, stream=sys.stdout)
+    _job_backend(args.job).print_logs(args.job, follow=args.follow, stream=sys.stdout)
     return EXIT_OK
 
 
 def _cmd_stop(args: argparse.Namespace) -> int:
-    backend, kind = _backend_for_job(args.job)
+    backend = _job_backend(args.job)
     description = backend.describe(args.job)
     status = description.get("TrainingJobStatus")
-    if status in TERMINAL:
+    if status in TERMINAL_STATUSES:
         _info(f"training job {args.job} already ended ({status}); nothing to stop")
-    elif kind == LOCAL_PROCESS:
-        description = _stop_local(backend, args.job)
     else:
-        backend.stop(args.job)
-        _info(f"stop requested for SageMaker training job {args.job}")
+        backend.stop(args.job)  # a local job has stopped on return; a remote one is stopping
+        if not backend.runs_in_client:
+            _info(f"stop requested for {backend.name} training job {args.job}")
         description = backend.describe(args.job)
-    summary = summarize(description, kind)
+    summary = summarize(description, backend.name)
     if args.output == "json":
         _print_json(summary)
     else:
@@ -857,45 +758,19 @@ def _cmd_stop(args: argparse.Namespace) -> int:
     return EXIT_OK
 
 
-def _stop_local(backend: Any, name: str) -> dict[str, Any]:
-    """Stop a local job run by a detached ``launchbay submit`` (SIGTERM to it), and wait."""
-    pid = _runner_pid(name)
-    if pid is None:
-        raise JobError(
-            f"Local training job {name!r} was not started by the launchbay command, or the "
-            "process that runs it is gone: stop it from the process that started it."
-        )
-    os.kill(pid, signal.SIGTERM)
-    _info(f"stopping local training job {name} (runner pid {pid})")
-    from launchbay.backends.process import DEFAULT_GRACE_SECONDS
-
-    grace = float(os.environ.get("LAUNCHBAY_GRACE_SECONDS") or DEFAULT_GRACE_SECONDS)
-    deadline = time.monotonic() + grace + 60.0
-    while True:
-        description = backend.describe(name)
-        if description.get("TrainingJobStatus") in TERMINAL:
-            return description
-        if time.monotonic() > deadline:
-            raise JobError(f"Local training job {name!r} did not stop in time.")
-        time.sleep(0.2)
-
-
 def _cmd_list(args: argparse.Namespace) -> int:
     jobs: list[dict[str, Any]] = []
-    if args.backend in ("all", LOCAL_PROCESS):
-        for item in _local_backend().list_jobs(max_results=args.max, status=args.status):
-            jobs.append(dict(item, Backend=LOCAL_PROCESS))
-    if args.backend in ("all", SAGEMAKER):
+    for name in registry.names():
+        if args.backend not in ("all", name):
+            continue
         try:
-            backend = _sagemaker_backend()
-            remote = backend.list_jobs(max_results=args.max, status=args.status)
+            found = registry.create(name).list_jobs(max_results=args.max, status=args.status)
         except (LaunchbayError, ImportError) as exc:
-            if args.backend == SAGEMAKER:
+            if args.backend == name:
                 raise
-            _info(f"SageMaker jobs not listed: {str(exc).splitlines()[0]}")
-            remote = []
-        for item in remote:
-            jobs.append(dict(item, Backend=SAGEMAKER))
+            _info(f"{name} jobs not listed: {str(exc).splitlines()[0]}")
+            continue
+        jobs.extend(dict(item, Backend=name) for item in found)
     jobs.sort(key=_created, reverse=True)
     jobs = jobs[: args.max]
     if args.output == "json":
@@ -969,8 +844,6 @@ def _print_vpc(args: argparse.Namespace, config: Any) -> None:
 
 
 def _cmd_vpc_up(args: argparse.Namespace) -> int:
-    from launchbay import vpc
-
     config = vpc.provision(
         args.stack,
         args.region,
@@ -984,15 +857,11 @@ def _cmd_vpc_up(args: argparse.Namespace) -> int:
 
 
 def _cmd_vpc_show(args: argparse.Namespace) -> int:
-    from launchbay import vpc
-
     _print_vpc(args, vpc.describe(args.stack, args.region))
     return EXIT_OK
 
 
 def _cmd_vpc_down(args: argparse.Namespace) -> int:
-    from launchbay import vpc
-
     if vpc.teardown(args.stack, args.region, timeout=args.timeout, progress=True):
         _info(f"deleted stack {args.stack}")
     else:
@@ -1004,8 +873,6 @@ def _cmd_vpc_down(args: argparse.Namespace) -> int:
 
 
 def _cmd_images_build(args: argparse.Namespace) -> int:
-    from launchbay import images
-
     build_args: dict[str, str] = {}
     for item in args.build_args:
         key, sep, value = item.partition("=")
@@ -1031,15 +898,11 @@ def _cmd_images_build(args: argparse.Namespace) -> int:
 
 
 def _cmd_images_push(args: argparse.Namespace) -> int:
-    from launchbay import images
-
     print(images.push_image(args.image, args.repository, tag=args.tag))
     return EXIT_OK
 
 
 def _cmd_images_base(args: argparse.Namespace) -> int:
-    from launchbay import images
-
     print(
         images.build_base_image(
             args.tag, suite=args.suite, sources=args.sources, reuse=not args.rebuild

@@ -14,12 +14,11 @@ from collections.abc import Mapping, Sequence
 from typing import Any, NamedTuple
 
 from launchbay.errors import JobFailedError
+from launchbay.runtime.names import FAILED, FAILED_STATUSES, TERMINAL_STATUSES
 
+# TERMINAL_STATUSES and FAILED_STATUSES (those wait() raises for) are re-exported from
+# launchbay.runtime.names, where every status is spelled.
 __all__ = ["TrainingJob", "TERMINAL_STATUSES", "FAILED_STATUSES", "LogTail", "job_failed_error"]
-
-TERMINAL_STATUSES = ("Completed", "Failed", "Stopped")
-#: Terminal statuses that :meth:`TrainingJob.wait` raises for.
-FAILED_STATUSES = ("Failed", "Stopped")
 
 
 class LogTail(NamedTuple):
@@ -128,7 +127,7 @@ class TrainingJob:
         if uri:
             return str(uri)
         output = description.get("OutputDataConfig") or {}
-        if description.get("TrainingJobStatus") == "Failed" or not output.get("S3OutputPath"):
+        if description.get("TrainingJobStatus") == FAILED or not output.get("S3OutputPath"):
             return None
         leaf = "model/" if output.get("CompressionType") == "NONE" else "model.tar.gz"
         return f"{str(output['S3OutputPath']).rstrip('/')}/{self.name}/output/{leaf}"

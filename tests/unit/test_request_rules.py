@@ -294,3 +294,11 @@ def test_java_patterns_read_as_the_service_reads_them():
     assert not lam("arn:aws:lambda:us_west:123456789012:function:f")
     role = rules._matcher(rules.shape("RoleArn")["pattern"])
     assert role(ROLE) and not role(ROLE + " ") and not role("x" + ROLE)
+
+
+def test_job_name_pattern_is_the_models_and_instance_types_follow_the_models_list():
+    """JOB_NAME_RE is the botocore model's TrainingJobName pattern; every type it lists passes."""
+    assert rules.JOB_NAME_RE.pattern == "^" + rules.shape("TrainingJobName")["pattern"] + "$"
+    types = rules.shape("ResourceConfig", "InstanceType")["enum"]
+    assert types and all(rules.INSTANCE_TYPE_RE.match(t) for t in types)
+    assert not rules.INSTANCE_TYPE_RE.match("local_process")

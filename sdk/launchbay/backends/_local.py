@@ -72,6 +72,7 @@ from launchbay._local_limits import check_local_ranks
 from launchbay.errors import ConfigurationError, InputError, TransferError
 from launchbay.runtime._confine import TreeEntry, open_regular, scan_tree
 from launchbay.runtime.contract import checkpoint_config_for, debug_hook_config_for
+from launchbay.runtime.names import HP, LOCAL_PROCESS
 from launchbay.s3uri import is_file_uri, is_s3_uri, parse_s3_uri
 from launchbay.session import Session
 from launchbay.transfer import S3Object
@@ -225,9 +226,9 @@ def _check_ranks(request: Mapping[str, Any]) -> None:
                 "instance_count", count, "an integer 1 or more (one local host each)"
             )
     instance_type = resources.get("InstanceType") or next(
-        (g.get("InstanceType") for g in groups), "local_process"
+        (g.get("InstanceType") for g in groups), LOCAL_PROCESS
     )
-    raw = (request.get("HyperParameters") or {}).get("sagemaker_mpi_num_of_processes_per_host")
+    raw = (request.get("HyperParameters") or {}).get(HP.MPI_PROCESSES_PER_HOST)
     per_host = None
     if raw is not None:
         try:
@@ -236,7 +237,7 @@ def _check_ranks(request: Mapping[str, Any]) -> None:
             per_host = None
         if isinstance(per_host, bool) or not isinstance(per_host, int) or per_host < 1:
             raise ConfigurationError.invalid(
-                "processes_per_host (hyperparameter sagemaker_mpi_num_of_processes_per_host)",
+                f"processes_per_host (hyperparameter {HP.MPI_PROCESSES_PER_HOST})",
                 raw,
                 "an integer 1 or more",
             )
@@ -244,8 +245,7 @@ def _check_ranks(request: Mapping[str, Any]) -> None:
         str(instance_type),
         sum(counts),
         per_host,
-        processes_argument="processes_per_host (hyperparameter "
-        "sagemaker_mpi_num_of_processes_per_host)",
+        processes_argument=f"processes_per_host (hyperparameter {HP.MPI_PROCESSES_PER_HOST})",
     )
 
 

@@ -45,6 +45,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TextIO
 
 from launchbay._logs import LogPrinter, show_logs
+from launchbay.backends import _detached
 from launchbay.backends._local import (
     JobLayout,
     LocalStager,
@@ -53,9 +54,20 @@ from launchbay.backends._local import (
     default_job_root,
     host_names,
 )
+from launchbay.backends.base import Backend, DetachedRun
 from launchbay.errors import JobError, LaunchbayError
-from launchbay.job import TERMINAL_STATUSES, LogTail, TrainingJob
+from launchbay.job import LogTail, TrainingJob
+from launchbay.runtime import _records
 from launchbay.runtime._procs import is_alive
+from launchbay.runtime.contract import write_host_config
+from launchbay.runtime.names import (
+    COMPLETED,
+    FAILED,
+    IN_PROGRESS,
+    STOPPED,
+    STOPPING,
+    TERMINAL_STATUSES,
+)
 
 __all__ = ["LocalBackend", "DEFAULT_GRACE_SECONDS"]
 
@@ -261,7 +273,7 @@ class LocalJob:
         self.stager = stager
         self.grace = grace
         self.lock = threading.Condition()
-        self.status = "InProgress"
+        self.status = IN_PROGRESS
         self.secondary = "Starting"
         self.transitions: list[dict[str, Any]] = []
         self.failure_reason: str | None = None
@@ -519,8 +531,6 @@ def _still_running(job: LocalJob, hosts: Sequence[str]) -> str:
     waiting for the others (an MPI master, say) and is left out; without any
     record (the hosts never got to their ranks) the running hosts are named.
     """
-    from launchbay.runtime import _records
-
     starts, ends = _records.read_records(os.path.join(job.layout.shared_dir, "ranks"))
     parts = []
     for host in hosts:
@@ -537,7 +547,7 @@ def _still_running(job: LocalJob, hosts: Sequence[str]) -> str:
     return ", ".join(parts) or "no host (every host had just ended)"
 
 
-class LocalBackend:
+class LocalBackend(Backend):
     """Runs CreateTrainingJob requests on this machine; subclasses say how hosts run.
 
     Args:
@@ -564,6 +574,10 @@ class LocalBackend:
 
     #: How a host is called in messages ("local process", "container" ...).
     host_kind = "host"
+    #: A local job lives as long as the process that runs it.
+    runs_in_client = True
+    #: The instance types whose jobs this backend runs (and owns, see :meth:`owns`).
+    instance_types: tuple[str, ...] = ()
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(job_root={self.job_root!r})"
@@ -704,7 +718,7 @@ class LocalBackend:
             os.path.exists(os.path.join(layout.host_dir(h), "output", "success"))
             for h in layout.hosts
         )
-        status = "Completed" if succeeded else "Failed"
+        status = COMPLETED if succeeded else FAILED
         if not succeeded and reason is None:
             reason = (
                 f"ClientError: the process that ran this local job ({client}) went away before "
@@ -719,7 +733,7 @@ class LocalBackend:
             logger.error("Saving the checkpoints of job %s failed: %s", name, exc)
         try:
             artifacts = self.stager.collect_outputs(
-                host_request, layout, reason if status != "Completed" else None
+                host_request, layout, reason if status != COMPLETED else None
             )
         except Exception as exc:
             logger.error("Writing the outputs of job %s failed: %s", name, exc)
@@ -745,7 +759,7 @@ class LocalBackend:
                 "TrainingEndTime": now,
             }
         )
-        if reason and status != "Completed":
+        if reason and status != COMPLETED:
             description["FailureReason"] = reason[:_REASON_LIMIT]
         if artifacts:
             description["ModelArtifacts"] = {"S3ModelArtifacts": artifacts}
@@ -849,17 +863,26 @@ class LocalBackend:
         """Stop the job (SIGTERM to every host, SIGKILL after the grace period) and wait.
 
         Returns once the hosts are gone and checkpoints and outputs are saved;
-        the job ends Stopped. Stopping a finished job does nothing.
+        the job ends Stopped. Stopping a finished job does nothing. A job another
+        process runs is stopped through that process when it accepts stop requests
+        (:meth:`accept_stops`, e.g. ``launchbay submit``): SIGTERM, then this
+        waits until the job has ended.
+
+        Raises:
+            JobError: another process runs the job and does not accept stop
+                requests (stop it there), or the job did not end in time.
         """
         job = self._find(name)
         if job is None:
             description = self.describe(name)  # a job whose client is gone is finished here
             if description["TrainingJobStatus"] in TERMINAL_STATUSES:
                 return
+            grace = grace_from(description, self.grace_seconds)
+            if _detached.stop(name, self.describe, grace) is not None:
+                return
             pid = client_pid(str(description.get("LocalClient") or ""))
             if pid is not None and not is_alive(pid):
                 # Its watchdog is finishing it: wait until it lets the name go.
-                grace = grace_from(description, self.grace_seconds)
                 path = os.path.join(self.job_root, _LOCKS_DIR, f"{name}.lock")
                 deadline = time.monotonic() + grace + RUNTIME_MARGIN + 60
                 while time.monotonic() < deadline:
@@ -944,7 +967,7 @@ class LocalBackend:
             "LocalJobDir",
         )
         for name in names:
-            if not os.path.isfile(os.path.join(self.job_dir(name), "status.json")):
+            if not self.owns(name):
                 continue
             try:
                 description = self.describe(name)
@@ -964,6 +987,36 @@ class LocalBackend:
     def job_dir(self, name: str) -> str:
         """The job directory of ``name``."""
         return os.path.join(self.job_root, name)
+
+    def owns(self, name: str) -> bool:
+        """Whether ``name`` is a job under :attr:`job_root` of one of :attr:`instance_types`.
+
+        The local backends share the job root; a job's instance type (its
+        ``status.json``'s ``ResourceConfig``) says which of them runs it.
+        """
+        try:
+            with open(os.path.join(self.job_dir(name), "status.json"), encoding="utf-8") as f:
+                resources = json.load(f).get("ResourceConfig") or {}
+        except (OSError, ValueError, AttributeError):
+            return False
+        groups = resources.get("InstanceGroups") or [resources]
+        return any(g.get("InstanceType") in self.instance_types for g in groups)
+
+    def accept_stops(self, name: str) -> None:
+        """Let :meth:`stop` in another process reach this one: SIGTERM, handled as Ctrl-C.
+
+        Only for a process that treats SIGTERM as an interrupt of the job it
+        waits for (``launchbay submit``); see :mod:`launchbay.backends._detached`.
+        """
+        _detached.register(name)
+
+    def run_detached(self, name: str, command: Sequence[str]) -> DetachedRun:
+        """Run ``command`` (a process that runs job ``name`` and accepts stop requests) detached.
+
+        Returns once the job's status is written, or the process exited first
+        (see :class:`~launchbay.backends.base.DetachedRun`).
+        """
+        return _detached.start(name, command, os.path.join(self.job_dir(name), "status.json"))
 
     # -- lookup -------------------------------------------------------------------
     def _find(self, name: str) -> LocalJob | None:
@@ -988,7 +1041,7 @@ class LocalBackend:
             training = description.get("SecondaryStatus") == "Training"
             gone = gone + 1 if training and not self._runs_elsewhere(name) else 0
             if gone >= 3:  # no host process for a while: whoever ran the job is gone
-                description["TrainingJobStatus"] = "Failed"
+                description["TrainingJobStatus"] = FAILED
                 description["FailureReason"] = (
                     "The process that ran this local job ended before the job did; "
                     f"see {self.job_dir(name)}"
@@ -1007,15 +1060,15 @@ class LocalBackend:
 
     # -- supervision ----------------------------------------------------------------
     def _supervise(self, job: LocalJob) -> None:
-        outcome: tuple[str, str | None] = ("Failed", "InternalError: the job ended unexpectedly")
+        outcome: tuple[str, str | None] = (FAILED, "InternalError: the job ended unexpectedly")
         try:
             outcome = self._run_job(job)
         except LaunchbayError as exc:
-            outcome = ("Failed", f"ClientError: {exc}")
+            outcome = (FAILED, f"ClientError: {exc}")
             logger.error("Local training job %s could not start: %s", job.name, exc)
         except Exception as exc:  # the supervisor must always finish the job
             logger.exception("Local training job %s: unexpected error", job.name)
-            outcome = ("Failed", f"InternalError: {type(exc).__name__}: {exc}")
+            outcome = (FAILED, f"InternalError: {type(exc).__name__}: {exc}")
         finally:
             try:
                 self._teardown(job)
@@ -1023,7 +1076,7 @@ class LocalBackend:
             finally:
                 if not job.done.is_set():  # _finish itself failed: still end the job
                     with job.lock:
-                        job.status, job.end_time = "Failed", job.end_time or _now()
+                        job.status, job.end_time = FAILED, job.end_time or _now()
                         job.failure_reason = job.failure_reason or outcome[1]
                     job.save()
                     job.release_name()
@@ -1035,7 +1088,7 @@ class LocalBackend:
         job._set_secondary("Downloading", "Downloading input data")
         self._prepare(job)
         if job.stop_requested.is_set():
-            return "Stopped", None
+            return STOPPED, None
         job._set_secondary("Training", "Training image download completed. Training in progress.")
         with job.lock:
             job.start_time = _now()
@@ -1045,8 +1098,6 @@ class LocalBackend:
 
     def _prepare(self, job: LocalJob) -> None:
         """Write each host's config files, link the channels, restore the checkpoints."""
-        from launchbay.runtime.contract import write_host_config
-
         for host in job.hosts:
             write_host_config(job.layout.host_dir(host), job.request, host, job.hosts)
         job.stager.stage_channels(job.host_request, job.layout)
@@ -1058,16 +1109,16 @@ class LocalBackend:
         started = time.monotonic()
         while True:
             if job.stop_requested.is_set():
-                job.status = "Stopping"
+                job.status = STOPPING
                 job._set_secondary("Stopping", f"Stopping the training job: {job.stop_reason}")
                 self._terminate(job, self._running_hosts(job))
-                return "Stopped", None
+                return STOPPED, None
             if max_run and time.monotonic() - started > float(max_run):
                 job._set_secondary("MaxRuntimeExceeded", "Training job reached MaxRuntimeInSeconds")
                 running = self._running_hosts(job)
                 still = _still_running(job, running)
                 self._terminate(job, running)
-                return "Stopped", (
+                return STOPPED, (
                     f"Training job exceeded MaxRuntimeInSeconds ({max_run} seconds) and was "
                     f"stopped. Still running when the limit was hit: {still}."
                 )
@@ -1082,9 +1133,9 @@ class LocalBackend:
                 )
                 self._let_hosts_end(job, PEER_EXIT_WAIT)
                 self._terminate(job, self._running_hosts(job))
-                return "Failed", self._failure_reason(job, failed[0], codes[failed[0]])
+                return FAILED, self._failure_reason(job, failed[0], codes[failed[0]])
             if codes and all(code == 0 for code in codes.values()):
-                return "Completed", None
+                return COMPLETED, None
             job.changed.wait(self.poll_interval)
             job.changed.clear()
 
@@ -1212,8 +1263,8 @@ class LocalBackend:
 
     def _finish(self, job: LocalJob, status: str, reason: str | None) -> None:
         """Save checkpoints and outputs, then record the end state."""
-        if job.stop_requested.is_set() and status != "Completed":
-            status = "Stopped"
+        if job.stop_requested.is_set() and status != COMPLETED:
+            status = STOPPED
             reason = reason or (
                 f"The job was stopped: {job.stop_reason}" if job.stop_reason else None
             )
@@ -1222,16 +1273,16 @@ class LocalBackend:
             job.stager.save_checkpoints(job.host_request, job.layout)
         except Exception as exc:  # report it; the outputs must still be written
             logger.error("Saving the checkpoints of job %s failed: %s", job.name, exc)
-            if status == "Completed":
-                status, reason = "Failed", f"ClientError: saving checkpoints failed: {exc}"
+            if status == COMPLETED:
+                status, reason = FAILED, f"ClientError: saving checkpoints failed: {exc}"
         try:
             job.model_artifacts = job.stager.collect_outputs(
-                job.host_request, job.layout, reason if status != "Completed" else None
+                job.host_request, job.layout, reason if status != COMPLETED else None
             )
         except Exception as exc:  # report it; the job must still end
             logger.error("Writing the outputs of job %s failed: %s", job.name, exc)
-            if status == "Completed":
-                status, reason = "Failed", f"ClientError: writing the outputs failed: {exc}"
+            if status == COMPLETED:
+                status, reason = FAILED, f"ClientError: writing the outputs failed: {exc}"
         job._set_secondary(status, _final_message(status, reason))
         with job.lock:
             job.end_time = job.transitions[-1]["StartTime"]
@@ -1242,7 +1293,7 @@ class LocalBackend:
         job.release_name()
         job.done.set()
         job.notify()
-        if status == "Completed":
+        if status == COMPLETED:
             logger.info("Local training job %s completed; model: %s", job.name, job.model_artifacts)
         else:
             logger.info(
@@ -1251,7 +1302,7 @@ class LocalBackend:
 
 
 def _final_message(status: str, reason: str | None) -> str:
-    if status == "Completed":
+    if status == COMPLETED:
         return "Training job completed"
     if reason:
         return reason.splitlines()[0][:200]

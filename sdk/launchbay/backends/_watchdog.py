@@ -26,7 +26,7 @@ import json
 import os
 import sys
 
-_TERMINAL = ("Completed", "Failed", "Stopped")
+from launchbay.runtime.names import TERMINAL_STATUSES
 
 
 def main(argv: list[str]) -> int:
@@ -39,7 +39,7 @@ def main(argv: list[str]) -> int:
             status = json.load(f).get("TrainingJobStatus")
     except (OSError, ValueError):
         status = None
-    if status in _TERMINAL:
+    if status in TERMINAL_STATUSES:
         return 0
     import importlib
     import logging

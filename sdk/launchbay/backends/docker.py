@@ -79,6 +79,9 @@ from launchbay.backends._localjob import (
 )
 from launchbay.errors import DockerError, ImageNotFoundError
 from launchbay.runtime._procs import is_alive
+from launchbay.runtime.code import fetch_code
+from launchbay.runtime.contract import write_host_config
+from launchbay.runtime.names import DOCKER_INSTANCE_TYPES, HP, LOCAL_GPU
 from launchbay.s3uri import is_file_uri, is_s3_uri
 
 __all__ = ["DockerBackend", "compose_document", "COMPOSE_FILE"]
@@ -92,7 +95,6 @@ LABEL_JOB = "launchbay.job"
 LABEL_JOB_DIR = "launchbay.job-dir"
 LABEL_CLIENT = "launchbay.client"
 HOST_GATEWAY = "host.docker.internal"
-_SUBMIT_DIRECTORY = "sagemaker_submit_directory"
 _CREDENTIAL_NAMES = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
 _PASSED_AWS_NAMES = ("AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3")
 _LOOPBACK = ("localhost", "127.0.0.1", "::1", "0.0.0.0")
@@ -140,7 +142,7 @@ def _needs_aws(request: Mapping[str, Any]) -> bool:
 
 
 def _submit_directory(request: Mapping[str, Any]) -> str | None:
-    raw = (request.get("HyperParameters") or {}).get(_SUBMIT_DIRECTORY)
+    raw = (request.get("HyperParameters") or {}).get(HP.SUBMIT_DIRECTORY)
     if raw is None:
         return None
     try:
@@ -221,8 +223,15 @@ class DockerBackend(LocalBackend):
             ends (default: the caller's; nothing to do for root).
     """
 
+    name = "docker"
+    instance_types = DOCKER_INSTANCE_TYPES
     host_kind = "container"
     poll_interval = 0.1
+
+    @classmethod
+    def for_instance_type(cls, instance_type: str | None, session: Any = None) -> DockerBackend:
+        """``local_gpu`` gives every container all GPUs; ``local`` none."""
+        return cls(session, gpu=instance_type == LOCAL_GPU)
 
     def __init__(
         self,
@@ -265,6 +274,7 @@ class DockerBackend(LocalBackend):
             raise DockerError(
                 f"The Docker engine could not look up image {image!r}: {exc}"
             ) from exc
+        # Deferred: the image tooling is large and needed only when the image is missing.
         from launchbay import images
 
         command = images.build_command(image)
@@ -314,9 +324,6 @@ class DockerBackend(LocalBackend):
 
     # -- the job's hosts ----------------------------------------------------------------
     def _prepare(self, job: LocalJob) -> None:
-        from launchbay.runtime.code import fetch_code
-        from launchbay.runtime.contract import write_host_config
-
         request, layout = job.request, job.layout
         job.host_request = _without_local_paths(request)
         seen = copy.deepcopy(request)
@@ -325,7 +332,7 @@ class DockerBackend(LocalBackend):
         # (the "code" channel of a network-isolated job) are the container's to fetch.
         local_code = is_file_uri(code or "")
         if local_code:
-            seen.setdefault("HyperParameters", {})[_SUBMIT_DIRECTORY] = json.dumps(CODE_DIR)
+            seen.setdefault("HyperParameters", {})[HP.SUBMIT_DIRECTORY] = json.dumps(CODE_DIR)
         for host in job.hosts:
             host_dir = layout.host_dir(host)
             write_host_config(host_dir, seen, host, job.hosts, container_base=CONTAINER_BASE)

@@ -46,6 +46,7 @@ import time
 from collections.abc import Iterator
 from typing import Any
 
+import launchbay
 from launchbay.backends._local import JobLayout
 from launchbay.backends._localjob import (
     DEFAULT_GRACE_SECONDS,
@@ -59,6 +60,7 @@ from launchbay.backends._localjob import (
 )
 from launchbay.runtime._hostnames import write_hosts_file
 from launchbay.runtime._procs import descendants
+from launchbay.runtime.names import LOCAL_PROCESS
 
 __all__ = ["ProcessBackend", "DEFAULT_GRACE_SECONDS"]
 
@@ -89,8 +91,6 @@ def free_port_block(count: int) -> int:
 def _launchbay_path() -> str | None:
     """The directory to put on PYTHONPATH so a fresh interpreter finds this launchbay."""
     import site
-
-    import launchbay
 
     parent = os.path.dirname(os.path.dirname(os.path.abspath(launchbay.__file__)))
     site_dirs = {os.path.abspath(p) for p in site.getsitepackages()}
@@ -189,6 +189,8 @@ class ProcessBackend(LocalBackend):
     (``session``, ``job_root``, ``grace_seconds``).
     """
 
+    name = "local_process"
+    instance_types = (LOCAL_PROCESS,)
     host_kind = "process group"
 
     def _start_hosts(self, job: LocalJob) -> None:

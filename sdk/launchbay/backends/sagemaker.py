@@ -73,9 +73,13 @@ import time
 from collections.abc import Callable, Mapping
 from typing import Any, TextIO
 
+from launchbay import _request_rules
 from launchbay._logs import LogPrinter, show_logs
+from launchbay._request_rules import INSTANCE_TYPE_RE, JOB_NAME_RE
+from launchbay.backends.base import Backend
 from launchbay.errors import ConfigurationError, JobError, LaunchbayError
-from launchbay.job import TERMINAL_STATUSES, LogTail, TrainingJob
+from launchbay.job import LogTail, TrainingJob
+from launchbay.runtime.names import IN_PROGRESS, JOB_STATUSES, TERMINAL_STATUSES
 
 __all__ = [
     "SageMakerBackend",
@@ -91,8 +95,6 @@ logger = logging.getLogger("launchbay.backends.sagemaker")
 
 #: The CloudWatch Logs group SageMaker writes training job output to.
 LOG_GROUP = "/aws/sagemaker/TrainingJobs"
-#: Every ``TrainingJobStatus`` (and the values ``list_jobs(status=...)`` accepts).
-JOB_STATUSES = ("InProgress", "Completed", "Failed", "Stopping", "Stopped")
 #: Log lines of the failing host shown in a :class:`~launchbay.errors.JobFailedError`.
 TAIL_LINES = 20
 #: Events read from the end of each host's stream to find the host that failed first.
@@ -126,8 +128,6 @@ _THROTTLING_CODES = frozenset(
 _DENIED_CODES = frozenset(
     {"AccessDenied", "AccessDeniedException", "UnauthorizedOperation", "NotAuthorized"}
 )
-_JOB_NAME_RE = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
-_INSTANCE_TYPE_RE = re.compile(r"^ml\.[a-z0-9\-]+\.[a-z0-9]+$")
 _EPOCH_SUFFIX_RE = re.compile(r"-\d{9,}$")
 _HOST_IN_TEXT_RE = re.compile(r"\balgo-\d+\b")
 _ERROR_MARK_RE = re.compile(
@@ -250,7 +250,7 @@ def check_request(request: Mapping[str, Any]) -> None:
         ConfigurationError: naming the request field, the value and what is accepted.
     """
     name = request.get("TrainingJobName")
-    if not isinstance(name, str) or not _JOB_NAME_RE.match(name):
+    if not isinstance(name, str) or not JOB_NAME_RE.match(name):
         raise _bad(
             "TrainingJobName",
             name,
@@ -275,7 +275,7 @@ def check_request(request: Mapping[str, Any]) -> None:
     )
     for where, entry in fleet:
         instance_type = entry.get("InstanceType")
-        if not isinstance(instance_type, str) or not _INSTANCE_TYPE_RE.match(instance_type):
+        if not isinstance(instance_type, str) or not INSTANCE_TYPE_RE.match(instance_type):
             raise _bad(
                 f"{where}.InstanceType",
                 instance_type,
@@ -305,8 +305,6 @@ def check_request(request: Mapping[str, Any]) -> None:
     max_run = (request.get("StoppingCondition") or {}).get("MaxRuntimeInSeconds")
     if isinstance(max_run, bool) or not isinstance(max_run, int) or max_run < 1:
         raise _bad("StoppingCondition.MaxRuntimeInSeconds", max_run, "a positive integer")
-    from launchbay import _request_rules
-
     # Every field's type, length, range, pattern and enum (botocore's model of the API).
     _request_rules.check_request(request, local=False)
 
@@ -529,7 +527,7 @@ class _StatusView:
                     f"{transition.get('StatusMessage', '')}".lstrip()
                 )
             latest = transitions[-1].get("Status") if transitions else None
-            if primary_changed and primary != latest and (primary != "InProgress" or not new):
+            if primary_changed and primary != latest and (primary != IN_PROGRESS or not new):
                 when = _utc(description.get("LastModifiedTime"))
                 self.printer.status(f"{when} Training job {self.name} is {primary}".lstrip())
         return bool(new) or primary_changed
@@ -671,12 +669,12 @@ class _Follower:
 # --------------------------------------------------------------------------- the backend
 
 
-class SageMakerBackend:
+class SageMakerBackend(Backend):
     """Runs CreateTrainingJob requests as SageMaker training jobs and follows them.
 
     Args:
         session: A :class:`launchbay.Session` (its ``sagemaker_client`` and
-            ``logs_client`` are used).
+            ``logs_client`` are used); ``None`` makes one on first use.
         stream: Where job output is printed (default: ``sys.stdout`` at the time
             of each call).
         sleep: Waits between polls (injectable for tests).
@@ -689,9 +687,11 @@ class SageMakerBackend:
             service's, up to 10,000 events or 1 MB).
     """
 
+    name = "sagemaker"
+
     def __init__(
         self,
-        session: Any,
+        session: Any = None,
         *,
         stream: TextIO | None = None,
         sleep: Callable[[float], object] = time.sleep,
@@ -707,7 +707,7 @@ class SageMakerBackend:
             )
         if log_page_size is not None and not 1 <= log_page_size <= 10_000:
             raise ConfigurationError.invalid("log_page_size", log_page_size, "1 to 10000")
-        self.session = session
+        self._session = session
         self.stream = stream
         self.sleep = sleep
         self.clock = clock
@@ -717,7 +717,28 @@ class SageMakerBackend:
         self.log_page_size = log_page_size
 
     def __repr__(self) -> str:
-        return f"SageMakerBackend(session={self.session!r})"
+        return f"SageMakerBackend(session={self._session!r})"
+
+    @property
+    def session(self) -> Any:
+        """The :class:`launchbay.Session` (made from the environment on first use)."""
+        if self._session is None:
+            # Deferred: the session imports boto3, and the backend is made before it is used.
+            from launchbay.session import Session
+
+            self._session = Session()
+        return self._session
+
+    @session.setter
+    def session(self, value: Any) -> None:
+        self._session = value
+
+    def owns(self, name: str) -> bool:
+        """Every job name may be a SageMaker job: the service says whether it exists.
+
+        The registry asks the local backends first, so this is the last answer.
+        """
+        return True
 
     # -- plumbing -------------------------------------------------------------------
     def _region(self) -> str:

@@ -30,6 +30,7 @@ from dataclasses import dataclass
 
 from launchbay.runtime._confine import INSIDE, resolve
 from launchbay.runtime.errors import TrainingSetupError, UnsafeArchiveError
+from launchbay.runtime.names import HP
 
 __all__ = [
     "EntryPoint",
@@ -255,7 +256,7 @@ def validate_entry_point_name(name: str | None) -> str:
     """Accept only a plain relative path inside the code dir (the toolkit's rule)."""
     if not name:
         raise TrainingSetupError(
-            "No training entry point: set the 'sagemaker_program' hyperparameter to the script "
+            f"No training entry point: set the '{HP.PROGRAM}' hyperparameter to the script "
             "to run, relative to the source directory (for example 'train.py' or 'train.sh')."
         )
     if not _SAFE_NAME.match(name) or any(s in (".", "..") for s in name.split("/")):

@@ -41,6 +41,8 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from launchbay.runtime.names import HP, LOCAL
+
 __all__ = [
     "BASE_DIR_ENV",
     "DEFAULT_BASE_DIR",
@@ -83,14 +85,14 @@ DEFAULT_CHECKPOINT_PATH = "/opt/ml/checkpoints"
 # Hyperparameters the toolkit treats as its own (stripped from user args and
 # not reported as framework parameters); every other ``sagemaker_*`` key is a
 # framework parameter.
-SAGEMAKER_PREFIX = "sagemaker_"
+SAGEMAKER_PREFIX = HP.PREFIX
 RESERVED_HYPERPARAMETERS = (
-    "sagemaker_program",
-    "sagemaker_submit_directory",
-    "sagemaker_enable_cloudwatch_metrics",
-    "sagemaker_region",
-    "sagemaker_container_log_level",
-    "sagemaker_job_name",
+    HP.PROGRAM,
+    HP.SUBMIT_DIRECTORY,
+    HP.ENABLE_CLOUDWATCH_METRICS,
+    HP.REGION,
+    HP.CONTAINER_LOG_LEVEL,
+    HP.JOB_NAME,
     "default_user_module_name",
     "_tuning_objective_metric",
     "sagemaker_s3_output",
@@ -98,13 +100,13 @@ RESERVED_HYPERPARAMETERS = (
 
 # Framework parameters that put the current instance group into distribution.
 DISTRIBUTION_FLAGS = (
-    "sagemaker_mpi_enabled",
-    "sagemaker_parameter_server_enabled",
-    "sagemaker_distributed_dataparallel_enabled",
-    "sagemaker_pytorch_ddp_enabled",
-    "sagemaker_pytorch_xla_multi_worker_enabled",
-    "sagemaker_multi_worker_mirrored_strategy_enabled",
-    "sagemaker_torch_distributed_enabled",
+    HP.MPI_ENABLED,
+    HP.PARAMETER_SERVER_ENABLED,
+    HP.SMDDP_ENABLED,
+    HP.PYTORCH_DDP_ENABLED,
+    HP.PYTORCH_XLA_ENABLED,
+    HP.MWMS_ENABLED,
+    HP.TORCH_DISTRIBUTED_ENABLED,
 )
 
 
@@ -264,7 +266,7 @@ def read_resource_config(p: ContractPaths | None = None) -> dict[str, Any]:
         "hosts": [host],
         "current_instance_group": DEFAULT_GROUP,
         "instance_groups": [
-            {"instance_group_name": DEFAULT_GROUP, "instance_type": "local", "hosts": [host]}
+            {"instance_group_name": DEFAULT_GROUP, "instance_type": LOCAL, "hosts": [host]}
         ],
     }
 
@@ -325,7 +327,7 @@ def resource_config_for(
             groups.append(
                 {
                     "instance_group_name": spec["InstanceGroupName"],
-                    "instance_type": spec.get("InstanceType", "local"),
+                    "instance_type": spec.get("InstanceType", LOCAL),
                     "hosts": list(hosts[start : start + count]),
                 }
             )
@@ -334,7 +336,7 @@ def resource_config_for(
         groups.append(
             {
                 "instance_group_name": DEFAULT_GROUP,
-                "instance_type": resources.get("InstanceType", "local"),
+                "instance_type": resources.get("InstanceType", LOCAL),
                 "hosts": list(hosts),
             }
         )
@@ -650,9 +652,7 @@ class TrainingEnv:
 
     def processes_per_host(self) -> int:
         """``sagemaker_mpi_num_of_processes_per_host`` if given, else GPUs, else Neuron cores, else 1."""
-        configured = self.additional_framework_parameters.get(
-            "sagemaker_mpi_num_of_processes_per_host"
-        )
+        configured = self.additional_framework_parameters.get(HP.MPI_PROCESSES_PER_HOST)
         if configured:
             return int(configured)
         if self.num_gpus > 0:
@@ -698,12 +698,12 @@ def training_env(
 
     hosts = list(resource_config["hosts"])
     current_host = resource_config["current_host"]
-    instance_type = resource_config.get("current_instance_type", "local")
+    instance_type = resource_config.get("current_instance_type", LOCAL)
     group = resource_config.get("current_group_name", DEFAULT_GROUP)
     groups_config = resource_config.get("instance_groups", []) or []
 
-    if "sagemaker_distribution_instance_groups" in framework:
-        distribution_groups = framework["sagemaker_distribution_instance_groups"]
+    if HP.DISTRIBUTION_INSTANCE_GROUPS in framework:
+        distribution_groups = framework[HP.DISTRIBUTION_INSTANCE_GROUPS]
     elif any(framework.get(flag, False) for flag in DISTRIBUTION_FLAGS):
         distribution_groups = [group]
     else:
@@ -720,8 +720,8 @@ def training_env(
     master = distribution_hosts[0] if distribution_hosts else hosts[0]
 
     program_env = environ.get("SAGEMAKER_PROGRAM")
-    module_name = program_env if program_env is not None else str(all_hps.get("sagemaker_program"))
-    entry_point = program_env or sagemaker_hps.get("sagemaker_program")
+    module_name = program_env if program_env is not None else str(all_hps.get(HP.PROGRAM))
+    entry_point = program_env or sagemaker_hps.get(HP.PROGRAM)
     mp_parameters = environ.get("SM_HP_MP_PARAMETERS")
 
     return TrainingEnv(
@@ -749,8 +749,8 @@ def training_env(
         num_neurons=detect_num_neurons(instance_type) if num_neurons is None else num_neurons,
         user_entry_point=entry_point,
         module_name=_module_name(module_name),
-        module_dir=str(sagemaker_hps.get("sagemaker_submit_directory", p.code_dir)),
-        log_level=sagemaker_hps.get("sagemaker_container_log_level", logging.INFO),
+        module_dir=str(sagemaker_hps.get(HP.SUBMIT_DIRECTORY, p.code_dir)),
+        log_level=sagemaker_hps.get(HP.CONTAINER_LOG_LEVEL, logging.INFO),
         framework_module=environ.get("SAGEMAKER_TRAINING_MODULE"),
         job_name=environ.get("TRAINING_JOB_NAME"),
         is_modelparallel_enabled=mp_parameters and mp_parameters != "{}",

@@ -59,6 +59,7 @@ class HP:
     JOB_NAME = "sagemaker_job_name"
     REGION = "sagemaker_region"
     ENABLE_CLOUDWATCH_METRICS = "sagemaker_enable_cloudwatch_metrics"
+    S3_OUTPUT = "sagemaker_s3_output"
     # distribution
     INSTANCE_TYPE = "sagemaker_instance_type"
     DISTRIBUTION_INSTANCE_GROUPS = "sagemaker_distribution_instance_groups"

@@ -80,6 +80,7 @@ from launchbay.runtime.code import fetch_code, prepare_requirements, resolve_ent
 from launchbay.runtime.errors import TrainingSetupError
 from launchbay.runtime.launchers import LaunchContext, build_plan
 from launchbay.runtime.launchers.torchrun import MASTER_PORT
+from launchbay.runtime.names import HP
 from launchbay.runtime.settings import RuntimeSettings
 
 __all__ = ["main", "rank_environment", "run"]
@@ -105,14 +106,14 @@ def rank_environment(
     result.update(contract.env_vars(env))
     hps = env.sagemaker_hyperparameters
     region = (
-        hps.get("sagemaker_region")
+        hps.get(HP.REGION)
         or os.environ.get("AWS_REGION")
         or os.environ.get("AWS_DEFAULT_REGION", "")
     )
     result.update(
         {
             "CURRENT_HOST": env.current_host,
-            "SAGEMAKER_JOB_NAME": str(hps.get("sagemaker_job_name", "")),
+            "SAGEMAKER_JOB_NAME": str(hps.get(HP.JOB_NAME, "")),
             "SAGEMAKER_REGION": str(region or ""),
             "PYTHONUNBUFFERED": "1",
             "LAUNCHBAY_RANKS_DIR": ranks_dir,
@@ -261,7 +262,7 @@ def _run() -> int:
     io_dir = make_io_dir()
     try:
         try:
-            submit = env.sagemaker_hyperparameters.get("sagemaker_submit_directory")
+            submit = env.sagemaker_hyperparameters.get(HP.SUBMIT_DIRECTORY)
             fetch_code(p.container_path(str(submit)) if submit else None, p.code_dir)
             entry = resolve_entry_point(p.code_dir, env.user_entry_point)
             if entry.kind == "command" and entry.path and os.path.isfile(entry.path):

@@ -31,6 +31,7 @@ from launchbay.runtime.launchers.base import (
     LaunchPlan,
     ProcessSpec,
 )
+from launchbay.runtime.names import HP
 from launchbay.runtime.settings import RuntimeSettings
 
 __all__ = [
@@ -50,24 +51,22 @@ def select_launcher(env: TrainingEnv, settings: RuntimeSettings) -> str:
     params = env.additional_framework_parameters
     if not env.in_distribution:
         return "plain"
-    if params.get("sagemaker_mpi_enabled"):
+    if params.get(HP.MPI_ENABLED):
         return "mpi"
-    if params.get("sagemaker_pytorch_ddp_enabled") or params.get(
-        "sagemaker_distributed_dataparallel_enabled"
-    ):
+    if params.get(HP.PYTORCH_DDP_ENABLED) or params.get(HP.SMDDP_ENABLED):
         on_sagemaker_gpu = not settings.local_process and env.num_gpus > 0
         if on_sagemaker_gpu and env.is_smddprun_installed:
             return "smdistributed"
         if settings.standins:
             return "smddp_local"
         return "torch_distributed"
-    if params.get("sagemaker_torch_distributed_enabled"):
+    if params.get(HP.TORCH_DISTRIBUTED_ENABLED):
         return "torch_distributed"
-    if params.get("sagemaker_parameter_server_enabled"):
+    if params.get(HP.PARAMETER_SERVER_ENABLED):
         return "parameter_server"
-    if params.get("sagemaker_multi_worker_mirrored_strategy_enabled"):
+    if params.get(HP.MWMS_ENABLED):
         return "multi_worker_mirrored_strategy"
-    if params.get("sagemaker_pytorch_xla_multi_worker_enabled"):
+    if params.get(HP.PYTORCH_XLA_ENABLED):
         logger.warning("pytorch_xla distribution is not supported; running the script plainly")
     return "plain"
 

@@ -57,6 +57,7 @@ from launchbay.runtime.launchers.base import (
     shell_command,
 )
 from launchbay.runtime.launchers.torchrun import EFA_NCCL_INSTANCES, EFA_RDMA_INSTANCES
+from launchbay.runtime.names import HP
 
 __all__ = [
     "STATUS_FILE_PREFIX",
@@ -73,8 +74,8 @@ __all__ = [
 ]
 
 STATUS_FILE_PREFIX = "/tmp/done."
-MPI_OPTIONS = "sagemaker_mpi_custom_mpi_options"
-SMDDP_OPTIONS = "sagemaker_distributed_dataparallel_custom_mpi_options"
+MPI_OPTIONS = HP.MPI_CUSTOM_OPTIONS
+SMDDP_OPTIONS = HP.SMDDP_CUSTOM_MPI_OPTIONS
 SSHD = "/usr/sbin/sshd"
 HEARTBEAT_STALE_SECONDS = 30.0
 MASTER_UNREACHABLE_SECONDS = 60.0
@@ -105,7 +106,7 @@ def parse_custom_mpi_options(options: str) -> tuple[str, list[str]]:
 
 def num_processes(ctx: LaunchContext) -> int:
     """``sagemaker_mpi_num_processes`` if given, else processes per host x hosts."""
-    configured = ctx.env.additional_framework_parameters.get("sagemaker_mpi_num_processes")
+    configured = ctx.env.additional_framework_parameters.get(HP.MPI_NUM_PROCESSES)
     if configured:
         return int(configured)
     return ctx.env.processes_per_host() * len(ctx.env.distribution_hosts)
@@ -180,15 +181,10 @@ def smddp_argv(ctx: LaunchContext, rank_env: dict[str, str]) -> list[str]:
     multi = len(hosts) > 1
     host_list = [f"{a}:{ppn}" for a in addresses] if multi else addresses
     nccl_debug, custom = parse_custom_mpi_options(
-        str(
-            env.additional_framework_parameters.get(
-                "sagemaker_distributed_dataparallel_custom_mpi_options", ""
-            )
-        )
+        str(env.additional_framework_parameters.get(HP.SMDDP_CUSTOM_MPI_OPTIONS, ""))
     )
     instance_type = (
-        env.additional_framework_parameters.get("sagemaker_instance_type")
-        or env.current_instance_type
+        env.additional_framework_parameters.get(HP.INSTANCE_TYPE) or env.current_instance_type
     )
     flag = "SMDATAPARALLEL_USE_HOMOGENEOUS=1" if multi else "SMDATAPARALLEL_USE_SINGLENODE=1"
     argv = [

@@ -1,0 +1,146 @@
+"""The one interface every backend implements: run a finished request, then follow the job.
+
+A backend receives a complete CreateTrainingJob request (a plain dict, built by
+the estimator) and never sees the estimator. Every backend answers with the same
+shapes: a :class:`launchbay.job.TrainingJob` handle and DescribeTrainingJob-shaped
+dicts whose ``TrainingJobStatus`` is one of SageMaker's values
+(:data:`launchbay.runtime.names.JOB_STATUSES`: ``InProgress``, ``Completed``,
+``Failed``, ``Stopping``, ``Stopped``). A failed job is a status, never an
+exception, until :meth:`launchbay.job.TrainingJob.wait` turns it into
+:class:`launchbay.errors.JobFailedError`.
+
+What each method must do (abstract unless marked *hook*, which has a default):
+
+``run(request)``
+    Check the request (refusing what this backend cannot run with a
+    :class:`~launchbay.errors.ConfigurationError` naming the request field, the
+    value and what is accepted), start the job and return its
+    :class:`~launchbay.job.TrainingJob` at once. A duplicate name raises
+    :class:`~launchbay.errors.JobError`.
+``describe(name)``
+    The job's DescribeTrainingJob response (local backends add ``LocalJobDir``).
+    An unknown name raises :class:`~launchbay.errors.JobError`.
+``wait(name, logs="All")``
+    Block until the job reaches a terminal status
+    (:data:`~launchbay.runtime.names.TERMINAL_STATUSES`) and return its last
+    description; with ``logs`` truthy, print status changes and every host's log
+    lines while waiting. It does not raise for a failed job.
+``stop(name)``
+    Ask the job to stop; it ends ``Stopped``. Stopping an ended job does nothing.
+    Remote backends return once the service accepted the request; local ones once
+    the job has stopped. A job this backend cannot reach raises
+    :class:`~launchbay.errors.JobError` saying where to stop it.
+``print_logs(name, follow=False, stream=None)``
+    Print the job's log lines, prefixed by host; with ``follow``, until it ends.
+``list_jobs(max_results=20, status=None)``
+    This backend's jobs, newest first, as ListTrainingJobs summaries
+    (``TrainingJobName``, ``TrainingJobStatus``, ``CreationTime`` ...), only
+    those in ``status`` when given.
+``owns(name)``
+    Whether job ``name`` belongs to this backend, answered without a remote
+    call: local backends look in their job directory; a remote backend claims
+    every name (the service then says whether the job exists). The registry
+    asks the backends in order, local ones first.
+``failure_log_tail(name, description)`` (*hook*)
+    The last log lines of the host that failed first, for the failure message
+    (:class:`~launchbay.job.LogTail`), or ``None``.
+``accept_stops(name)`` (*hook*)
+    Let ``stop(name)`` called in another process reach the job this process
+    runs (only meaningful where :attr:`runs_in_client`).
+``run_detached(name, command)`` (*hook*)
+    For backends whose jobs live in the process that started them
+    (:attr:`runs_in_client`): run ``command`` (a process that runs job ``name``
+    to its end) detached from this one, return once the job has started.
+
+Backends are found by name through :mod:`launchbay.backends.registry`; the
+estimator and the ``launchbay`` command both go through it.
+"""
+
+from __future__ import annotations
+
+import abc
+from collections.abc import Mapping, Sequence
+from typing import Any, ClassVar, NamedTuple, TextIO
+
+from launchbay.job import LogTail, TrainingJob
+
+__all__ = ["Backend", "DetachedRun"]
+
+
+class DetachedRun(NamedTuple):
+    """What :meth:`Backend.run_detached` started."""
+
+    #: The detached process's id.
+    pid: int
+    #: Where its output goes.
+    log_path: str
+    #: ``None`` once the job started; else the process's exit code (``-1``: it
+    #: neither started the job nor exited in time).
+    exit_code: int | None
+    #: The end of its output when the job did not start ("" otherwise).
+    output: str = ""
+
+    @property
+    def started(self) -> bool:
+        return self.exit_code is None
+
+
+class Backend(abc.ABC):
+    """Runs finished CreateTrainingJob requests; see the module docstring for the contract."""
+
+    #: The backend's name in the registry (and in ``launchbay`` output).
+    name: ClassVar[str] = ""
+    #: True when a job lives only as long as the process that runs it (local
+    #: backends): a command that must return at once runs it detached.
+    runs_in_client: ClassVar[bool] = False
+
+    @classmethod
+    def for_instance_type(cls, instance_type: str | None, session: Any = None) -> Backend:
+        """The backend for jobs of ``instance_type`` (the registry calls this)."""
+        return cls(session)  # type: ignore[call-arg]
+
+    @abc.abstractmethod
+    def run(self, request: dict[str, Any]) -> TrainingJob:
+        """Start the job the request describes; return its handle at once."""
+
+    @abc.abstractmethod
+    def describe(self, name: str) -> dict[str, Any]:
+        """The job's DescribeTrainingJob response."""
+
+    @abc.abstractmethod
+    def wait(self, name: str, logs: str | bool | None = "All") -> dict[str, Any]:
+        """Block until the job ends; return its last description (never raises for Failed)."""
+
+    @abc.abstractmethod
+    def stop(self, name: str) -> None:
+        """Ask the job to stop (it ends Stopped); nothing for an ended job."""
+
+    @abc.abstractmethod
+    def print_logs(self, name: str, follow: bool = False, stream: TextIO | None = None) -> None:
+        """Print the job's host-prefixed log lines; with ``follow``, until it ends."""
+
+    @abc.abstractmethod
+    def list_jobs(self, max_results: int = 20, status: str | None = None) -> list[dict[str, Any]]:
+        """This backend's jobs, newest first, as ListTrainingJobs summaries."""
+
+    @abc.abstractmethod
+    def owns(self, name: str) -> bool:
+        """Whether job ``name`` belongs to this backend (no remote call)."""
+
+    # -- hooks with defaults --------------------------------------------------------
+    def failure_log_tail(
+        self, name: str, description: Mapping[str, Any] | None = None
+    ) -> LogTail | None:
+        """The failing host's last log lines, or None when the backend cannot fetch them."""
+        return None
+
+    def accept_stops(self, name: str) -> None:
+        """Let ``stop(name)`` in another process reach this process (default: nothing to do)."""
+        return None
+
+    def run_detached(self, name: str, command: Sequence[str]) -> DetachedRun:
+        """Run ``command`` (which runs job ``name``) detached; only where :attr:`runs_in_client`."""
+        raise NotImplementedError(
+            f"The {self.name or type(self).__name__} backend runs jobs outside this process: "
+            "submit them directly, there is nothing to detach."
+        )

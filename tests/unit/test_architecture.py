@@ -1,0 +1,167 @@
+"""The package's layering, checked on its source: no import cycle, every module imports alone.
+
+The import graph is read from each module's top-level ``import`` statements (those
+that run when the module is imported; imports inside functions and under
+``if TYPE_CHECKING:`` are not edges). Importing ``launchbay.a.b`` also runs
+``launchbay/a/__init__.py``, so a module depends on the target's parent packages too
+(except its own, which are already being imported when it runs).
+"""
+
+from __future__ import annotations
+
+import ast
+import json
+import subprocess
+import sys
+from pathlib import Path
+
+import launchbay
+
+ROOT = Path(launchbay.__file__).resolve().parent
+#: Modules that import a training framework by design (the local stand-ins): not
+#: imported in the fresh-import check, which would load torch and TensorFlow.
+FRAMEWORK_MODULES = ("launchbay.runtime.standins",)
+
+
+def module_names() -> dict[str, Path]:
+    found = {}
+    for path in sorted(ROOT.rglob("*.py")):
+        parts = list(path.relative_to(ROOT.parent).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts.pop()
+        found[".".join(parts)] = path
+    return found
+
+
+def _is_type_checking(node: ast.stmt) -> bool:
+    test = getattr(node, "test", None)
+    return isinstance(node, ast.If) and (
+        (isinstance(test, ast.Name) and test.id == "TYPE_CHECKING")
+        or (isinstance(test, ast.Attribute) and test.attr == "TYPE_CHECKING")
+    )
+
+
+def _top_level_imports(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
+    found: list[ast.Import | ast.ImportFrom] = []
+    pending: list[ast.stmt] = list(tree.body)
+    while pending:
+        node = pending.pop()
+        if isinstance(node, (ast.Import, ast.ImportFrom)):
+            found.append(node)
+        elif isinstance(node, (ast.If, ast.Try, ast.With)) and not _is_type_checking(node):
+            for field in ("body", "orelse", "finalbody", "handlers"):
+                for child in getattr(node, field, []):
+                    pending.extend(child.body if isinstance(child, ast.ExceptHandler) else [child])
+    return found
+
+
+def import_graph() -> dict[str, set[str]]:
+    """Module -> the package modules it imports at import time (parents included)."""
+    modules = module_names()
+
+    def with_parents(name: str) -> set[str]:
+        parts = name.split(".")
+        return {".".join(parts[:i]) for i in range(1, len(parts) + 1)} & modules.keys()
+
+    graph: dict[str, set[str]] = {}
+    for name, path in modules.items():
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        edges: set[str] = set()
+        for node in _top_level_imports(ast.parse(path.read_text(), str(path))):
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            else:
+                base = node.module or ""
+                if node.level:
+                    anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+                    base = ".".join([*anchor, base] if base else anchor)
+                targets = [
+                    f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base
+                    for alias in node.names
+                ]
+            for target in targets:
+                if target.split(".")[0] == "launchbay":
+                    edges |= with_parents(target)
+        # A module's own packages are being imported already when it runs: not edges.
+        graph[name] = edges - with_parents(name)
+    return graph
+
+
+def find_cycle(graph: dict[str, set[str]]) -> list[str] | None:
+    """One import cycle (a list of modules, first == last), or None."""
+    state: dict[str, int] = {}
+    stack: list[str] = []
+
+    def visit(node: str) -> list[str] | None:
+        state[node] = 1
+        stack.append(node)
+        for target in sorted(graph.get(node, ())):
+            if state.get(target) == 1:
+                return [*stack[stack.index(target) :], target]
+            if target not in state:
+                cycle = visit(target)
+                if cycle:
+                    return cycle
+        stack.pop()
+        state[node] = 2
+        return None
+
+    for node in sorted(graph):
+        if node not in state:
+            cycle = visit(node)
+            if cycle:
+                return cycle
+    return None
+
+
+def test_the_graph_reader_sees_a_cycle():
+    graph = {
+        "launchbay.a": {"launchbay.b"},
+        "launchbay.b": {"launchbay.c"},
+        "launchbay.c": {"launchbay.a"},
+    }
+    assert find_cycle(graph) == ["launchbay.a", "launchbay.b", "launchbay.c", "launchbay.a"]
+    assert find_cycle({"launchbay.a": {"launchbay.b"}, "launchbay.b": set()}) is None
+    edges = import_graph()
+    assert "launchbay.backends.registry" in edges["launchbay.backends"]
+    assert {"launchbay.backends", "launchbay.backends.registry"} <= edges["launchbay.cli"]
+    assert "launchbay.backends" not in edges["launchbay.backends.docker"]  # its own package
+
+
+def test_no_import_cycle_between_the_packages_modules():
+    cycle = find_cycle(import_graph())
+    assert cycle is None, "import cycle: " + " -> ".join(cycle or [])
+
+
+def test_the_runtime_imports_nothing_from_the_client():
+    graph = import_graph()
+    wrong = {
+        (name, target)
+        for name, targets in graph.items()
+        if name.startswith("launchbay.runtime")
+        for target in targets
+        if target != "launchbay" and not target.startswith("launchbay.runtime")
+    }
+    assert wrong == set()
+
+
+def test_every_module_imports_in_a_fresh_interpreter():
+    """Each module imported first, alone (the package's modules are dropped in between)."""
+    names = [n for n in module_names() if not n.startswith(FRAMEWORK_MODULES)]
+    script = (
+        "import importlib, json, sys, traceback\n"
+        "failed = {}\n"
+        f"for name in {names!r}:\n"
+        "    for loaded in [m for m in sys.modules if m.split('.')[0] == 'launchbay']:\n"
+        "        del sys.modules[loaded]\n"
+        "    try:\n"
+        "        importlib.import_module(name)\n"
+        "    except Exception:\n"
+        "        failed[name] = traceback.format_exc(limit=-3)\n"
+        "print(json.dumps(failed))\n"
+    )
+    result = subprocess.run(
+        [sys.executable, "-c", script], capture_output=True, text=True, timeout=300
+    )
+    assert result.returncode == 0, result.stderr
+    assert json.loads(result.stdout.splitlines()[-1]) == {}

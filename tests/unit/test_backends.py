@@ -1,0 +1,205 @@
+"""The backend interface (an abc) and the one registry that finds a backend by name."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+import textwrap
+
+import pytest
+
+from launchbay.backends import registry
+from launchbay.backends.base import Backend
+from launchbay.errors import ConfigurationError
+
+
+def run_python(code: str) -> str:
+    result = subprocess.run(
+        [sys.executable, "-c", textwrap.dedent(code)], capture_output=True, text=True, timeout=60
+    )
+    assert result.returncode == 0, result.stderr
+    return result.stdout
+
+
+def test_registry_imports_a_backend_only_when_it_is_used():
+    out = run_python(
+        """
+        import json, sys
+        from launchbay.backends import backend_for, registry
+        loaded = lambda: sorted(m for m in sys.modules if m.startswith("launchbay.backends."))
+        before = loaded()
+        names = registry.names()
+        docker = backend_for("local_gpu", None)
+        print(json.dumps([before, names, loaded(), type(docker).__name__, docker.gpu,
+                          "boto3" in sys.modules, "docker" in sys.modules]))
+        """
+    )
+    before, names, after, cls, gpu, boto3, docker_pkg = json.loads(out)
+    assert before == ["launchbay.backends.base", "launchbay.backends.registry"]
+    assert names == ["local_process", "docker", "sagemaker"]
+    assert "launchbay.backends.docker" in after and "launchbay.backends.sagemaker" not in after
+    assert (cls, gpu, boto3, docker_pkg) == ("DockerBackend", True, False, False)
+
+
+@pytest.mark.parametrize(
+    ("instance_type", "name", "cls"),
+    [
+        ("local_process", "local_process", "ProcessBackend"),
+        ("local", "docker", "DockerBackend"),
+        ("local_gpu", "docker", "DockerBackend"),
+        ("ml.m5.xlarge", "sagemaker", "SageMakerBackend"),
+        (None, "sagemaker", "SageMakerBackend"),  # instance groups of ml.* types
+    ],
+)
+def test_each_instance_type_goes_to_its_backend(instance_type, name, cls):
+    assert registry.backend_name_for(instance_type) == name
+    backend = registry.backend_for(instance_type, None)
+    assert type(backend).__name__ == cls and backend.name == name
+    assert isinstance(backend, Backend)
+    if cls == "DockerBackend":
+        assert backend.gpu is (instance_type == "local_gpu")
+
+
+def test_an_unknown_instance_type_names_the_value_and_the_accepted_ones():
+    with pytest.raises(ConfigurationError) as caught:
+        registry.backend_for("gpu_local", None)
+    message = str(caught.value)
+    assert isinstance(caught.value, ValueError)
+    assert "instance_type" in message and "'gpu_local'" in message
+    for accepted in ("local_process", "local", "local_gpu", "ml.* type"):
+        assert accepted in message
+
+
+def test_an_unknown_backend_name_names_the_value_and_the_registered_ones():
+    with pytest.raises(ConfigurationError) as caught:
+        registry.create("kubernetes")
+    message = str(caught.value)
+    assert "backend" in message and "'kubernetes'" in message
+    assert "local_process, docker, sagemaker" in message
+
+
+def test_every_registered_backend_implements_the_whole_interface_under_its_name():
+    for name in registry.names():
+        cls = registry.backend_class(name)
+        assert issubclass(cls, Backend) and cls.name == name
+        assert not getattr(cls, "__abstractmethods__", None), cls
+
+
+def test_a_backend_missing_a_method_cannot_be_made():
+    class NoStop(Backend):
+        name = "nostop"
+
+        def run(self, request):
+            raise NotImplementedError
+
+        def describe(self, name):
+            return {}
+
+        def wait(self, name, logs="All"):
+            return {}
+
+        def print_logs(self, name, follow=False, stream=None):
+            return None
+
+        def list_jobs(self, max_results=20, status=None):
+            return []
+
+        def owns(self, name):
+            return False
+
+    with pytest.raises(TypeError, match="abstract method.*stop"):
+        NoStop()
+    assert NoStop.__abstractmethods__ == frozenset({"stop"})
+
+
+class MemoryBackend(Backend):
+    """A registered backend of this test module: owns the names it ran."""
+
+    name = "memory"
+
+    def __init__(self, session=None):
+        self.session = session
+
+    def run(self, request):
+        raise NotImplementedError
+
+    def describe(self, name):
+        return {"TrainingJobName": name, "TrainingJobStatus": "Completed"}
+
+    def wait(self, name, logs="All"):
+        return self.describe(name)
+
+    def stop(self, name):
+        return None
+
+    def print_logs(self, name, follow=False, stream=None):
+        return None
+
+    def list_jobs(self, max_results=20, status=None):
+        return []
+
+    def owns(self, name):
+        return name.startswith("mem-")
+
+
+def test_a_registered_backend_is_asked_before_sagemaker(monkeypatch, tmp_path):
+    monkeypatch.setattr(registry, "_BACKENDS", dict(registry._BACKENDS))
+    monkeypatch.setattr(registry, "_INSTANCE_TYPES", dict(registry._INSTANCE_TYPES))
+    monkeypatch.setattr(registry, "_loaded", {})
+    monkeypatch.setenv("LAUNCHBAY_HOME", str(tmp_path))
+    registry.register("memory", f"{__name__}:MemoryBackend", instance_types=("memory",))
+    assert registry.names() == ("local_process", "docker", "memory", "sagemaker")
+    assert type(registry.backend_for("memory")) is MemoryBackend
+    assert type(registry.backend_for_job("mem-1")) is MemoryBackend
+    assert registry.backend_for_job("other").name == "sagemaker"
+    with pytest.raises(ConfigurationError, match="'memory:'"):
+        registry.register("broken", "memory:")
+
+
+def test_a_local_job_belongs_to_the_backend_of_its_instance_type(monkeypatch, tmp_path):
+    """Both local backends share $LAUNCHBAY_HOME/jobs; the job's instance type picks one."""
+    monkeypatch.setenv("LAUNCHBAY_HOME", str(tmp_path))
+    for job, resources in {
+        "in-docker": {"InstanceType": "local_gpu", "InstanceCount": 1},
+        "in-process": {"InstanceType": "local_process", "InstanceCount": 2},
+        "in-groups": {"InstanceGroups": [{"InstanceType": "local", "InstanceCount": 1}]},
+    }.items():
+        (tmp_path / "jobs" / job).mkdir(parents=True)
+        status = {"TrainingJobName": job, "TrainingJobStatus": "Completed",
+                  "ResourceConfig": resources}  # fmt: skip
+        (tmp_path / "jobs" / job / "status.json").write_text(json.dumps(status))
+    assert registry.backend_for_job("in-docker").name == "docker"
+    assert registry.backend_for_job("in-groups").name == "docker"
+    assert registry.backend_for_job("in-process").name == "local_process"
+    assert registry.backend_for_job("elsewhere").name == "sagemaker"
+    listed = {
+        name: sorted(j["TrainingJobName"] for j in registry.create(name).list_jobs())
+        for name in ("local_process", "docker")
+    }
+    assert listed == {"local_process": ["in-process"], "docker": ["in-docker", "in-groups"]}
+
+
+def test_a_runner_file_names_a_live_process_and_never_a_reused_pid(monkeypatch, tmp_path):
+    from launchbay.backends import _detached
+
+    monkeypatch.setenv("LAUNCHBAY_HOME", str(tmp_path))
+    assert _detached.runner_pid("nobody") is None
+    _detached.register("mine")  # this process, with its start time
+    assert _detached.runner_pid("mine") == os.getpid()
+    pid_file = tmp_path / "cli" / "mine.pid"
+    pid, started = pid_file.read_text().split()
+    pid_file.write_text(f"{pid} {int(started) + 1}\n")  # the pid now names another process
+    assert _detached.runner_pid("mine") is None
+    gone = subprocess.Popen([sys.executable, "-c", "pass"])
+    gone.wait()
+    _detached.register("gone", gone.pid)
+    assert _detached.runner_pid("gone") is None
+
+
+def test_a_remote_backend_has_nothing_to_detach():
+    backend = registry.create("sagemaker")
+    assert not backend.runs_in_client
+    with pytest.raises(NotImplementedError, match="sagemaker backend runs jobs outside"):
+        backend.run_detached("job", ["true"])
