@@ -43,6 +43,7 @@ import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
+from launchbay._request_rules import INSTANCE_TYPE_RE, JOB_NAME_RE
 from launchbay.debugger import CollectionConfig, DebuggerHookConfig
 from launchbay.errors import ConfigurationError, UnknownArgumentError
 from launchbay.inputs import INPUT_MODES, InstanceGroup, check_uri
@@ -73,9 +74,11 @@ MISSING: Any = _Missing()
 
 
 #: CreateTrainingJob's TrainingJobName pattern (also a base_job_name's).
-JOB_NAME_PATTERN = r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$"
+JOB_NAME_PATTERN = JOB_NAME_RE.pattern
 #: An ml.* instance type, or one of the local types.
-LOCAL_OR_ML_INSTANCE_TYPE_PATTERN = r"^(ml\.[a-z0-9\-]+\.[a-z0-9]+|local|local_gpu|local_process)$"
+LOCAL_OR_ML_INSTANCE_TYPE_PATTERN = (
+    "^(" + INSTANCE_TYPE_RE.pattern.strip("^$") + "|" + "|".join(LOCAL_INSTANCE_TYPES) + ")$"
+)
 LOG_LEVELS = {"CRITICAL": 50, "ERROR": 40, "WARNING": 30, "INFO": 20, "DEBUG": 10, "NOTSET": 0}
 URI_ACCEPTED = "an s3://bucket/prefix URI (or file:///path for local runs)"
 INSTANCE_TYPE_ACCEPTED = (

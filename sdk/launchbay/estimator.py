@@ -34,6 +34,7 @@ from launchbay import (
 from launchbay._instances import version_tuple
 from launchbay._local_limits import check_local_ranks
 from launchbay._logs import show_logs
+from launchbay._request_rules import JOB_NAME_RE
 from launchbay.debugger import DebuggerHookConfig
 from launchbay.distribution import Distribution, parse_distribution
 from launchbay.errors import ConfigurationError
@@ -47,7 +48,6 @@ __all__ = ["EstimatorBase", "Estimator", "Framework"]
 
 logger = logging.getLogger("launchbay.estimator")
 
-JOB_NAME_RE = re.compile(arguments.JOB_NAME_PATTERN)
 NETWORK_ISOLATION_CODE_PATH = _request.NETWORK_ISOLATION_CODE_PATH
 
 DEBUGGER_UNSUPPORTED_REGIONS = (
