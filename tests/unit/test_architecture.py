@@ -165,3 +165,110 @@ def test_every_module_imports_in_a_fresh_interpreter():
     )
     assert result.returncode == 0, result.stderr
     assert json.loads(result.stdout.splitlines()[-1]) == {}
+
+
+#: The layers, lowest first (docs/architecture.md): a module may import its own layer
+#: and those below. The longest matching prefix gives a module's layer.
+LAYERS = {
+    # 0: inside every training host, standard library only
+    "launchbay.runtime": 0,
+    # 1: foundations every client module may use
+    "launchbay.errors": 1,
+    "launchbay.s3uri": 1,
+    "launchbay._instances": 1,
+    "launchbay._image_data": 1,
+    "launchbay.display": 1,
+    "launchbay._docker": 1,
+    # 2: what a job is made of, and the services it talks to
+    "launchbay.inputs": 2,
+    "launchbay.debugger": 2,
+    "launchbay.distribution": 2,
+    "launchbay._request_rules": 2,
+    "launchbay.arguments": 2,
+    "launchbay._request": 2,
+    "launchbay.image_uris": 2,
+    "launchbay.code": 2,
+    "launchbay.transfer": 2,
+    "launchbay.session": 2,
+    "launchbay.vpc": 2,
+    "launchbay._local_limits": 2,
+    "launchbay.job": 2,
+    "launchbay._logs": 2,
+    "launchbay.images": 2,
+    # 3: backends run a finished request
+    "launchbay.backends": 3,
+    # 4: the user's API: arguments -> request -> backend
+    "launchbay.estimator": 4,
+    "launchbay._attach": 4,
+    "launchbay.jobspec": 4,
+    "launchbay.pytorch": 5,
+    "launchbay.tensorflow": 5,
+    "launchbay.utils": 5,
+    "launchbay.instance_group": 5,
+    # 6: the command line
+    "launchbay.cli": 6,
+}
+
+
+def layer_of(module: str) -> int | None:
+    matches = [p for p in LAYERS if module == p or module.startswith(p + ".")]
+    return LAYERS[max(matches, key=len)] if matches else None
+
+
+def test_every_module_has_a_layer():
+    missing = [n for n in module_names() if n != "launchbay" and layer_of(n) is None]
+    assert missing == [], "add these modules to LAYERS (and docs/architecture.md)"
+
+
+def upward_imports(modules: dict[str, Path]) -> list[str]:
+    """Import statements (also inside functions) from a layer to a higher one, uncommented.
+
+    ``import launchbay`` (the package root: lazy and light, for ``__file__`` and the
+    version) is not an edge; a comment on the import's line or the two above it
+    (saying why) makes an upward import acceptable.
+    """
+    upward = []
+    for name, path in modules.items():
+        source = path.read_text()
+        lines = source.splitlines()
+        for node in ast.walk(ast.parse(source, str(path))):
+            if isinstance(node, ast.Import):
+                targets = [alias.name for alias in node.names]
+            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
+                targets = [
+                    f"{node.module}.{a.name}"
+                    if f"{node.module}.{a.name}" in modules
+                    else node.module
+                    for a in node.names
+                ]
+            else:
+                continue
+            for target in targets:
+                if not target.startswith("launchbay.") or target.startswith(name + "."):
+                    continue
+                own, other = layer_of(name), layer_of(target)
+                if own is None or other is None or other <= own:
+                    continue
+                nearby = lines[max(0, node.lineno - 3) : node.lineno]
+                if not any("#" in line for line in nearby):
+                    upward.append(f"{name}:{node.lineno} imports {target} (layer {other} > {own})")
+    return upward
+
+
+def test_imports_go_down_the_layers_unless_a_comment_says_why():
+    assert upward_imports(module_names()) == []
+
+
+def test_the_layer_check_sees_an_upward_import(tmp_path):
+    assert layer_of("launchbay.backends.docker") == 3
+    assert layer_of("launchbay.runtime.launchers.mpi") == 0
+    quiet = tmp_path / "quiet.py"
+    quiet.write_text("def f():\n    from launchbay.estimator import Estimator\n")
+    said = tmp_path / "said.py"
+    said.write_text("def f():\n    # the backend needs the estimator here because ...\n"
+                    "    from launchbay.estimator import Estimator\n")  # fmt: skip
+    modules = {"launchbay.backends.quiet": quiet, "launchbay.backends.said": said,
+               "launchbay.estimator": quiet}  # fmt: skip
+    assert upward_imports(modules) == [
+        "launchbay.backends.quiet:2 imports launchbay.estimator (layer 4 > 3)"
+    ]
