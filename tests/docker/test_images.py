@@ -1,7 +1,7 @@
 """The training images, against the real Docker engine: what is in them, SSH/MPI between two
 containers, builds (reuse, failing steps), the Dockerfile lint, and pushes to a registry
 started here (Debian's docker-registry), with and without the ECR login through boto3
-against the moto server. What needs no engine is in tests/unit/test_images.py and
+against the moto server. What needs no engine is in tests/unit/test_images_offline.py and
 tests/unit/test_images_wheel.py.
 """
 
