@@ -39,7 +39,9 @@ import time
 from collections.abc import Iterable, Mapping, Sequence
 from typing import Any, TextIO
 
+from launchbay.display import Display, progress_enabled
 from launchbay.errors import ConfigurationError, ProvisioningError
+from launchbay.session import Session
 
 __all__ = [
     "DEFAULT_STACK_NAME",
@@ -159,8 +161,6 @@ class _Stack:
         if not isinstance(name, str) or not name:
             raise ConfigurationError.invalid("stack_name", name, "a CloudFormation stack name")
         if session is None:
-            from launchbay.session import Session
-
             session = Session(region_name=region)
         self.name = name
         self.region = session.boto_region_name
@@ -259,8 +259,6 @@ class _Events:
     """
 
     def __init__(self, stack: _Stack, progress: bool | TextIO | None) -> None:
-        from launchbay.display import Display, progress_enabled
-
         self.stack = stack
         stream: TextIO = sys.stderr
         if progress is not None and not isinstance(progress, bool):
