@@ -58,6 +58,21 @@ def test_two_hosts_on_four_gpus_get_disjoint_halves_and_two_workers_each(home, t
         assert report["WORLD_SIZE"] == "4" and report["allreduce_world"] == 4
 
 
+def test_mpi_ranks_of_each_host_see_that_hosts_gpus(home, tmp_path, fake_gpus):
+    # One mpirun (on algo-1) starts every rank; each rank takes on its own host's environment.
+    fake_gpus(4)
+    dump = tmp_path / "dump"
+    dump_job(dump, tmp_path / "out", distribution={"mpi": {"enabled": True}}).fit(logs=False)
+    seen = reports(dump)
+    assert {k: (r["CUDA_VISIBLE_DEVICES"], r["SM_NUM_GPUS"]) for k, r in seen.items()} == {
+        "algo-1-0": ("0,1", "2"),
+        "algo-1-1": ("0,1", "2"),
+        "algo-2-2": ("2,3", "2"),
+        "algo-2-3": ("2,3", "2"),
+    }
+    assert {r["OMPI_COMM_WORLD_LOCAL_SIZE"] for r in seen.values()} == {"2"}  # -np 2 per host
+
+
 def test_callers_cuda_visible_devices_1_3_is_split_as_1_and_3(
     home, tmp_path, fake_gpus, monkeypatch
 ):

@@ -13,7 +13,7 @@ parser.add_argument("--dump", required=True)
 args, _ = parser.parse_known_args()
 
 world = None
-if "WORLD_SIZE" in os.environ:
+if "TORCHELASTIC_RUN_ID" in os.environ:  # torchrun; other ranks only report their environment
     import torch
     import torch.distributed as dist
 
@@ -24,9 +24,10 @@ if "WORLD_SIZE" in os.environ:
     dist.destroy_process_group()
 
 keys = ("CUDA_VISIBLE_DEVICES", "SM_NUM_GPUS", "SM_CURRENT_HOST", "LOCAL_RANK",
-        "LOCAL_WORLD_SIZE", "WORLD_SIZE", "RANK")  # fmt: skip
+        "LOCAL_WORLD_SIZE", "WORLD_SIZE", "RANK", "OMPI_COMM_WORLD_LOCAL_SIZE")  # fmt: skip
 report = {key: os.environ.get(key) for key in keys}
 report["allreduce_world"] = world
 host = os.environ["SM_CURRENT_HOST"]
-with open(os.path.join(args.dump, f"{host}-{os.environ.get('RANK', '0')}.json"), "w") as f:
+rank = os.environ.get("RANK") or os.environ.get("OMPI_COMM_WORLD_RANK") or "0"
+with open(os.path.join(args.dump, f"{host}-{rank}.json"), "w") as f:
     json.dump(report, f)
