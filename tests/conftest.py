@@ -13,6 +13,9 @@ or a container would reach it.
 * ``session``: a ``launchbay.Session(region_name="us-west-2")`` on a clean moto.
 * ``home``: ``$LAUNCHBAY_HOME`` in the test's temporary directory (where local jobs keep
   their directories, outputs and names) and a 5 s grace period for stopping ranks.
+* ``fake_gpus``: ``fake_gpus(n)`` puts an ``nvidia-smi`` on ``PATH`` that lists ``n`` GPUs
+  (``GPU 0: Fake GPU (UUID: GPU-fake-0)`` ...), as a GPU machine's driver would; this
+  machine has none. ``CUDA_VISIBLE_DEVICES`` is cleared for the test.
 """
 
 from __future__ import annotations
@@ -119,3 +122,25 @@ def home(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Path:
     monkeypatch.setenv("LAUNCHBAY_HOME", str(root))
     monkeypatch.setenv("LAUNCHBAY_GRACE_SECONDS", "5")
     return root
+
+
+@pytest.fixture
+def fake_gpus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
+    """``fake_gpus(n)``: an ``nvidia-smi --list-gpus`` on ``PATH`` listing ``n`` GPUs."""
+    monkeypatch.delenv("CUDA_VISIBLE_DEVICES", raising=False)
+
+    def install(count: int) -> Path:
+        bin_dir = tmp_path / "fake-nvidia-bin"
+        bin_dir.mkdir(exist_ok=True)
+        lines = "".join(f"GPU {i}: Fake GPU (UUID: GPU-fake-{i})\n" for i in range(count))
+        script = bin_dir / "nvidia-smi"
+        script.write_text(
+            "#!/bin/sh\n"
+            '[ "$1" = "--list-gpus" ] || { echo "fake nvidia-smi: only --list-gpus" >&2; exit 2; }\n'
+            f"printf '{lines}'\n"
+        )
+        script.chmod(0o755)
+        monkeypatch.setenv("PATH", f"{bin_dir}{os.pathsep}{os.environ.get('PATH', '')}")
+        return bin_dir
+
+    return install

@@ -35,6 +35,7 @@ from launchbay._instances import version_tuple
 from launchbay._local_limits import check_local_ranks
 from launchbay._logs import show_logs
 from launchbay._request_rules import JOB_NAME_RE
+from launchbay.backends._gpus import split_gpus
 from launchbay.debugger import DebuggerHookConfig
 from launchbay.distribution import Distribution, parse_distribution
 from launchbay.errors import ConfigurationError
@@ -603,7 +604,7 @@ class EstimatorBase:
         _request_rules.check_request(request, local=self.is_local)
 
     def _check_local_capacity(self) -> None:
-        """Refuse a local job with more hosts x ranks than this machine runs (docs/local.md)."""
+        """Refuse a local job this machine cannot run: too many ranks, too few GPUs (docs/local.md)."""
         groups = self.instance_groups or []
         local_groups = [g for g in groups if g.instance_type in LOCAL_INSTANCE_TYPES]
         if not self.is_local and not local_groups:
@@ -629,6 +630,9 @@ class EstimatorBase:
             hosts_argument="instance_count",
             processes_argument=where,
         )
+        # Each host its own GPUs: refuse here too (fit, submit, validate) what the
+        # backend would refuse when it shares them out (docs/local.md).
+        split_gpus(instance_type, hosts, per_host, processes_argument=where)
 
     def _region(self) -> str:
         if self.is_local and self.sagemaker_session is None:

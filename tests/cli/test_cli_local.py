@@ -159,3 +159,22 @@ def test_stop_from_another_shell_ends_a_foreground_submit(run_cli, project, cli_
     finally:
         if proc.poll() is None:
             proc.kill()
+
+
+def test_validate_and_submit_refuse_more_hosts_than_gpus(run_cli, project, cli_env, fake_gpus):
+    """Issue 16: `launchbay validate` says up front what `submit` would refuse (docs/local.md)."""
+    bin_dir = fake_gpus(2)
+    env = {**cli_env, "PATH": f"{bin_dir}:{cli_env['PATH']}"}
+    env.pop("CUDA_VISIBLE_DEVICES", None)
+    (project.root / "src").mkdir(parents=True, exist_ok=True)
+    (project.root / "src" / "train.py").write_text("print('never runs')\n")
+    spec = project.spec(
+        SPEC + "    distribution:\n      torch_distributed:\n        enabled: true\n"
+    )
+    for command in ("validate", "submit"):
+        result = run_cli(command, spec, "--instance-type", "local_process", "--set",
+                         "instance_count=3", env=env)  # fmt: skip
+        assert result.returncode != 0, result.stdout
+        assert "instance_count=3" in result.stderr and "GPU(s) 0,1 found (2)" in result.stderr
+        assert "instance_count <= 2" in result.stderr, result.stderr
+    assert not (Path(cli_env["LAUNCHBAY_HOME"]) / "jobs").exists()

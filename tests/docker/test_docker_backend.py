@@ -500,8 +500,11 @@ def test_old_framework_version_names_its_image_and_how_to_build_it(
 
 
 def test_local_gpu_without_a_gpu_runtime_fails_clearly_and_leaves_nothing(
-    home, tmp_path, framework_version, docker_client
+    home, tmp_path, framework_version, docker_client, fake_gpus
 ):
+    # As if this machine had 4 GPUs (a fake nvidia-smi); its engine has no NVIDIA runtime.
+    # Without any GPU, local_gpu is refused before anything is made (tests/unit/test_local_gpus.py).
+    fake_gpus(4)
     est = Estimator(
         image_uri=f"launchbay/pytorch-training:{framework_version}-cpu-py311",
         role=None,
@@ -516,8 +519,11 @@ def test_local_gpu_without_a_gpu_runtime_fails_clearly_and_leaves_nothing(
     assert "gpu" in caught.value.reason.lower()
     directory = home / "jobs" / caught.value.job_name
     services = yaml.safe_load((directory / "docker-compose.yaml").read_text())["services"]
-    devices = services["algo-2"]["deploy"]["resources"]["reservations"]["devices"]
-    assert devices == [{"driver": "nvidia", "count": "all", "capabilities": ["gpu"]}]
+    devices = {h: s["deploy"]["resources"]["reservations"]["devices"] for h, s in services.items()}
+    assert devices == {  # each container its own GPUs (issue 16), never all of them
+        "algo-1": [{"driver": "nvidia", "device_ids": ["0", "1"], "capabilities": ["gpu"]}],
+        "algo-2": [{"driver": "nvidia", "device_ids": ["2", "3"], "capabilities": ["gpu"]}],
+    }
     assert_nothing_left(docker_client, directory)
 
 

@@ -197,6 +197,7 @@ LAYERS = {
     "launchbay.images": 2,
     # 3: backends run a finished request
     "launchbay.backends": 3,
+    "launchbay.backends._gpus": 3,
     # 4: the user's API: arguments -> request -> backend
     "launchbay.estimator": 4,
     "launchbay._attach": 4,

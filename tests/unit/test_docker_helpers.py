@@ -73,6 +73,7 @@ def test_compose_document_names_secrets_without_values():
         {"/jobs/job/algo-1/model": {"bind": "/opt/ml/model", "mode": "rw"}},
         {"TRAINING_JOB_NAME": "job"},
         ["AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY"],
+        gpu_ids=["0"],
     )
     document = compose_document(request, [spec], gpu=True, isolated=True)
     service = document["services"]["algo-1"]
@@ -85,4 +86,6 @@ def test_compose_document_names_secrets_without_values():
     assert service["command"] == ["train"] and service["hostname"] == "algo-1"
     assert "extra_hosts" not in service  # an isolated job has no way out
     assert document["networks"]["job"]["internal"] is True
-    assert service["deploy"]["resources"]["reservations"]["devices"][0]["capabilities"] == ["gpu"]
+    assert service["deploy"]["resources"]["reservations"]["devices"] == [
+        {"driver": "nvidia", "device_ids": ["0"], "capabilities": ["gpu"]}
+    ]

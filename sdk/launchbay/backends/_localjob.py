@@ -46,6 +46,7 @@ from typing import Any, TextIO
 
 from launchbay._logs import LogPrinter, show_logs
 from launchbay.backends import _detached
+from launchbay.backends._gpus import split_for_request
 from launchbay.backends._local import (
     JobLayout,
     LocalStager,
@@ -285,6 +286,9 @@ class LocalJob:
         self.end_time: _dt.datetime | None = None
         #: What runs each host, by host name (a process, a container ...), backend's own.
         self.procs: dict[str, Any] = {}
+        #: Each host's share of this machine's GPUs (device ids), or None: no GPU
+        #: (see launchbay.backends._gpus; found once per job, in run()).
+        self.gpus: dict[str, list[str]] | None = None
         self.readers: list[threading.Thread] = []
         self.stop_requested = threading.Event()
         self.force_kill = threading.Event()
@@ -600,7 +604,7 @@ class LocalBackend(Backend):
 
         Raises:
             ConfigurationError: the request asks for something that cannot run
-                locally (FileSystemInput channels, Pipe mode ...).
+                locally (FileSystemInput channels, Pipe mode, more hosts than GPUs ...).
             InputError: a ``file://`` channel path does not exist.
             JobError: a job of that name is still running here.
         """
@@ -608,6 +612,7 @@ class LocalBackend(Backend):
         name = request["TrainingJobName"]
         check_request(request)
         hosts = host_names(request)
+        gpus = self._split_gpus(request, hosts)  # refuses a job with too few GPUs
         self._check_can_run(request, hosts)
         name_lock = self._claim_name(name)
         try:
@@ -617,6 +622,7 @@ class LocalBackend(Backend):
             job = LocalJob(
                 request, layout, self.stager, grace_from(request, self.grace_seconds), self
             )
+            job.gpus = gpus
         except BaseException:
             name_lock.release()
             raise
@@ -1162,6 +1168,12 @@ class LocalBackend(Backend):
     # -- what subclasses implement ----------------------------------------------------
     def _check_can_run(self, request: Mapping[str, Any], hosts: list[str]) -> None:
         """Refuse, before anything is made, a request this backend cannot run."""
+
+    def _split_gpus(
+        self, request: Mapping[str, Any], hosts: list[str]
+    ) -> dict[str, list[str]] | None:
+        """Each host's share of this machine's GPUs, or None; refuses a job short of GPUs."""
+        return split_for_request(request, hosts)
 
     def _start_hosts(self, job: LocalJob) -> None:
         """Start every host; fill ``job.procs`` and start ``job.readers`` (see :func:`pump_lines`)."""

@@ -23,7 +23,9 @@ Per job:
   local mode does; ``s3://`` code is fetched by the container itself). Channels
   are symlink trees: the directories their links point into (the S3 cache, the
   ``file://`` source) are mounted read-only at the same path;
-* ``local_gpu``: all GPUs (a device request), for any instance count.
+* ``local_gpu``: each container its own share of this machine's GPUs, a device
+  request with their ``device_ids`` (:mod:`launchbay.backends._gpus`: 4 GPUs and
+  2 hosts give ``0,1`` and ``2,3``).
 
 The environment is the request's ``Environment``, ``TRAINING_JOB_NAME``,
 ``TRAINING_JOB_ARN``, ``LAUNCHBAY_GRACE_SECONDS`` and ``LAUNCHBAY_STANDINS=1``
@@ -66,6 +68,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from launchbay._docker import docker_client, docker_errors
+from launchbay.backends._gpus import split_for_request
 from launchbay.backends._local import JobLayout, file_uri_path
 from launchbay.backends._localjob import (
     CLIENT_ID,
@@ -81,7 +84,7 @@ from launchbay.errors import DockerError, ImageNotFoundError
 from launchbay.runtime._procs import is_alive
 from launchbay.runtime.code import fetch_code
 from launchbay.runtime.contract import write_host_config
-from launchbay.runtime.names import DOCKER_INSTANCE_TYPES, HP, LOCAL_GPU
+from launchbay.runtime.names import DOCKER_INSTANCE_TYPES, HP, LOCAL, LOCAL_GPU
 from launchbay.s3uri import is_file_uri, is_s3_uri
 
 __all__ = ["DockerBackend", "compose_document", "COMPOSE_FILE"]
@@ -112,6 +115,8 @@ class HostSpec:
     binds: dict[str, dict[str, str]]  # host path -> {"bind": container path, "mode": ro|rw}
     environment: dict[str, str]
     secret_names: list[str]
+    #: The GPU device ids this container gets (``local_gpu``), else None.
+    gpu_ids: list[str] | None = None
 
 
 @dataclass
@@ -217,7 +222,7 @@ class DockerBackend(LocalBackend):
         job_root: Where job directories go (default ``$LAUNCHBAY_HOME/jobs``).
         grace_seconds: Seconds between SIGTERM and SIGKILL when containers are
             stopped (default ``$LAUNCHBAY_GRACE_SECONDS``, else 10).
-        gpu: Give every container all GPUs (``instance_type="local_gpu"``).
+        gpu: Give every container its share of the GPUs (``instance_type="local_gpu"``).
         client: A ``docker.DockerClient`` (default: from the environment).
         owner: ``(uid, gid)`` the files containers write are given to when the job
             ends (default: the caller's; nothing to do for root).
@@ -230,7 +235,7 @@ class DockerBackend(LocalBackend):
 
     @classmethod
     def for_instance_type(cls, instance_type: str | None, session: Any = None) -> DockerBackend:
-        """``local_gpu`` gives every container all GPUs; ``local`` none."""
+        """``local_gpu`` gives every container its own GPUs; ``local`` none."""
         return cls(session, gpu=instance_type == LOCAL_GPU)
 
     def __init__(
@@ -258,6 +263,12 @@ class DockerBackend(LocalBackend):
             return self._client
 
     # -- before anything is made ----------------------------------------------------
+    def _split_gpus(
+        self, request: Mapping[str, Any], hosts: list[str]
+    ) -> dict[str, list[str]] | None:
+        # The backend's own kind decides: local_gpu containers get GPUs, local ones none.
+        return split_for_request(request, hosts, instance_type=LOCAL_GPU if self.gpu else LOCAL)
+
     def _check_can_run(self, request: Mapping[str, Any], hosts: list[str]) -> None:
         self.remove_orphans()
         image = (request.get("AlgorithmSpecification") or {}).get("TrainingImage") or ""
@@ -341,7 +352,12 @@ class DockerBackend(LocalBackend):
         job.stager.stage_channels(job.host_request, layout)
         job.stager.restore_checkpoints(job.host_request, layout)
         specs = self.host_specs(
-            job.request, layout.job_dir, job.hosts, local_code=local_code, grace=job.grace
+            job.request,
+            layout.job_dir,
+            job.hosts,
+            local_code=local_code,
+            grace=job.grace,
+            gpus=job.gpus,
         )
         job.procs = {s.host: _Container(s) for s in specs}
         self.write_compose_file(job, specs)
@@ -354,8 +370,15 @@ class DockerBackend(LocalBackend):
         *,
         local_code: bool,
         grace: float,
+        gpus: Mapping[str, list[str]] | None = None,
     ) -> list[HostSpec]:
-        """What each container is made of: mounts and environment."""
+        """What each container is made of: mounts, environment and GPUs.
+
+        ``gpus`` is each host's share of the GPUs (:func:`launchbay.backends._gpus.split_for_request`);
+        a ``local_gpu`` backend refuses to make containers without it.
+        """
+        if self.gpu and gpus is None:
+            raise ValueError("local_gpu containers need each host's GPUs (backends/_gpus.py)")
         name = request["TrainingJobName"]
         environment = {str(k): str(v) for k, v in (request.get("Environment") or {}).items()}
         environment.update(
@@ -401,7 +424,14 @@ class DockerBackend(LocalBackend):
                     for root in _link_roots(channel_dir):
                         binds.setdefault(root, _bind(root, "ro"))
             specs.append(
-                HostSpec(host, f"launchbay-{name}-{host}", binds, dict(environment), secret_names)
+                HostSpec(
+                    host,
+                    f"launchbay-{name}-{host}",
+                    binds,
+                    dict(environment),
+                    secret_names,
+                    list(gpus[host]) if self.gpu and gpus is not None else None,
+                )
             )
         return specs
 
@@ -461,22 +491,10 @@ class DockerBackend(LocalBackend):
         except errors.APIError as exc:
             raise DockerError(f"Could not create the Docker network {network!r}: {exc}") from exc
         secrets = self._credentials(specs)
-        device_requests = None
-        if self.gpu:
-            from docker.types import DeviceRequest
-
-            device_requests = [DeviceRequest(count=-1, capabilities=[["gpu"]])]
 
         def create_and_start(spec: HostSpec) -> None:
             entry: _Container = job.procs[spec.host]
-            host_config = api.create_host_config(
-                binds=spec.binds,
-                init=True,
-                network_mode=network,
-                device_requests=device_requests,
-                extra_hosts=None if isolated else {HOST_GATEWAY: "host-gateway"},
-                shm_size="1g",
-            )
+            host_config = api.create_host_config(**host_config_args(spec, network, isolated))
             networking = api.create_networking_config(
                 {network: api.create_endpoint_config(aliases=[spec.host])}
             )
@@ -701,6 +719,27 @@ class DockerBackend(LocalBackend):
         return path
 
 
+def host_config_args(spec: HostSpec, network: str, isolated: bool) -> dict[str, Any]:
+    """The keyword arguments of ``APIClient.create_host_config`` for one host's container.
+
+    A ``local_gpu`` container gets one device request naming its own GPUs
+    (``spec.gpu_ids``), never ``count=-1`` (all): hosts must not share a GPU.
+    """
+    device_requests = None
+    if spec.gpu_ids is not None:
+        from docker.types import DeviceRequest
+
+        device_requests = [DeviceRequest(device_ids=list(spec.gpu_ids), capabilities=[["gpu"]])]
+    return {
+        "binds": spec.binds,
+        "init": True,
+        "network_mode": network,
+        "device_requests": device_requests,
+        "extra_hosts": None if isolated else {HOST_GATEWAY: "host-gateway"},
+        "shm_size": "1g",
+    }
+
+
 def _bind(target: str, mode: str) -> dict[str, str]:
     return {"bind": posixpath.normpath(target), "mode": mode}
 
@@ -730,14 +769,9 @@ def compose_document(
         }
         if not isolated:
             service["extra_hosts"] = [f"{HOST_GATEWAY}:host-gateway"]
-        if gpu:
-            service["deploy"] = {
-                "resources": {
-                    "reservations": {
-                        "devices": [{"driver": "nvidia", "count": "all", "capabilities": ["gpu"]}]
-                    }
-                }
-            }
+        if gpu and spec.gpu_ids is not None:
+            device = {"driver": "nvidia", "device_ids": list(spec.gpu_ids), "capabilities": ["gpu"]}
+            service["deploy"] = {"resources": {"reservations": {"devices": [device]}}}
         services[spec.host] = service
     job_network: dict[str, Any] = {
         "name": f"{network}-compose",

@@ -68,6 +68,7 @@ __all__ = [
     "to_env_vars",
     "to_env_value",
     "to_cmd_args",
+    "detect_gpus",
     "detect_num_gpus",
     "detect_num_cpus",
     "detect_num_neurons",
@@ -451,11 +452,13 @@ def write_host_config(
 # --------------------------------------------------------------------------- detection
 
 
-def detect_num_gpus() -> int:
-    """GPUs on this machine: ``nvidia-smi --list-gpus`` (as the toolkit), else the driver's list.
+def _listed_gpus(root: str = "/") -> list[tuple[str, str]]:
+    """Every GPU of this machine as ``(index, UUID or "")``, in the driver's order.
 
-    The toolkit only asks nvidia-smi; when it is missing but the NVIDIA driver
-    is loaded, ``/proc/driver/nvidia/gpus`` is counted instead.
+    ``nvidia-smi --list-gpus`` (lines ``GPU 0: NAME (UUID: GPU-...)``, as the toolkit
+    asks); when nvidia-smi is missing, the driver's ``<root>/proc/driver/nvidia/gpus``
+    entries, else the ``<root>/dev/nvidia<N>`` device files. nvidia-smi failing
+    (no driver) means no GPU.
     """
     try:
         output = subprocess.run(
@@ -465,14 +468,67 @@ def detect_num_gpus() -> int:
             check=True,
             timeout=30,
         ).stdout
-        return sum(1 for line in output.split("\n") if line.startswith("GPU "))
     except FileNotFoundError:
-        try:
-            return len(os.listdir("/proc/driver/nvidia/gpus"))
-        except OSError:
-            return 0
+        pass
     except (OSError, subprocess.SubprocessError):
-        return 0
+        return []
+    else:
+        found = []
+        for line in output.split("\n"):
+            if not line.startswith("GPU "):
+                continue
+            index = line[4:].split(":", 1)[0].strip()
+            uuid = ""
+            if "(UUID:" in line:
+                uuid = line.rsplit("(UUID:", 1)[1].strip().rstrip(")").strip()
+            found.append((index if index.isdigit() else str(len(found)), uuid))
+        return found
+    try:
+        entries = os.listdir(os.path.join(root, "proc", "driver", "nvidia", "gpus"))
+    except OSError:
+        entries = []
+    if entries:
+        return [(str(i), "") for i in range(len(entries))]
+    try:
+        devices = os.listdir(os.path.join(root, "dev"))
+    except OSError:
+        return []
+    numbers = sorted(int(d[6:]) for d in devices if d.startswith("nvidia") and d[6:].isdigit())
+    return [(str(n), "") for n in numbers]
+
+
+def detect_gpus(environ: Mapping[str, str] | None = None, *, root: str = "/") -> list[str]:
+    """The device ids of the GPUs this process may use, in order.
+
+    Every GPU the driver lists (see :func:`_listed_gpus`), narrowed by
+    ``CUDA_VISIBLE_DEVICES`` when ``environ`` (default ``os.environ``) sets it:
+    its entries, in its order, given as indices or UUIDs; empty or ``-1`` means
+    none. As CUDA does, the list stops at the first entry that names no GPU here,
+    so a ``CUDA_VISIBLE_DEVICES`` left set on a machine without GPUs finds none.
+    """
+    environ = os.environ if environ is None else environ
+    listed = _listed_gpus(root)
+    visible = environ.get("CUDA_VISIBLE_DEVICES")
+    if visible is None:
+        return [index for index, _uuid in listed]
+    known = {index for index, _uuid in listed} | {uuid for _index, uuid in listed if uuid}
+    chosen: list[str] = []
+    for entry in (e.strip() for e in visible.split(",")):
+        if entry not in known or entry in chosen:
+            break
+        chosen.append(entry)
+    return chosen
+
+
+def detect_num_gpus(environ: Mapping[str, str] | None = None, *, root: str = "/") -> int:
+    """How many GPUs this host's training uses: ``len(detect_gpus(environ))``.
+
+    The toolkit counts ``nvidia-smi --list-gpus`` lines; launchbay counts only the
+    ones ``CUDA_VISIBLE_DEVICES`` leaves visible, so a local host given its share
+    of the machine's GPUs (docs/local.md) sets ``SM_NUM_GPUS`` and its process
+    count from that share.
+    """
+    return len(detect_gpus(environ, root=root))
 
 
 def detect_num_neurons(instance_type: str) -> int:
@@ -744,7 +800,7 @@ def training_env(
         distribution_hosts=distribution_hosts,
         master_hostname=master,
         network_interface_name=resource_config.get("network_interface_name", DEFAULT_INTERFACE),
-        num_gpus=detect_num_gpus() if num_gpus is None else num_gpus,
+        num_gpus=detect_num_gpus(environ) if num_gpus is None else num_gpus,
         num_cpus=detect_num_cpus() if num_cpus is None else num_cpus,
         num_neurons=detect_num_neurons(instance_type) if num_neurons is None else num_neurons,
         user_entry_point=entry_point,
