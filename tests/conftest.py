@@ -137,6 +137,8 @@ def fake_gpus(tmp_path: Path, monkeypatch: pytest.MonkeyPatch):
         script.write_text(
             "#!/bin/sh\n"
             '[ "$1" = "--list-gpus" ] || { echo "fake nvidia-smi: only --list-gpus" >&2; exit 2; }\n'
+            # who asked: the calling process (tests count the client's lookups)
+            f'echo "$PPID" >> "{bin_dir}/calls.log"\n'
             f"printf '{lines}'\n"
         )
         script.chmod(0o755)

@@ -508,9 +508,16 @@ class EstimatorBase:
             return f"{root}/source/{bundle.sha256}/sourcedir.tar.gz"
         return code.code_s3_uri(root, prefix, bundle)
 
-    def _plan(self, inputs: Any, job_name: str | None) -> tuple[dict[str, Any], Any, str | None]:
-        """Resolve everything and build the request: (request, code bundle, code URI)."""
-        self._check_local_capacity()
+    def _plan(
+        self, inputs: Any, job_name: str | None, *, for_run: bool = False
+    ) -> tuple[dict[str, Any], Any, str | None]:
+        """Resolve everything and build the request: (request, code bundle, code URI).
+
+        ``for_run``: the request goes to a backend now, which finds this machine's
+        GPUs and shares them out before anything starts; they are not also looked
+        for here (a job finds them once).
+        """
+        self._check_local_capacity(gpus=not for_run)
         name = self._job_name(job_name)
         region = self._region()
         output_path, from_default = self._default_output_path()
@@ -603,7 +610,7 @@ class EstimatorBase:
             )
         _request_rules.check_request(request, local=self.is_local)
 
-    def _check_local_capacity(self) -> None:
+    def _check_local_capacity(self, *, gpus: bool = True) -> None:
         """Refuse a local job this machine cannot run: too many ranks, too few GPUs (docs/local.md)."""
         groups = self.instance_groups or []
         local_groups = [g for g in groups if g.instance_type in LOCAL_INSTANCE_TYPES]
@@ -632,7 +639,8 @@ class EstimatorBase:
         )
         # Each host its own GPUs: refuse here too (fit, submit, validate) what the
         # backend would refuse when it shares them out (docs/local.md).
-        split_gpus(instance_type, hosts, per_host, processes_argument=where)
+        if gpus:
+            split_gpus(instance_type, hosts, per_host, processes_argument=where)
 
     def _region(self) -> str:
         if self.is_local and self.sagemaker_session is None:
@@ -730,7 +738,7 @@ class EstimatorBase:
             inputs = self.spec_inputs
         if job_name is None:
             job_name = self.spec_job_name
-        request, bundle, code_uri = self._plan(inputs, job_name)
+        request, bundle, code_uri = self._plan(inputs, job_name, for_run=True)
         if self.instance_type == LOCAL_PROCESS:
             self._check_installed_framework()
         session = self.sagemaker_session if self.is_local else self.session

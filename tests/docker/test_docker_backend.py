@@ -503,7 +503,7 @@ def test_local_gpu_without_a_gpu_runtime_fails_clearly_and_leaves_nothing(
     home, tmp_path, framework_version, docker_client, fake_gpus
 ):
     # As if this machine had 4 GPUs (a fake nvidia-smi); its engine has no NVIDIA runtime.
-    # Without any GPU, local_gpu is refused before anything is made (tests/unit/test_local_gpus.py).
+    # Without any GPU, local_gpu is refused before anything is made (tests/unit/test_gpu_split.py).
     fake_gpus(4)
     est = Estimator(
         image_uri=f"launchbay/pytorch-training:{framework_version}-cpu-py311",

@@ -8,6 +8,7 @@ it sees (``gpu_env_dump.py``).
 from __future__ import annotations
 
 import json
+import os
 from pathlib import Path
 
 import pytest
@@ -43,10 +44,12 @@ def reports(dump: Path) -> dict[str, dict]:
 
 
 def test_two_hosts_on_four_gpus_get_disjoint_halves_and_two_workers_each(home, tmp_path, fake_gpus):
-    fake_gpus(4)
+    bin_dir = fake_gpus(4)
     dump = tmp_path / "dump"
     est = dump_job(dump, tmp_path / "out", distribution={"torch_distributed": {"enabled": True}})
     est.fit(logs=False)
+    callers = (bin_dir / "calls.log").read_text().split()
+    assert callers.count(str(os.getpid())) == 1  # this client found the GPUs once for the job
     seen = reports(dump)
     assert sorted(seen) == ["algo-1-0", "algo-1-1", "algo-2-2", "algo-2-3"]
     for name, report in seen.items():
