@@ -13,8 +13,12 @@ No timing assertions: ``bench/scale.py`` measures the time.
 
 from __future__ import annotations
 
+import json
 import os
+import pty
 import re
+import subprocess
+import sys
 from collections import defaultdict
 from pathlib import Path
 
@@ -102,6 +106,68 @@ def test_every_line_of_chatty_ranks_is_delivered_once_in_order(
         assert sorted(by_rank) == own
         for rank in own:
             assert by_rank[rank] == expected, f"algo-{index + 1}.log, rank {rank}"
+
+
+TERMINAL_DRIVER = """
+import json, sys
+from launchbay.pytorch import PyTorch
+
+est = PyTorch(entry_point="chatty.py", source_dir=sys.argv[1], instance_type="local_process",
+              instance_count=2, framework_version="2.13", py_version="py311",
+              output_path="file://" + sys.argv[2], hyperparameters={"lines": int(sys.argv[3])},
+              distribution={"torch_distributed": {"enabled": True, "processes_per_host": 4}})
+est.fit(logs="All", job_name="chatty-tty")
+with open("/proc/self/status") as f:  # VmHWM: this process's own peak, after exec
+    peak = next(line for line in f if line.startswith("VmHWM:"))
+with open(sys.argv[4], "w") as f:
+    json.dump({"peak_kib": int(peak.split()[1])}, f)
+"""
+
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
+
+
+def test_a_terminal_driver_prints_every_line_within_bounded_memory(
+    tmp_path: Path, home: Path
+) -> None:
+    """In a terminal the driver draws with rich: 160k lines once made its RSS reach ~340 MiB.
+
+    The driver runs in a real pseudo-terminal (as a user's shell), so its display is
+    live; every line must still come out once, in order per rank, and its peak RSS
+    stay under the 200 MiB goal (it drew each backlog as one rich Text before).
+    """
+    lines = 20_000
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "chatty.py").write_text(CHATTY)
+    (tmp_path / "driver.py").write_text(TERMINAL_DRIVER)
+    result = tmp_path / "result.json"
+    master, slave = pty.openpty()
+    proc = subprocess.Popen(
+        [sys.executable, str(tmp_path / "driver.py"), str(src), str(tmp_path / "out"),
+         str(lines), str(result)],
+        stdin=subprocess.DEVNULL, stdout=slave, stderr=subprocess.DEVNULL,
+        env=dict(os.environ, TERM="xterm-256color", COLUMNS="200"),
+    )  # fmt: skip
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            data = os.read(master, 1 << 16)
+        except OSError:  # EIO: every writer of the terminal is gone
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(master)
+    assert proc.wait(timeout=120) == 0
+    text = ANSI.sub("", b"".join(chunks).decode("utf-8", "replace"))
+    printed = [strip_labels(line.partition(" | ")[2]) for line in re.split(r"[\r\n]+", text)]
+    by_rank = rank_sequences(printed)
+    assert sorted(by_rank) == list(range(HOSTS * PROCESSES))
+    for rank, seen in by_rank.items():
+        assert seen == list(range(lines)), f"rank {rank}: lines lost, repeated or out of order"
+    peak_mib = json.loads(result.read_text())["peak_kib"] / 1024
+    assert peak_mib < 200, f"the driver's peak RSS was {peak_mib:.0f} MiB"
 
 
 class S3Traffic:

@@ -83,6 +83,8 @@ PEER_EXIT_WAIT = 3.0
 POLL = 0.05
 _READER_JOIN = 5.0
 _MAX_BUFFERED_LINES = 200_000
+#: Most lines handed to the printer at once (see _Follower.follow).
+_PRINT_BATCH = 2_000
 _REASON_LIMIT = 1024
 _FAILURE_CAUSE_ORDER = {
     "exception": 0,
@@ -216,7 +218,10 @@ class _Follower:
                 if missed:
                     note = f"... {missed} line(s) not kept in memory; see {job.layout.logs_dir}"
                     self.printer.print([("launchbay", note)])
-                self.printer.print(lines)
+                # In batches: a live display (rich) renders each batch in memory at
+                # once, and a backlog of 100k+ lines made the driver's RSS spike.
+                for start in range(0, len(lines), _PRINT_BATCH):
+                    self.printer.print(lines[start : start + _PRINT_BATCH])
             if finished and not lines:
                 return
 
