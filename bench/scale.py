@@ -509,6 +509,41 @@ def run_fit(tmp: str, env: dict[str, str], script: str, hosts: int, procs: int, 
         return elapsed, json.load(f)
 
 
+ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
+
+
+def run_fit_terminal(
+    tmp: str, env: dict[str, str], script: str, hosts: int, procs: int, extra: dict[str, Any]
+) -> tuple[float, dict[str, Any], list[str]]:
+    """``run_fit`` with the driver in a pseudo-terminal (a live, coloured display, as in a shell)."""
+    import pty
+
+    result = os.path.join(tmp, "result.json")
+    extra = dict(extra, result=result)
+    argv = [sys.executable, os.path.join(tmp, "fit.py"), os.path.join(tmp, "src"), script,
+            str(hosts), str(procs), json.dumps(extra)]  # fmt: skip
+    master, slave = pty.openpty()
+    start = time.perf_counter()
+    proc = subprocess.Popen(argv, env=dict(env, TERM="xterm-256color"), cwd=tmp,
+                            stdin=subprocess.DEVNULL, stdout=slave, stderr=subprocess.DEVNULL)  # fmt: skip
+    os.close(slave)
+    chunks = []
+    while True:
+        try:
+            data = os.read(master, 1 << 16)
+        except OSError:  # EIO: the terminal has no writer left
+            break
+        if not data:
+            break
+        chunks.append(data)
+    os.close(master)
+    proc.wait()
+    elapsed = time.perf_counter() - start
+    text = ANSI.sub("", b"".join(chunks).decode("utf-8", "replace"))
+    with open(result) as f:
+        return elapsed, json.load(f), re.split(r"[\r\n]+", text)
+
+
 def torchrun(tmp: str, env: dict[str, str], script: str, world: int) -> tuple[float, int]:
     argv = [sys.executable, "-m", "torch.distributed.run", "--standalone", "--nproc_per_node",
             str(world), os.path.join(tmp, "src", script)]  # fmt: skip
@@ -606,6 +641,11 @@ def bench_logs(rows: list[Row], tmp: str, lines: int, reps: int) -> None:
         for rank in range(world):
             os.unlink(os.path.join(tmp, f"rank-{rank}.log"))
     base, _ = run_fit(tmp, env, "chatty.py", hosts, procs, {"hp": {"lines": 0}, "logs": "All"})
+    say("logs: the same, the driver in a terminal")
+    tty_wall, tty_result, tty_lines = run_fit_terminal(
+        tmp, env, "chatty.py", hosts, procs, {"hp": {"lines": lines}, "logs": "All"}
+    )
+    tty_lost = check_lines(tty_lines, world, lines)
     lost = next((p for p in problems if p), "")
     rows.append(
         Row("logs", f"{world} ranks x {lines // 1000}k lines: delivery", 0 if not lost else 1, unit="lost",
@@ -622,6 +662,19 @@ def bench_logs(rows: list[Row], tmp: str, lines: int, reps: int) -> None:
     rows.append(
         Row("logs", f"{world} ranks x {lines // 1000}k: driver RSS", peak, unit="MiB",
             goal="< 200 MiB", met=peak < 200)
+    )  # fmt: skip
+    rows.append(
+        Row("logs", "  in a terminal: delivery", 0 if not tty_lost else 1, unit="lost",
+            goal="every line once, in order", met=not tty_lost, note=tty_lost)
+    )  # fmt: skip
+    rows.append(
+        Row("logs", "  in a terminal: wall", tty_wall, floor=b, floor_name="the ranks writing to files",
+            goal="(no goal)", met=None)
+    )  # fmt: skip
+    tty_peak = tty_result["maxrss_mib"]
+    rows.append(
+        Row("logs", "  in a terminal: driver RSS", tty_peak, unit="MiB", goal="< 200 MiB",
+            met=tty_peak < 200)
     )  # fmt: skip
 
 
