@@ -774,11 +774,12 @@ def main(argv: list[str] | None = None) -> int:
         if moto is not None:
             moto.stop()
         shutil.rmtree(workdir, ignore_errors=True)
-    print_table(rows)
-    print(f"\nload average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; "
-          f"the run took {time.time() - started:.0f} s")  # fmt: skip
-    missed = [r for r in rows if r.met is False]
-    print(f"goals met: {sum(r.met is True for r in rows)}, not met: {len(missed)}")
+        # printed also when a section fails or the run is interrupted: what was measured stays
+        print_table(rows)
+        print(f"\nload average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; "
+              f"the run took {time.time() - started:.0f} s")  # fmt: skip
+        missed = [r for r in rows if r.met is False]
+        print(f"goals met: {sum(r.met is True for r in rows)}, not met: {len(missed)}")
     return 0
 
 
