@@ -763,25 +763,26 @@ def main(argv: list[str] | None = None) -> int:
     try:
         if {"code", "data"} & set(wanted):
             moto = Moto(workdir)
-        if "code" in wanted:
-            assert moto is not None  # noqa: S101
-            sizes = [100, 500, 2000] if quick else [1000, 10000, 50000]
-            bench_code(rows, moto, workdir, sizes, 1024 if quick else 4096, reps)
-        if "data" in wanted:
-            assert moto is not None  # noqa: S101
-            cases = [(500, 4096), (2, 16 << 20)] if quick else [(10000, 4096), (4, 256 << 20)]
-            bench_data(rows, moto, workdir, cases, reps if quick else 1)
         tmp = os.path.join(workdir, "jobs")
         os.makedirs(tmp, exist_ok=True)
         prepare_scripts(tmp)
-        if "ranks" in wanted:
-            shapes = [(1, 1), (2, 2)] if quick else [(1, 1), (2, 2), (4, 2), (8, 2)]
-            bench_ranks(rows, tmp, shapes, reps)
-        if "logs" in wanted:
-            bench_logs(rows, tmp, 10_000 if quick else 100_000, 1 if quick else reps)
-        if "failure" in wanted:
-            hosts, procs = (2, 2) if quick else (8, 2)
-            bench_failure(rows, tmp, hosts, procs, 1)
+        for section in wanted:  # in the order asked for (--only logs,failure,... first)
+            if section == "code":
+                assert moto is not None  # noqa: S101
+                sizes = [100, 500, 2000] if quick else [1000, 10000, 50000]
+                bench_code(rows, moto, workdir, sizes, 1024 if quick else 4096, reps)
+            elif section == "data":
+                assert moto is not None  # noqa: S101
+                cases = [(500, 4096), (2, 16 << 20)] if quick else [(10000, 4096), (4, 256 << 20)]
+                bench_data(rows, moto, workdir, cases, reps if quick else 1)
+            elif section == "ranks":
+                shapes = [(1, 1), (2, 2)] if quick else [(1, 1), (2, 2), (4, 2), (8, 2)]
+                bench_ranks(rows, tmp, shapes, reps)
+            elif section == "logs":
+                bench_logs(rows, tmp, 10_000 if quick else 100_000, 1 if quick else reps)
+            elif section == "failure":
+                hosts, procs = (2, 2) if quick else (8, 2)
+                bench_failure(rows, tmp, hosts, procs, 1)
     finally:
         if moto is not None:
             moto.stop()
