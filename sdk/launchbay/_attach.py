@@ -161,9 +161,6 @@ def init_params_from_description(
     resources = description.get("ResourceConfig") or {}
     groups = resources.get("InstanceGroups")
     first_type = groups[0]["InstanceType"] if groups else resources.get("InstanceType")
-    if not groups:  # a job of one group names both, even when they are None
-        params["instance_count"] = resources.get("InstanceCount")
-        params["instance_type"] = resources.get("InstanceType")
     vpc = description.get("VpcConfig") or {}
     if vpc.get("Subnets") or vpc.get("SecurityGroupIds"):
         params["subnets"] = list(vpc.get("Subnets") or [])

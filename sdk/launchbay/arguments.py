@@ -575,13 +575,14 @@ class SpecContext:
         self.base_dir, self.estimator = base_dir, estimator
 
 
-def _is_uri(value: str) -> bool:
+def is_uri(value: str) -> bool:
+    """True for ``scheme://...`` (a URI: never resolved against a directory)."""
     return "://" in value
 
 
 def relative(path: str, base_dir: str) -> str:
     """``path`` relative to ``base_dir`` when it lies under it (URIs unchanged)."""
-    if _is_uri(path):
+    if is_uri(path):
         return path
     absolute = os.path.abspath(os.path.expanduser(path))
     try:
@@ -595,7 +596,7 @@ def _entry_point_to_spec(entry: str, ctx: SpecContext) -> Any:
     source_dir = ctx.estimator.source_dir
     if source_dir is None:
         return relative(entry, ctx.base_dir)
-    if os.path.isabs(entry) and not _is_uri(source_dir):
+    if os.path.isabs(entry) and not is_uri(source_dir):
         return os.path.relpath(entry, os.path.abspath(source_dir))
     return entry
 

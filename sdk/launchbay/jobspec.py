@@ -1108,15 +1108,11 @@ def _check(spec: JobSpec) -> None:
         raise JobSpecError(problems)
 
 
-def _is_uri(value: str) -> bool:
-    return "://" in value
-
-
 def _resolve_paths(spec: JobSpec, base_dir: str) -> None:
     data = spec.data
 
     def resolve(value: str) -> str:
-        if _is_uri(value):
+        if arguments.is_uri(value):
             return value
         return os.path.normpath(os.path.join(base_dir, os.path.expanduser(value)))
 
