@@ -28,8 +28,8 @@ import pytest
 import launchbay
 from launchbay.pytorch import PyTorch
 
-#: Lines each rank prints: 400k in all, more than the 200k lines the driver keeps in
-#: memory, yet about 10 s here (the bench prints 100k a rank).
+#: Lines each rank prints: 400k in all (the driver once kept only 200k in memory),
+#: yet about 10 s here (the bench prints 100k a rank).
 LINES_PER_RANK = 50_000
 HOSTS, PROCESSES = 2, 4
 
@@ -95,7 +95,6 @@ def test_every_line_of_chatty_ranks_is_delivered_once_in_order(
     assert sorted(by_rank) == list(ranks)
     for rank in ranks:
         assert by_rank[rank] == expected, f"rank {rank}: lines lost, repeated or out of order"
-    assert not [line for line in printed if "not kept in memory" in line]
 
     # each host's log file: its own ranks' lines, each exactly once, in order
     logs = Path(home) / "jobs" / "chatty" / "logs"
@@ -129,13 +128,14 @@ ANSI = re.compile(r"\x1b\[[0-9;?]*[A-Za-z]|\x1b\][^\x07]*\x07")
 def test_a_terminal_driver_prints_every_line_within_bounded_memory(
     tmp_path: Path, home: Path
 ) -> None:
-    """In a terminal the driver draws with rich: 160k lines once made its RSS reach ~340 MiB.
+    """In a terminal the driver draws with rich, slower than the ranks print.
 
     The driver runs in a real pseudo-terminal (as a user's shell), so its display is
-    live; every line must still come out once, in order per rank, and its peak RSS
-    stay under the 200 MiB goal (it drew each backlog as one rich Text before).
+    live and falls behind. Every line must still come out once, in order per rank
+    (an in-memory buffer of 200k lines once dropped the oldest here), and its peak
+    RSS stay under the 200 MiB goal (160k lines once made it reach ~340 MiB).
     """
-    lines = 20_000
+    lines = 40_000  # 320k lines: more than the 200k an in-memory buffer once kept
     src = tmp_path / "src"
     src.mkdir()
     (src / "chatty.py").write_text(CHATTY)

@@ -10,8 +10,9 @@ training job, whatever runs the hosts:
    channels, restores checkpoints (:meth:`LocalBackend._prepare`);
 3. *Training*: the subclass starts one host per instance
    (:meth:`LocalBackend._start_hosts`). Every line a host prints goes to
-   ``logs/<host>.log`` and an in-memory buffer that :meth:`LocalBackend.wait`
-   prints, prefixed by the host;
+   ``logs/<host>.log``, which :meth:`LocalBackend.wait` prints from as it
+   grows, prefixed by the host (nothing is dropped, however far the display
+   falls behind);
 4. the first host to exit non-zero fails the job: the other hosts are stopped
    at once (SIGTERM, SIGKILL after the grace period), every host's
    ``output/launchbay-failure.json`` is read and the earliest failure is the root
@@ -82,9 +83,12 @@ RUNTIME_MARGIN = 5.0
 PEER_EXIT_WAIT = 3.0
 POLL = 0.05
 _READER_JOIN = 5.0
-_MAX_BUFFERED_LINES = 200_000
-#: Most lines handed to the printer at once (see _Follower.follow).
+#: Most bytes of one host's log file a follower reads at once (see _LogFiles).
+_READ_CHUNK = 1 << 20
+#: Most lines handed to the printer at once.
 _PRINT_BATCH = 2_000
+#: Lines of each host kept in memory, for a failure reason without a report.
+_TAIL_LINES = 20
 _REASON_LIMIT = 1024
 _FAILURE_CAUSE_ORDER = {
     "exception": 0,
@@ -174,56 +178,88 @@ class _SigintFlag:
         return False
 
 
-def _print_new_lines(printer: LogPrinter, host: str, path: str, offset: int, final: bool) -> int:
-    """Print the complete lines of ``path`` after byte ``offset``; returns the new offset.
+class _LogFiles:
+    """Each host's ``logs/<host>.log``, read from where the last read stopped.
 
-    With ``final``, a last line without a newline is printed too.
+    Followers print from these files, not from memory: a driver whose display is
+    slower than the ranks falls behind but never loses a line, and its memory
+    stays flat however far behind it is (at most :data:`_READ_CHUNK` per host
+    per read).
     """
-    try:
-        with open(path, "rb") as f:
-            f.seek(offset)
-            data = f.read()
-    except OSError:
-        return offset
-    end = len(data) if final else data.rfind(b"\n") + 1
-    if end <= 0:
-        return offset
-    text = data[:end].decode("utf-8", errors="replace")
-    printer.print([(host, line.rstrip("\r")) for line in text.splitlines()])
-    return offset + end
+
+    def __init__(self, paths: Mapping[str, str]) -> None:
+        self.paths = dict(paths)
+        self.offsets = dict.fromkeys(self.paths, 0)
+
+    def read(self, host: str, final: bool) -> list[str]:
+        """The next complete lines of ``host`` (about a chunk's worth), without line ends.
+
+        With ``final`` (the host has stopped writing), a last line without a
+        newline is returned too.
+        """
+        try:
+            with open(self.paths[host], "rb") as f:
+                f.seek(self.offsets[host])
+                data = f.read(_READ_CHUNK)
+                end = data.rfind(b"\n") + 1
+                while not end and len(data) % _READ_CHUNK == 0 and data:  # one long line
+                    more = f.read(_READ_CHUNK)
+                    if not more:
+                        break
+                    data += more
+                    end = data.rfind(b"\n") + 1
+        except OSError:
+            return []
+        if not end and final:
+            end = len(data)
+        if not end:
+            return []
+        self.offsets[host] += end
+        text = data[:end].decode("utf-8", errors="replace")
+        lines = text.split("\n")
+        if text.endswith("\n"):
+            lines.pop()
+        return [line.rstrip("\r") for line in lines]
+
+    def print_new(
+        self, printer: LogPrinter, final: bool, hosts: Sequence[str] | None = None
+    ) -> bool:
+        """Print a chunk of new lines of every host (or of ``hosts``); True when there were any."""
+        printed = False
+        for host in self.paths if hosts is None else hosts:
+            lines = self.read(host, final)
+            # In batches: a live display (rich) renders each batch in memory at once.
+            for start in range(0, len(lines), _PRINT_BATCH):
+                printer.print([(host, line) for line in lines[start : start + _PRINT_BATCH]])
+            printed = printed or bool(lines)
+        return printed
 
 
 class _Follower:
-    """Prints a job's lines as they come, remembering how far it got."""
+    """Prints a job's lines as they come, from the hosts' log files (see :class:`_LogFiles`)."""
 
     def __init__(self, job: LocalJob, printer: LogPrinter | None) -> None:
         self.job = job
         self.printer = printer
-        self.cursor = 0
+        self.files = _LogFiles({h: job.layout.log_file(h) for h in job.hosts})
 
     def follow(self, interrupts: _SigintFlag | None = None) -> None:
         """Print new lines until the job is done and every line is printed.
 
-        A Ctrl-C noted by ``interrupts`` is raised here, between two polls, never
+        A Ctrl-C noted by ``interrupts`` is raised here, between two reads, never
         while a lock the supervisor thread needs is held.
         """
         job = self.job
         while True:
             if interrupts is not None and interrupts.pending():
                 raise KeyboardInterrupt
-            finished = job.done.is_set()
-            lines, cursor, missed = job.lines_since(self.cursor, 0.2)
-            self.cursor = cursor
-            if self.printer is not None:
-                if missed:
-                    note = f"... {missed} line(s) not kept in memory; see {job.layout.logs_dir}"
-                    self.printer.print([("launchbay", note)])
-                # In batches: a live display (rich) renders each batch in memory at
-                # once, and a backlog of 100k+ lines made the driver's RSS spike.
-                for start in range(0, len(lines), _PRINT_BATCH):
-                    self.printer.print(lines[start : start + _PRINT_BATCH])
-            if finished and not lines:
+            finished = job.done.is_set()  # then every host's log file is complete
+            seen = job.line_count
+            if self.printer is not None and self.files.print_new(self.printer, finished):
+                continue
+            if finished:
                 return
+            job.wait_for_lines(seen, 0.2)
 
 
 _LOCKS_DIR = ".locks"
@@ -301,8 +337,12 @@ class LocalJob:
         #: Set when something about the job changed (a host ended, a line came in).
         self.changed = threading.Event()
         self.stop_reason: str | None = None
-        self._lines: list[tuple[str, str]] = []
-        self._dropped = 0
+        #: The last lines of each host (the log files keep them all).
+        self._tails: dict[str, collections.deque[str]] = {
+            h: collections.deque(maxlen=_TAIL_LINES) for h in self.hosts
+        }
+        #: Lines received so far, all hosts (followers wait for it to change).
+        self.line_count = 0
         self.thread: threading.Thread | None = None
         #: Holds the job name on this machine while the job runs (see LocalBackend._claim_name).
         self.name_lock: NameLock | None = None
@@ -379,23 +419,22 @@ class LocalJob:
 
     # -- logs -------------------------------------------------------------------
     def add_line(self, host: str, line: str) -> None:
+        """Note a line ``host`` printed (already in its log file) and wake the followers."""
         with self.lock:
-            self._lines.append((host, line))
-            if len(self._lines) > _MAX_BUFFERED_LINES:
-                drop = len(self._lines) // 2
-                del self._lines[:drop]
-                self._dropped += drop
+            self._tails.setdefault(host, collections.deque(maxlen=_TAIL_LINES)).append(line)
+            self.line_count += 1
             self.lock.notify_all()
 
-    def lines_since(self, cursor: int, timeout: float) -> tuple[list[tuple[str, str]], int, int]:
-        """``(lines, new cursor, lines missed)`` after ``cursor``, waiting up to ``timeout``."""
+    def wait_for_lines(self, seen: int, timeout: float) -> None:
+        """Wait up to ``timeout`` for a line after the first ``seen`` (or the job's end)."""
         with self.lock:
-            if cursor >= self._dropped + len(self._lines) and not self.done.is_set():
+            if self.line_count == seen and not self.done.is_set():
                 self.lock.wait(timeout)
-            missed = max(self._dropped - cursor, 0)
-            start = max(cursor - self._dropped, 0)
-            lines = self._lines[start:]
-            return lines, self._dropped + len(self._lines), missed
+
+    def tail(self, host: str) -> list[str]:
+        """The last lines ``host`` printed (at most :data:`_TAIL_LINES`)."""
+        with self.lock:
+            return list(self._tails.get(host, ()))
 
     def notify(self) -> None:
         """Wake whoever waits for news of this job (log followers, the monitor)."""
@@ -935,18 +974,20 @@ class LocalBackend(Backend):
         description = self.describe(name)
         hosts = host_names(description)
         printer = LogPrinter(hosts, stream)
-        offsets = dict.fromkeys(hosts, 0)
+        files = _LogFiles({h: os.path.join(self.job_dir(name), "logs", f"{h}.log") for h in hosts})
         gone = 0
         while True:
             if follow:
                 description = self.describe(name)
             finished = description["TrainingJobStatus"] in TERMINAL_STATUSES
-            for host in hosts:
-                path = os.path.join(self.job_dir(name), "logs", f"{host}.log")
-                offsets[host] = _print_new_lines(
-                    printer, host, path, offsets[host], final=finished or not follow
-                )
-            if not follow or finished:
+            if not follow:
+                for host in hosts:
+                    while files.print_new(printer, final=True, hosts=[host]):
+                        pass
+                return
+            while files.print_new(printer, final=finished):
+                pass
+            if finished:
                 return
             training = description.get("SecondaryStatus") == "Training"
             gone = gone + 1 if training and not self._runs_elsewhere(name) else 0
@@ -1257,7 +1298,7 @@ class LocalBackend(Backend):
             job.failed_host = first_host
             text = _read_text(os.path.join(job.layout.host_dir(first_host), "output", "failure"))
             if not text:
-                tail = [line for h, line in job.lines_since(0, 0)[0] if h == first_host][-20:]
+                tail = job.tail(first_host)
                 text = f"Host {first_host} failed with exit code {code}.\n" + "\n".join(tail)
         return ("AlgorithmError: " + text.strip())[:_REASON_LIMIT]
 
