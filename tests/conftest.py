@@ -16,6 +16,8 @@ or a container would reach it.
 * ``fake_gpus``: ``fake_gpus(n)`` puts an ``nvidia-smi`` on ``PATH`` that lists ``n`` GPUs
   (``GPU 0: Fake GPU (UUID: GPU-fake-0)`` ...), as a GPU machine's driver would; this
   machine has none. ``CUDA_VISIBLE_DEVICES`` is cleared for the test.
+* every test: ``LAUNCHBAY_CODE_CACHE`` is a directory of the session's temporary
+  directory, so cached source archives never land in the user's home.
 """
 
 from __future__ import annotations
@@ -56,6 +58,12 @@ def _apply_env(mp: pytest.MonkeyPatch, env: dict[str, str]) -> None:
         mp.setenv(name, value)
     for name in _UNSET:
         mp.delenv(name, raising=False)
+
+
+@pytest.fixture(autouse=True)
+def _code_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
+    """Source archives are cached in the session's temporary directory, never in ``~``."""
+    monkeypatch.setenv("LAUNCHBAY_CODE_CACHE", str(tmp_path_factory.getbasetemp() / "code-cache"))
 
 
 @pytest.fixture(scope="session")

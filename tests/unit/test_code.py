@@ -52,8 +52,8 @@ def _read(bundle: CodeBundle, name: str) -> bytes:
 
 # -- determinism ---------------------------------------------------------------------
 def test_same_files_give_same_bytes(src: Path) -> None:
-    first = package_code("train.py", str(src))
-    second = package_code("train.py", str(src))
+    first = package_code("train.py", str(src), cache_dir=None)
+    second = package_code("train.py", str(src), cache_dir=None)
     assert first.data == second.data
     assert first.sha256 == second.sha256
     assert len(first.sha256) == 64
@@ -61,20 +61,97 @@ def test_same_files_give_same_bytes(src: Path) -> None:
 
 
 def test_touching_mtimes_and_copying_elsewhere_keeps_bytes(src: Path, tmp_path: Path) -> None:
-    before = package_code("train.py", src)
+    before = package_code("train.py", src, cache_dir=None)
     for path in src.rglob("*"):
         os.utime(path, (1_000_000, 1_000_000))
-    assert package_code("train.py", src).data == before.data
+    assert package_code("train.py", src, cache_dir=None).data == before.data
 
     copy = tmp_path / "elsewhere" / "copy-of-src"
     shutil.copytree(src, copy)
-    assert package_code("train.py", copy).sha256 == before.sha256
+    assert package_code("train.py", copy, cache_dir=None).sha256 == before.sha256
 
 
 def test_content_change_changes_hash(src: Path) -> None:
     before = package_code("train.py", src)
     (src / "pkg" / "util.py").write_text("VALUE = 2\n")
     assert package_code("train.py", src).sha256 != before.sha256
+
+
+# -- the archive cache ------------------------------------------------------------------
+def _cached(cache: Path) -> list[Path]:
+    return sorted(cache.glob("*.tar.gz"))
+
+
+def test_unchanged_files_reuse_the_cached_archive(src: Path, tmp_path: Path) -> None:
+    cache = tmp_path / "cache"
+    first = package_code("train.py", src, cache_dir=str(cache))
+    [archive] = _cached(cache)
+    assert archive.read_bytes() == first.data
+    assert package_code("train.py", src, cache_dir=None).data == first.data
+    # a hit is served from the cache file as it is (the archive is not built again)
+    other = package_code("other.py", _write(tmp_path / "o" / "other.py").parent, cache_dir=None)
+    archive.write_bytes(other.data)
+    again = package_code("train.py", src, cache_dir=str(cache))
+    assert again.data == other.data and again.sha256 == other.sha256
+    assert again.script_name == "train.py" and again.files == first.files
+
+
+@pytest.mark.parametrize(
+    "change", ["content", "same-size-same-mtime", "new-file", "rename", "chmod"]
+)
+def test_any_change_to_the_files_builds_the_archive_again(
+    src: Path, tmp_path: Path, change: str
+) -> None:
+    cache = tmp_path / "cache"
+    package_code("train.py", src, cache_dir=str(cache))
+    util = src / "pkg" / "util.py"
+    if change == "content":
+        util.write_text("VALUE = 22\n")
+    elif change == "same-size-same-mtime":  # only the ctime (and the bytes) differ
+        stat = util.stat()
+        util.write_text("VALUE = 2\n")
+        os.utime(util, ns=(stat.st_atime_ns, stat.st_mtime_ns))
+    elif change == "new-file":
+        _write(src / "pkg" / "extra.py", "")
+    elif change == "rename":
+        util.rename(src / "pkg" / "util2.py")
+    else:
+        util.chmod(0o755)
+    cached = package_code("train.py", src, cache_dir=str(cache))
+    assert cached.data == package_code("train.py", src, cache_dir=None).data
+    assert len(_cached(cache)) == 2
+
+
+def test_the_cache_keeps_the_most_recently_used_archives(src: Path, tmp_path: Path) -> None:
+    from launchbay.code import CACHE_ENTRIES
+
+    cache = tmp_path / "cache"
+    for i in range(CACHE_ENTRIES + 3):
+        (src / "pkg" / "util.py").write_text(f"VALUE = {i}\n")
+        package_code("train.py", src, cache_dir=str(cache))
+    assert len(_cached(cache)) == CACHE_ENTRIES
+
+
+def test_the_cache_can_be_turned_off_or_moved(
+    src: Path, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    monkeypatch.setenv("LAUNCHBAY_HOME", str(tmp_path / "home"))
+    monkeypatch.setenv("LAUNCHBAY_CODE_CACHE", "0")
+    package_code("train.py", src)
+    assert not (tmp_path / "home").exists()
+    monkeypatch.setenv("LAUNCHBAY_CODE_CACHE", str(tmp_path / "elsewhere"))
+    package_code("train.py", src)
+    assert len(_cached(tmp_path / "elsewhere")) == 1
+    monkeypatch.delenv("LAUNCHBAY_CODE_CACHE")
+    package_code("train.py", src)
+    assert len(_cached(tmp_path / "home" / "cache" / "code")) == 1
+
+
+def test_an_unwritable_cache_does_not_fail_packaging(src: Path, tmp_path: Path) -> None:
+    blocker = tmp_path / "not-a-dir"
+    blocker.write_text("")
+    bundle = package_code("train.py", src, cache_dir=str(blocker / "cache"))
+    assert bundle.data == package_code("train.py", src, cache_dir=None).data
 
 
 def test_archive_metadata_is_normalised(src: Path) -> None:
