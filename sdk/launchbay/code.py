@@ -12,7 +12,10 @@ The same files always give the same bytes: entries are sorted, every mtime is
 0, owner ids are 0 with empty owner names, modes are normalised (0o755 for
 directories and executable files, 0o644 otherwise), and the gzip header holds
 no file name and mtime 0. The archive is therefore named by its SHA-256
-(:func:`code_s3_uri`) and uploaded only once (:func:`stage_code`).
+(:func:`code_s3_uri`) and uploaded only once (:func:`stage_code`). The archive
+is also cached on disk under a hash of every entry's name, source path, mode
+and file stat (size, mtime, ctime, inode), so packaging unchanged files again
+costs a stat of each (see :func:`package_code`).
 
 What is left out (of ``source_dir`` and of dependency directories):
 
