@@ -297,8 +297,8 @@ class _Entry:
     stat: tuple[int, ...] = ()
 
 
-def _file_entry(arcname: str, path: str) -> _Entry:
-    st = os.stat(path)
+def _file_entry(arcname: str, path: str, st: os.stat_result | None = None) -> _Entry:
+    st = os.stat(path) if st is None else st
     signature = (st.st_size, st.st_mtime_ns, st.st_ctime_ns, st.st_ino, st.st_dev)
     return _Entry(arcname, path, bool(st.st_mode & 0o111), signature)
 
@@ -306,23 +306,29 @@ def _file_entry(arcname: str, path: str) -> _Entry:
 def _collect_tree(
     root: str, arc_prefix: str, rules: Sequence[_Rule], entries: dict[str, _Entry]
 ) -> None:
-    """Add ``root``'s contents under ``arc_prefix`` (``""`` for the archive root)."""
+    """Add ``root``'s contents under ``arc_prefix`` (``""`` for the archive root).
+
+    One ``scandir`` a directory and one ``stat`` a file (the entry types come with
+    the listing): this walk is all a cached packaging costs.
+    """
     real_root = os.path.realpath(root)
 
-    def walk(directory: str, rel_dir: str, seen: frozenset[str]) -> None:
+    def walk(directory: str, real_dir: str, rel_dir: str, seen: frozenset[str]) -> None:
         try:
-            names = sorted(os.listdir(directory))
+            with os.scandir(directory) as listing:
+                items = sorted(listing, key=lambda item: item.name)
         except OSError as exc:
             raise ConfigurationError(
                 f"Cannot read directory {directory!r} while packaging code: {exc}",
                 argument="source_dir",
                 value=directory,
             ) from exc
-        for name in names:
-            path = os.path.join(directory, name)
+        for item in items:
+            name, path = item.name, item.path
             rel = f"{rel_dir}/{name}" if rel_dir else name
             arcname = f"{arc_prefix}/{rel}" if arc_prefix else rel
-            if os.path.islink(path):
+            link = item.is_symlink()
+            if link:
                 target = os.path.realpath(path)
                 if not os.path.exists(target):
                     logger.warning("Skipping broken symbolic link %s", path)
@@ -335,22 +341,22 @@ def _collect_tree(
                         target,
                     )
                     continue
-            is_dir = os.path.isdir(path)
+            is_dir = item.is_dir()
             if _ignored(rel, name, is_dir, rules):
                 continue
             if is_dir:
-                real = os.path.realpath(path)
+                real = os.path.realpath(path) if link else os.path.join(real_dir, name)
                 if real in seen:
                     logger.warning("Skipping %s: directory cycle through symbolic links", path)
                     continue
                 entries[arcname] = _Entry(arcname, None, True)
-                walk(path, rel, seen | {real})
-            elif os.path.isfile(path):
-                entries[arcname] = _file_entry(arcname, path)
+                walk(path, real, rel, seen | {real})
+            elif item.is_file():
+                entries[arcname] = _file_entry(arcname, path, item.stat())
             else:
                 logger.warning("Skipping %s: not a regular file or directory", path)
 
-    walk(root, "", frozenset({real_root}))
+    walk(root, real_root, "", frozenset({real_root}))
 
 
 def _add_top_level(
