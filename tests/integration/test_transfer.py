@@ -154,6 +154,36 @@ def test_a_file_above_the_threshold_goes_in_parts_both_ways(
     assert leftovers(out) == []
 
 
+def test_large_objects_download_side_by_side_each_whole(s3: Any, tmp_path: Path) -> None:
+    """Several large objects are fetched at once (parts of different objects in flight
+    together: a server serving one object's parts in turn is then busy on several)."""
+    bodies = put_many(s3, "big/", 6, size=3 * MIB)
+    objects = transfer.list_objects(s3, BUCKET, "big/")
+    in_flight: dict[int, str] = {}
+    most = 0
+    lock = threading.Lock()
+
+    def before(params: dict[str, Any], **_: Any) -> None:
+        nonlocal most
+        with lock:
+            in_flight[threading.get_ident()] = params["Key"]
+            most = max(most, len(set(in_flight.values())))
+
+    def after(**_: Any) -> None:
+        with lock:
+            in_flight.pop(threading.get_ident(), None)
+
+    s3.meta.events.register("provide-client-params.s3.GetObject", before)
+    s3.meta.events.register("after-call.s3.GetObject", after)
+    limits = Limits(workers=4, multipart_threshold=MIB, multipart_chunksize=MIB)
+    out = tmp_path / "out"
+    transfer.download_objects(
+        s3, [(o, str(out / o.key)) for o in objects], limits=limits, progress=False
+    )
+    assert assert_whole_or_absent(out, bodies) == len(bodies)
+    assert most > 1, "one large object at a time"
+
+
 def test_default_threshold_is_8_mib_and_shared() -> None:
     assert transfer.MULTIPART_THRESHOLD == 8 * MIB == Limits().multipart_threshold
     assert session_module.MULTIPART_THRESHOLD is transfer.MULTIPART_THRESHOLD
