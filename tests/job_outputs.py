@@ -45,6 +45,15 @@ def check_ranks(reports):
         assert report["local_rank"] == rank % 2
         assert report["host"] == f"algo-{rank // 2 + 1}"
         assert report["hosts"] == ["algo-1", "algo-2"]
+        if "torchrun" in report:  # torch_ddp.py: the variables of a torchrun per host
+            assert report["torchrun"] == {
+                "RANK": str(rank),
+                "WORLD_SIZE": "4",
+                "LOCAL_WORLD_SIZE": "2",
+                "GROUP_RANK": str(rank // 2),
+                "GROUP_WORLD_SIZE": "2",
+                "ROLE_WORLD_SIZE": "4",
+            }, rank
 
 
 def check_horovod_ranks(reports: dict[int, dict], local_size: int = 4) -> None:

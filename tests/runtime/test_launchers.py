@@ -3,6 +3,8 @@
 from __future__ import annotations
 
 import json
+import os
+import sys
 from pathlib import Path
 
 import pytest
@@ -234,6 +236,74 @@ def test_mpi_local_plans(tmp_path: Path) -> None:
     assert worker.host_ranks == {2: 0, 3: 1}
     with pytest.raises(TrainingSetupError, match="LAUNCHBAY_SHARED_DIR"):
         mpi.build(make_ctx(tmp_path / "c", hps, settings=RuntimeSettings(local_process=True)))
+
+
+def test_local_torchrun_is_one_launch_for_every_host(tmp_path: Path) -> None:
+    """local_process, 2 hosts x 2: one torchrun of 4 ranks on algo-1; algo-2 waits for it.
+
+    Other backends keep one torchrun per host (SageMaker's form).
+    """
+    hps = {
+        "sagemaker_torch_distributed_enabled": True,
+        "sagemaker_mpi_num_of_processes_per_host": 2,
+    }
+    master = build_plan(make_ctx(tmp_path / "a", hps, settings=LOCAL))
+    [process] = master.processes
+    assert process.name == "torchrun" and master.launcher == "torch_distributed"
+    assert process.argv[3:13] == [
+        "--nnodes", "1", "--nproc_per_node", "4",
+        "--master_addr", "127.0.0.1", "--master_port", "29123", "--node_rank", "0",
+    ]  # fmt: skip
+    spec = json.loads(process.env["LAUNCHBAY_TORCH_LOCAL"])
+    assert spec == {"ppn": 2, "hosts": ["algo-1", "algo-2"], "env_dir": "/shared/mpi/env"}
+    assert process.env["GLOO_SOCKET_IFNAME"] == "lo" and process.env["LAUNCHBAY_IO_DIR"] == "/io"
+    assert master.host_ranks == {0: 0, 1: 1} and master.world_size == 4 and master.gate
+    worker = build_plan(make_ctx(tmp_path / "b", hps, host="algo-2", settings=LOCAL))
+    assert worker.processes == [] and worker.waiter is not None and worker.stop_via_shared_dir
+    assert worker.host_ranks == {2: 0, 3: 1}
+    one_host = build_plan(make_ctx(tmp_path / "c", hps, hosts=1, settings=LOCAL))
+    assert one_host.processes[0].argv[3:7] == ["--nnodes", "1", "--nproc_per_node", "2"]
+    assert "LAUNCHBAY_TORCH_LOCAL" not in one_host.processes[0].env
+    container = build_plan(make_ctx(tmp_path / "d", hps, host="algo-2"))
+    assert container.processes[0].argv[3:7] == ["--nnodes", "2", "--nproc_per_node", "2"]
+
+
+def test_a_rank_of_the_local_torchrun_becomes_a_rank_of_its_host(
+    tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    from launchbay.runtime import _bootstrap
+
+    env_dir = tmp_path / "env"
+    env_dir.mkdir()
+    for host in ("algo-1", "algo-2"):
+        work = tmp_path / host
+        work.mkdir()
+        (env_dir / f"{host}.json").write_text(
+            json.dumps({"env": {"SM_CURRENT_HOST": host, "RANK": "x"}, "cwd": str(work)})
+        )
+    spec = {"ppn": 2, "hosts": ["algo-1", "algo-2"], "env_dir": str(env_dir)}
+    monkeypatch.chdir(tmp_path)
+    monkeypatch.setattr(sys, "path", list(sys.path))  # the host's PYTHONPATH is adopted
+    for name, value in {
+        "LAUNCHBAY_TORCH_LOCAL": json.dumps(spec), "RANK": "3", "WORLD_SIZE": "4",
+        "LOCAL_RANK": "3", "LOCAL_WORLD_SIZE": "4", "GROUP_RANK": "0", "GROUP_WORLD_SIZE": "1",
+        "ROLE_WORLD_SIZE": "4", "MASTER_PORT": "29500", "TORCHELASTIC_RUN_ID": "none",
+        "OMP_NUM_THREADS": "1",
+    }.items():  # fmt: skip
+        monkeypatch.setenv(name, value)
+    _bootstrap._become_torch_local_rank()
+    seen = {n: os.environ.get(n) for n in (
+        "SM_CURRENT_HOST", "RANK", "WORLD_SIZE", "LOCAL_RANK", "LOCAL_WORLD_SIZE", "GROUP_RANK",
+        "GROUP_WORLD_SIZE", "ROLE_WORLD_SIZE", "MASTER_PORT", "TORCHELASTIC_RUN_ID",
+        "OMP_NUM_THREADS",
+    )}  # fmt: skip
+    assert seen == {
+        "SM_CURRENT_HOST": "algo-2", "RANK": "3", "WORLD_SIZE": "4", "LOCAL_RANK": "1",
+        "LOCAL_WORLD_SIZE": "2", "GROUP_RANK": "1", "GROUP_WORLD_SIZE": "2",
+        "ROLE_WORLD_SIZE": "4", "MASTER_PORT": "29500", "TORCHELASTIC_RUN_ID": "none",
+        "OMP_NUM_THREADS": "1",
+    }  # fmt: skip
+    assert os.getcwd() == str(tmp_path / "algo-2")
 
 
 def test_smddp_line(tmp_path: Path) -> None:

@@ -8,10 +8,12 @@ exception still aborts every MPI rank).
 
 Before the user's code runs it:
 
-1. in ``local_process`` MPI mode (``$LAUNCHBAY_MPI_LOCAL``), becomes a rank of
-   the host it belongs to (``hosts[rank // ppn]``): loads that host's
-   environment (SM_CURRENT_HOST, SM_MODEL_DIR, ...) and working directory, and
-   sets the local rank MPI would report on a real cluster; under mpirun over
+1. in ``local_process`` MPI mode (``$LAUNCHBAY_MPI_LOCAL``), or under the one
+   torchrun of a several-host ``local_process`` job (``$LAUNCHBAY_TORCH_LOCAL``),
+   becomes a rank of the host it belongs to (``hosts[rank // ppn]``): loads
+   that host's environment (SM_CURRENT_HOST, SM_MODEL_DIR, ...) and working
+   directory, and sets the local rank (and host index) MPI or a torchrun per
+   host would report on a real cluster; under mpirun over
    SSH it loads the environment its own host's runtime published
    (``$LAUNCHBAY_HOST_ENV_FILE``), so it sees its host's SM_CURRENT_HOST;
 2. sends its stdout/stderr to the runtime's per-rank FIFOs (``$LAUNCHBAY_IO_DIR``),
@@ -97,6 +99,46 @@ def _become_mpi_local_rank() -> None:
     os.environ["OMPI_COMM_WORLD_LOCAL_RANK"] = str(rank % ppn)
     os.environ["OMPI_COMM_WORLD_LOCAL_SIZE"] = str(ppn)
     os.environ["OMPI_COMM_WORLD_NODE_RANK"] = str(index)
+
+
+#: What the one torchrun of a local job gives each rank, kept over its host's environment.
+_TORCHRUN_VARS = (
+    "RANK",
+    "WORLD_SIZE",
+    "ROLE_RANK",
+    "ROLE_WORLD_SIZE",
+    "MASTER_ADDR",
+    "MASTER_PORT",
+)
+
+
+def _become_torch_local_rank() -> None:
+    """Become a rank of the host this rank belongs to, under one torchrun for all hosts.
+
+    torchrun numbered the ranks as one node; a torchrun per host would have given
+    the local rank, the host's index and the sizes set here.
+    """
+    spec = json.loads(os.environ["LAUNCHBAY_TORCH_LOCAL"])
+    rank = _first_int(("RANK",))
+    ppn = int(spec["ppn"])
+    hosts = spec["hosts"]
+    index = min(rank // ppn, len(hosts) - 1)
+    kept = {n: os.environ[n] for n in _TORCHRUN_VARS if n in os.environ}
+    kept.update({n: v for n, v in os.environ.items() if n.startswith("TORCHELASTIC_")})
+    with open(os.path.join(spec["env_dir"], f"{hosts[index]}.json"), encoding="utf-8") as f:
+        host_spec = json.load(f)
+    _adopt_host(host_spec)
+    os.environ.update(kept)
+    if ppn == 1 and "OMP_NUM_THREADS" not in host_spec["env"]:
+        os.environ.pop("OMP_NUM_THREADS", None)  # torchrun sets it for 2+ ranks a node only
+    os.environ.update(
+        {
+            "LOCAL_RANK": str(rank % ppn),
+            "LOCAL_WORLD_SIZE": str(ppn),
+            "GROUP_RANK": str(index),
+            "GROUP_WORLD_SIZE": str(len(hosts)),
+        }
+    )
 
 
 def _export_torch_world() -> None:
@@ -244,6 +286,8 @@ def main(argv: list[str] | None = None) -> None:
         )
     if os.environ.get("LAUNCHBAY_MPI_LOCAL"):
         _become_mpi_local_rank()
+    elif os.environ.get("LAUNCHBAY_TORCH_LOCAL"):
+        _become_torch_local_rank()
     elif os.environ.get("LAUNCHBAY_HOST_ENV_FILE"):
         try:
             with open(os.environ["LAUNCHBAY_HOST_ENV_FILE"], encoding="utf-8") as f:

@@ -33,6 +33,18 @@ report = {
     "host": os.environ["SM_CURRENT_HOST"],
     "hosts": json.loads(os.environ["SM_HOSTS"]),
     "sum": total.item(),
+    # what torchrun gives each rank (a torchrun per host, or one for every local host)
+    "torchrun": {
+        name: os.environ.get(name)
+        for name in (
+            "RANK",
+            "WORLD_SIZE",
+            "LOCAL_WORLD_SIZE",
+            "GROUP_RANK",
+            "GROUP_WORLD_SIZE",
+            "ROLE_WORLD_SIZE",
+        )
+    },
 }
 with open(os.path.join(os.environ["SM_OUTPUT_DATA_DIR"], f"rank-{rank}.json"), "w") as f:
     json.dump(report, f)

@@ -71,9 +71,16 @@ def select_launcher(env: TrainingEnv, settings: RuntimeSettings) -> str:
     return "plain"
 
 
+def _torch_distributed(ctx: LaunchContext) -> LaunchPlan:
+    """One torchrun per host; one for every host in ``local_process`` (one machine)."""
+    if ctx.settings.local_process and len(ctx.env.distribution_hosts) > 1:
+        return mpi.build_torchrun_local(ctx)
+    return torchrun.build(ctx)
+
+
 _BUILDERS = {
     "plain": plain.build,
-    "torch_distributed": torchrun.build,
+    "torch_distributed": _torch_distributed,
     "mpi": mpi.build,
     "smdistributed": mpi.build_smddp,
     "smddp_local": mpi.build_smddp_local,

@@ -1,5 +1,8 @@
 """The torch_distributed launcher: one ``torchrun`` per host.
 
+(In ``local_process`` mode with several hosts, one torchrun for all of them: see
+:func:`launchbay.runtime.launchers.mpi.build_torchrun_local`.)
+
 The command line is the toolkit's: ``--nnodes N --nproc_per_node P`` and, with
 several hosts, ``--master_addr <first host> --master_port 7777 --node_rank i``;
 the script runs through the bootstrap (``-m launchbay.runtime._bootstrap``).
@@ -25,7 +28,14 @@ from launchbay.runtime.launchers.base import (
     python_target,
 )
 
-__all__ = ["MASTER_PORT", "EFA_NCCL_INSTANCES", "EFA_RDMA_INSTANCES", "torchrun_argv", "build"]
+__all__ = [
+    "MASTER_PORT",
+    "EFA_NCCL_INSTANCES",
+    "EFA_RDMA_INSTANCES",
+    "torchrun_argv",
+    "host_env",
+    "build",
+]
 
 MASTER_PORT = 7777
 
@@ -52,8 +62,12 @@ EFA_RDMA_INSTANCES = (
 )
 
 
-def torchrun_argv(ctx: LaunchContext) -> list[str]:
-    """``python -m torch.distributed.run ... -m launchbay.runtime._bootstrap <target>``."""
+def torchrun_argv(ctx: LaunchContext, single_node_of: int | None = None) -> list[str]:
+    """``python -m torch.distributed.run ... -m launchbay.runtime._bootstrap <target>``.
+
+    With ``single_node_of``, one torchrun starts that many ranks as one node: the
+    ``local_process`` form for several hosts (see :func:`~.mpi.build_torchrun_local`).
+    """
     if not ctx.entry.is_python:
         raise TrainingSetupError(
             f"torch_distributed needs a Python entry point; got {ctx.entry.name!r} (a "
@@ -61,7 +75,7 @@ def torchrun_argv(ctx: LaunchContext) -> list[str]:
         )
     env = ctx.env
     hosts = env.distribution_hosts
-    nnodes = len(hosts)
+    nnodes = 1 if single_node_of else len(hosts)
     argv = [
         ctx.python,
         "-m",
@@ -69,7 +83,7 @@ def torchrun_argv(ctx: LaunchContext) -> list[str]:
         "--nnodes",
         str(nnodes),
         "--nproc_per_node",
-        str(env.processes_per_host()),
+        str(single_node_of or env.processes_per_host()),
     ]
     if nnodes > 1 or ctx.settings.local_process:
         argv += [
@@ -78,7 +92,7 @@ def torchrun_argv(ctx: LaunchContext) -> list[str]:
             "--master_port",
             str(ctx.settings.master_port or MASTER_PORT),
             "--node_rank",
-            str(hosts.index(env.current_host)),
+            "0" if single_node_of else str(hosts.index(env.current_host)),
         ]
     return argv + ["-m", BOOTSTRAP_MODULE, *python_target(ctx.entry, ctx.args)]
 
@@ -98,11 +112,8 @@ def _network_env(ctx: LaunchContext) -> dict[str, str]:
     return extra
 
 
-def build(ctx: LaunchContext) -> LaunchPlan:
-    """One torchrun on this host; its ranks' output comes through per-rank FIFOs."""
-    env = ctx.env
-    ppn = env.processes_per_host()
-    node_rank = env.distribution_hosts.index(env.current_host)
+def host_env(ctx: LaunchContext) -> dict[str, str]:
+    """The environment of this host's torchrun (and so of its ranks)."""
     process_env = dict(ctx.base_env)
     process_env.update(_network_env(ctx))
     for name in ("LAUNCHBAY_RANK", "LAUNCHBAY_LOCAL_RANK"):
@@ -112,11 +123,21 @@ def build(ctx: LaunchContext) -> LaunchPlan:
     process_env.setdefault(
         "TORCH_ELASTIC_SHUTDOWN_TIMEOUT", str(max(1, int(ctx.settings.grace_seconds)))
     )
+    return process_env
+
+
+def build(ctx: LaunchContext) -> LaunchPlan:
+    """One torchrun on this host; its ranks' output comes through per-rank FIFOs."""
+    env = ctx.env
+    ppn = env.processes_per_host()
+    node_rank = env.distribution_hosts.index(env.current_host)
     world = len(env.distribution_hosts) * ppn
     return LaunchPlan(
         launcher="torch_distributed",
         processes=[
-            ProcessSpec(name="torchrun", argv=torchrun_argv(ctx), env=process_env, cwd=ctx.code_dir)
+            ProcessSpec(
+                name="torchrun", argv=torchrun_argv(ctx), env=host_env(ctx), cwd=ctx.code_dir
+            )
         ],
         world_size=world,
         host_ranks={node_rank * ppn + local: local for local in range(ppn)},
