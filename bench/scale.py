@@ -26,7 +26,7 @@ work, beside SDK v2; the goal is printed on the row, with whether it is met.
 
 Usage, from the repository root::
 
-    python bench/scale.py            # full sizes (about 15 minutes on 2 cores)
+    python bench/scale.py            # full sizes (about 10-15 minutes on 2 cores)
     python bench/scale.py --quick    # small sizes, a CI-like check (about 2 minutes)
     python bench/scale.py --only code,logs
 
@@ -588,9 +588,9 @@ def bench_ranks(rows: list[Row], tmp: str, shapes: list[tuple[int, int]], reps: 
             lb.append(seconds)
         a, b = statistics.median(lb), statistics.median(direct)
         note = (
-            f"fit() starts {hosts} torchrun agent(s) + {world} ranks, each importing torch "
-            f"({torch_cpu:.1f} s CPU), torchrun 1 + {world}: {(hosts + world) / (1 + world):.2f}x "
-            f"the CPU on {os.cpu_count()} cores"
+            f"fit() starts one torchrun agent for its {hosts} host(s) (a torchrun per host "
+            f"would add {hosts - 1} x {torch_cpu:.1f} s of CPU importing torch) + {world} ranks, "
+            f"beside {hosts} host runtime(s) without torch; {os.cpu_count()} cores"
         )
         if failures:
             note += f"; torchrun exited non-zero {failures} time(s) (gloo teardown abort)"
