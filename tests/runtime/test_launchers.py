@@ -266,6 +266,12 @@ def test_local_torchrun_is_one_launch_for_every_host(tmp_path: Path) -> None:
     assert "LAUNCHBAY_TORCH_LOCAL" not in one_host.processes[0].env
     container = build_plan(make_ctx(tmp_path / "d", hps, host="algo-2"))
     assert container.processes[0].argv[3:7] == ["--nnodes", "2", "--nproc_per_node", "2"]
+    # torchrun sets OMP_NUM_THREADS (with a banner) only for 2+ ranks a node: with one
+    # rank a host the one torchrun gets it preset (no banner), the ranks drop it again
+    assert "OMP_NUM_THREADS" not in process.env
+    single = {"sagemaker_torch_distributed_enabled": True}
+    [one_each] = build_plan(make_ctx(tmp_path / "e", single, settings=LOCAL)).processes
+    assert one_each.env["OMP_NUM_THREADS"] == "1"
 
 
 def test_a_rank_of_the_local_torchrun_becomes_a_rank_of_its_host(
@@ -304,6 +310,13 @@ def test_a_rank_of_the_local_torchrun_becomes_a_rank_of_its_host(
         "OMP_NUM_THREADS": "1",
     }  # fmt: skip
     assert os.getcwd() == str(tmp_path / "algo-2")
+
+    # one rank a host: a torchrun per host would not have set OMP_NUM_THREADS
+    monkeypatch.setenv("LAUNCHBAY_TORCH_LOCAL", json.dumps({**spec, "ppn": 1}))
+    monkeypatch.setenv("RANK", "1")
+    monkeypatch.setenv("OMP_NUM_THREADS", "1")
+    _bootstrap._become_torch_local_rank()
+    assert "OMP_NUM_THREADS" not in os.environ and os.environ["LOCAL_WORLD_SIZE"] == "1"
 
 
 def test_smddp_line(tmp_path: Path) -> None:

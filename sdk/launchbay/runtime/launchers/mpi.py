@@ -654,6 +654,11 @@ def build_torchrun_local(ctx: LaunchContext) -> LaunchPlan:
     local = dataclasses.replace(ctx, base_env=torchrun.host_env(ctx))
 
     def master(launch_env: dict[str, str]) -> ProcessSpec:
+        if ctx.env.processes_per_host() == 1:
+            # torchrun sets OMP_NUM_THREADS=1, with a banner, for 2+ ranks on a node; a
+            # torchrun per host of one rank would not: no banner, and the ranks drop it
+            # again (see _bootstrap._become_torch_local_rank).
+            launch_env = {"OMP_NUM_THREADS": "1", **launch_env}
         return ProcessSpec(
             name="torchrun",
             argv=torchrun.torchrun_argv(ctx, single_node_of=total),
