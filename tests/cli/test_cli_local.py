@@ -140,6 +140,27 @@ def test_no_wait_detaches_then_stop(run_cli, project, cli_env):
     assert again.returncode == 0 and "already ended (Stopped)" in again.stderr
 
 
+def test_waiting_for_a_detached_job_prints_its_logs_once(
+    run_cli, project, cli_env, monkeypatch, capsys
+):
+    """A job another process runs (submit --no-wait): wait() follows its status file, then
+    prints every host's log file from it, each line once."""
+    from launchbay.backends.process import ProcessBackend
+
+    spec = project.spec(SPEC)
+    args = local("submit", spec, "--no-wait", "--job-name", "detached-logs")
+    result = run_cli(*args, "--set", "hyperparameters.sleep=1", "--set", "instance_count=2")
+    assert result.returncode == 0, result.stderr
+    monkeypatch.setenv("LAUNCHBAY_HOME", cli_env["LAUNCHBAY_HOME"])
+    description = ProcessBackend().wait("detached-logs", logs="All")
+    assert description["TrainingJobStatus"] == "Completed"
+    printed = capsys.readouterr().out.splitlines()
+    for rank, host in enumerate(("algo-1", "algo-2")):
+        mine = [line.partition(" | ")[2] for line in printed if line.startswith(f"{host} | ")]
+        assert mine.count(f"[rank {rank}] epochs=2 on {host}") == 1, printed
+        assert mine.count(f"[rank {rank}] done") == 1, printed
+
+
 def test_stop_from_another_shell_ends_a_foreground_submit(run_cli, project, cli_env):
     spec = project.spec(SPEC)
     proc = subprocess.Popen(

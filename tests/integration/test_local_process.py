@@ -395,6 +395,30 @@ def test_stop_and_max_run_end_stopped_with_checkpoints_saved(home, tmp_path, how
     assert not job_processes(job_dir(home, job))
 
 
+def test_a_host_that_dies_without_a_report_is_named_with_its_last_log_lines(home, tmp_path):
+    """The host's runtime is killed: no failure report, so the reason is the host's exit
+    code and the last lines of its log file, and the error shows the same tail."""
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "die.py").write_text(
+        "import os, signal, time\n"
+        "print('last words before the host dies', flush=True)\n"
+        "time.sleep(1.0)  # the host's runtime writes the line to its log\n"
+        "os.kill(os.getppid(), signal.SIGKILL)  # the host's runtime\n"
+        "time.sleep(30)\n"
+    )
+    est = pytorch(
+        "die.py", source_dir=str(src), instance_count=1, output_path=file_uri(tmp_path / "out")
+    )
+    with pytest.raises(JobFailedError) as caught:
+        est.fit(logs=False)
+    reason = caught.value.reason
+    assert reason.startswith("AlgorithmError: Host algo-1 failed with exit code -9.\n"), reason
+    assert "last words before the host dies" in reason
+    assert "last words before the host dies" in str(caught.value)  # the log tail shown
+    assert not job_processes(job_dir(home, est.latest_training_job))
+
+
 def test_max_run_names_the_hosts_and_ranks_still_running(home, tmp_path):
     """algo-1 ends at once, both ranks of algo-2 are stuck: the reason names only those."""
     src = tmp_path / "src"

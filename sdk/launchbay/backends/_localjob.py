@@ -87,7 +87,7 @@ _READER_JOIN = 5.0
 _READ_CHUNK = 1 << 20
 #: Most lines handed to the printer at once.
 _PRINT_BATCH = 2_000
-#: Lines of each host kept in memory, for a failure reason without a report.
+#: Last lines of the failing host given in a failure reason without a report.
 _TAIL_LINES = 20
 _REASON_LIMIT = 1024
 _FAILURE_CAUSE_ORDER = {
@@ -187,8 +187,8 @@ class _LogFiles:
     per read).
     """
 
-    def __init__(self, paths: Mapping[str, str]) -> None:
-        self.paths = dict(paths)
+    def __init__(self, layout: JobLayout) -> None:
+        self.paths = {h: layout.log_file(h) for h in layout.hosts}
         self.offsets = dict.fromkeys(self.paths, 0)
 
     def read(self, host: str, final: bool) -> list[str]:
@@ -234,6 +234,21 @@ class _LogFiles:
             printed = printed or bool(lines)
         return printed
 
+    def print_all(self, printer: LogPrinter) -> None:
+        """Print what every host wrote so far, host by host, a chunk at a time."""
+        for host in self.paths:
+            while self.print_new(printer, final=True, hosts=[host]):
+                pass
+
+
+def _log_tail(path: str, lines: int) -> list[str]:
+    """The last ``lines`` lines of a host's log file (``[]`` if it cannot be read)."""
+    try:
+        with open(path, encoding="utf-8", errors="replace") as f:
+            return list(collections.deque((line.rstrip("\n") for line in f), maxlen=lines))
+    except OSError:
+        return []
+
 
 class _Follower:
     """Prints a job's lines as they come, from the hosts' log files (see :class:`_LogFiles`)."""
@@ -241,7 +256,7 @@ class _Follower:
     def __init__(self, job: LocalJob, printer: LogPrinter | None) -> None:
         self.job = job
         self.printer = printer
-        self.files = _LogFiles({h: job.layout.log_file(h) for h in job.hosts})
+        self.files = _LogFiles(job.layout)
 
     def follow(self, interrupts: _SigintFlag | None = None) -> None:
         """Print new lines until the job is done and every line is printed.
@@ -337,11 +352,8 @@ class LocalJob:
         #: Set when something about the job changed (a host ended, a line came in).
         self.changed = threading.Event()
         self.stop_reason: str | None = None
-        #: The last lines of each host (the log files keep them all).
-        self._tails: dict[str, collections.deque[str]] = {
-            h: collections.deque(maxlen=_TAIL_LINES) for h in self.hosts
-        }
-        #: Lines received so far, all hosts (followers wait for it to change).
+        #: Lines received so far, all hosts (followers wait for it to change; the
+        #: lines themselves are read from the log files).
         self.line_count = 0
         self.thread: threading.Thread | None = None
         #: Holds the job name on this machine while the job runs (see LocalBackend._claim_name).
@@ -421,7 +433,6 @@ class LocalJob:
     def add_line(self, host: str, line: str) -> None:
         """Note a line ``host`` printed (already in its log file) and wake the followers."""
         with self.lock:
-            self._tails.setdefault(host, collections.deque(maxlen=_TAIL_LINES)).append(line)
             self.line_count += 1
             self.lock.notify_all()
 
@@ -430,11 +441,6 @@ class LocalJob:
         with self.lock:
             if self.line_count == seen and not self.done.is_set():
                 self.lock.wait(timeout)
-
-    def tail(self, host: str) -> list[str]:
-        """The last lines ``host`` printed (at most :data:`_TAIL_LINES`)."""
-        with self.lock:
-            return list(self._tails.get(host, ()))
 
     def notify(self) -> None:
         """Wake whoever waits for news of this job (log followers, the monitor)."""
@@ -974,16 +980,14 @@ class LocalBackend(Backend):
         description = self.describe(name)
         hosts = host_names(description)
         printer = LogPrinter(hosts, stream)
-        files = _LogFiles({h: os.path.join(self.job_dir(name), "logs", f"{h}.log") for h in hosts})
+        files = _LogFiles(JobLayout(self.job_dir(name), tuple(hosts)))
         gone = 0
         while True:
             if follow:
                 description = self.describe(name)
             finished = description["TrainingJobStatus"] in TERMINAL_STATUSES
             if not follow:
-                for host in hosts:
-                    while files.print_new(printer, final=True, hosts=[host]):
-                        pass
+                files.print_all(printer)
                 return
             while files.print_new(printer, final=finished):
                 pass
@@ -1103,11 +1107,7 @@ class LocalBackend(Backend):
             description = self.describe(name)
         if show_logs(logs):
             hosts = host_names(description)
-            printer = LogPrinter(hosts)
-            for host in hosts:
-                path = os.path.join(self.job_dir(name), "logs", f"{host}.log")
-                with contextlib.suppress(OSError), open(path, encoding="utf-8") as f:
-                    printer.print([(host, line.rstrip("\n")) for line in f])
+            _LogFiles(JobLayout(self.job_dir(name), tuple(hosts))).print_all(LogPrinter(hosts))
         return description
 
     # -- supervision ----------------------------------------------------------------
@@ -1298,7 +1298,7 @@ class LocalBackend(Backend):
             job.failed_host = first_host
             text = _read_text(os.path.join(job.layout.host_dir(first_host), "output", "failure"))
             if not text:
-                tail = job.tail(first_host)
+                tail = _log_tail(job.layout.log_file(first_host), _TAIL_LINES)
                 text = f"Host {first_host} failed with exit code {code}.\n" + "\n".join(tail)
         return ("AlgorithmError: " + text.strip())[:_REASON_LIMIT]
 
@@ -1311,13 +1311,9 @@ class LocalBackend(Backend):
         host = description.get("LocalFailedHost")
         if not host:
             return None
-        path = os.path.join(self.job_dir(name), "logs", f"{host}.log")
-        try:
-            with open(path, encoding="utf-8", errors="replace") as f:
-                tail = collections.deque((line.rstrip("\n") for line in f), maxlen=lines)
-        except OSError:
-            return None
-        return LogTail(str(host), path, list(tail)) if tail else None
+        path = JobLayout(self.job_dir(name), (str(host),)).log_file(str(host))
+        tail = _log_tail(path, lines)
+        return LogTail(str(host), path, tail) if tail else None
 
     def _finish(self, job: LocalJob, status: str, reason: str | None) -> None:
         """Save checkpoints and outputs, then record the end state."""
