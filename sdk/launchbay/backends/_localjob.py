@@ -42,7 +42,7 @@ import signal
 import socket
 import threading
 import time
-from collections.abc import Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TextIO
 
 from launchbay._logs import LogPrinter, show_logs
@@ -269,12 +269,12 @@ class _Follower:
             if interrupts is not None and interrupts.pending():
                 raise KeyboardInterrupt
             finished = job.done.is_set()  # then every host's log file is complete
-            seen = job.line_count
+            seen = job.output_count
             if self.printer is not None and self.files.print_new(self.printer, finished):
                 continue
             if finished:
                 return
-            job.wait_for_lines(seen, 0.2)
+            job.wait_for_output(seen, 0.2)
 
 
 _LOCKS_DIR = ".locks"
@@ -352,9 +352,9 @@ class LocalJob:
         #: Set when something about the job changed (a host ended, a line came in).
         self.changed = threading.Event()
         self.stop_reason: str | None = None
-        #: Lines received so far, all hosts (followers wait for it to change; the
-        #: lines themselves are read from the log files).
-        self.line_count = 0
+        #: How often a host's log file grew (followers wait for it to change, then
+        #: read the files).
+        self.output_count = 0
         self.thread: threading.Thread | None = None
         #: Holds the job name on this machine while the job runs (see LocalBackend._claim_name).
         self.name_lock: NameLock | None = None
@@ -430,16 +430,16 @@ class LocalJob:
             self.name_lock.release()
 
     # -- logs -------------------------------------------------------------------
-    def add_line(self, host: str, line: str) -> None:
-        """Note a line ``host`` printed (already in its log file) and wake the followers."""
+    def note_output(self) -> None:
+        """A host's log file grew: wake the followers."""
         with self.lock:
-            self.line_count += 1
+            self.output_count += 1
             self.lock.notify_all()
 
-    def wait_for_lines(self, seen: int, timeout: float) -> None:
-        """Wait up to ``timeout`` for a line after the first ``seen`` (or the job's end)."""
+    def wait_for_output(self, seen: int, timeout: float) -> None:
+        """Wait up to ``timeout`` for output after ``seen`` notes of it (or the job's end)."""
         with self.lock:
-            if self.line_count == seen and not self.done.is_set():
+            if self.output_count == seen and not self.done.is_set():
                 self.lock.wait(timeout)
 
     def notify(self) -> None:
@@ -1222,7 +1222,7 @@ class LocalBackend(Backend):
         return split_for_request(request, hosts)
 
     def _start_hosts(self, job: LocalJob) -> None:
-        """Start every host; fill ``job.procs`` and start ``job.readers`` (see :func:`pump_lines`)."""
+        """Start every host; fill ``job.procs`` and start ``job.readers`` (:func:`start_reader` or :func:`start_watcher`)."""
         raise NotImplementedError
 
     def _exit_codes(self, job: LocalJob) -> dict[str, int | None]:
@@ -1380,43 +1380,56 @@ def _compose_reason(document: Mapping[str, Any]) -> str:
     return text + ("\nLast lines:\n" + tail if tail else "")
 
 
-def pump_lines(job: LocalJob, host: str, lines: Iterable[str], write_log: bool = True) -> None:
-    """Copy every line ``host`` prints into the job's buffer (a reader thread).
-
-    With ``write_log``, each line is also appended to the host's log file (a
-    backend whose hosts write that file themselves passes False).
-    """
+def pump_lines(job: LocalJob, host: str, lines: Iterable[str]) -> None:
+    """Append every line ``host`` prints to its log file and wake the followers (a reader thread)."""
     try:
-        with contextlib.ExitStack() as stack:
-            log = (
-                stack.enter_context(open(job.layout.log_file(host), "a", encoding="utf-8"))
-                if write_log
-                else None
-            )
+        with open(job.layout.log_file(host), "a", encoding="utf-8") as log:
             for line in lines:
-                if log is not None:
-                    log.write(line + "\n")
-                    log.flush()
-                job.add_line(host, line)
+                log.write(line + "\n")
+                log.flush()
+                job.note_output()
     except (OSError, ValueError) as exc:
         logger.debug("Log reader of %s/%s stopped: %s", job.name, host, exc)
     finally:
         job.notify()
 
 
-def start_reader(
-    job: LocalJob, host: str, lines: Iterable[str], write_log: bool = True
-) -> threading.Thread:
-    """Start a daemon thread running :func:`pump_lines` and remember it in ``job.readers``."""
+def watch_log(job: LocalJob, path: str, running: Callable[[], bool]) -> None:
+    """Wake the followers whenever a log file a host writes itself grows, until it has ended."""
+    size = -1
+    try:
+        while True:
+            ended = not running()
+            try:
+                now = os.path.getsize(path)
+            except OSError:
+                now = size
+            if now != size:
+                size = now
+                job.note_output()
+            elif ended:
+                return
+            time.sleep(POLL)
+    finally:
+        job.notify()
+
+
+def _start_thread(job: LocalJob, host: str, target: Callable[..., None], *args: Any) -> None:
     reader = threading.Thread(
-        target=pump_lines,
-        args=(job, host, lines, write_log),
-        name=f"launchbay-log-{job.name}-{host}",
-        daemon=True,
+        target=target, args=args, name=f"launchbay-log-{job.name}-{host}", daemon=True
     )
     reader.start()
     job.readers.append(reader)
-    return reader
+
+
+def start_reader(job: LocalJob, host: str, lines: Iterable[str]) -> None:
+    """Start a daemon thread running :func:`pump_lines` and remember it in ``job.readers``."""
+    _start_thread(job, host, pump_lines, job, host, lines)
+
+
+def start_watcher(job: LocalJob, host: str, running: Callable[[], bool]) -> None:
+    """Start a daemon thread running :func:`watch_log` on ``host``'s log file."""
+    _start_thread(job, host, watch_log, job, job.layout.log_file(host), running)
 
 
 def join_readers(job: LocalJob) -> None:

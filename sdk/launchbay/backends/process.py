@@ -43,7 +43,6 @@ import subprocess
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
 from typing import Any
 
 import launchbay
@@ -56,7 +55,7 @@ from launchbay.backends._localjob import (
     LocalJob,
     job_arn,
     join_readers,
-    start_reader,
+    start_watcher,
 )
 from launchbay.runtime._hostnames import write_hosts_file
 from launchbay.runtime._procs import descendants
@@ -224,7 +223,7 @@ class ProcessBackend(LocalBackend):
                 finally:
                     os.close(log_fd)
                 job.procs[host] = proc
-                start_reader(job, host, _file_lines(layout.log_file(host), proc), write_log=False)
+                start_watcher(job, host, lambda proc=proc: proc.poll() is None)
 
     def _host_tmpdir(self, job: LocalJob, host: str) -> str:
         """A fresh temporary directory for ``host``, in the caller's ``$TMPDIR``; removed with the job.
@@ -359,27 +358,3 @@ def _remove_tmpdirs(job_dir: str) -> None:
             shutil.rmtree(path, ignore_errors=True)
     with contextlib.suppress(OSError):
         os.unlink(listing)
-
-
-def _file_lines(path: str, proc: subprocess.Popen[bytes]) -> Iterator[str]:
-    """The lines the host writes to its log file, decoded, without line ends, until it exits.
-
-    The file is followed (read, then a short sleep when nothing is new); once the
-    process has exited, what is left is read, a last line without a newline included.
-    """
-    with open(path, "rb") as f:
-        pending = b""
-        while True:
-            ended = proc.poll() is not None
-            chunk = f.read()
-            if chunk:
-                pending += chunk
-                *lines, pending = pending.split(b"\n")
-                for raw in lines:
-                    yield raw.decode("utf-8", errors="replace").rstrip("\r")
-                continue
-            if ended:
-                break
-            time.sleep(POLL)
-        if pending:
-            yield pending.decode("utf-8", errors="replace").rstrip("\r")
