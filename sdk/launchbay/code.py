@@ -54,6 +54,7 @@ from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, BinaryIO
 
+from launchbay._home import local_home
 from launchbay.errors import ConfigurationError
 from launchbay.s3uri import is_s3_uri, parse_s3_uri, s3_join
 
@@ -454,8 +455,7 @@ def default_cache_dir() -> str | None:
         return None
     if chosen:
         return os.path.abspath(os.path.expanduser(chosen))
-    home = os.environ.get("LAUNCHBAY_HOME") or "~/.launchbay"
-    return os.path.join(os.path.abspath(os.path.expanduser(home)), "cache", "code")
+    return os.path.join(local_home(), "cache", "code")
 
 
 def _manifest_key(entries: Iterable[_Entry]) -> str:

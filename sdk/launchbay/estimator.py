@@ -31,6 +31,7 @@ from launchbay import (
     image_uris,
     jobspec,
 )
+from launchbay._home import local_home
 from launchbay._instances import version_tuple
 from launchbay._local_limits import check_local_ranks
 from launchbay._logs import show_logs
@@ -76,8 +77,7 @@ def _stamp(ms: int) -> str:
 
 
 def _names_dir() -> str:
-    root = os.path.abspath(os.path.expanduser(os.environ.get("LAUNCHBAY_HOME") or "~/.launchbay"))
-    return os.path.join(root, "names")
+    return os.path.join(local_home(), "names")
 
 
 def _forget_old_claims(directory: str, now: float) -> None:
@@ -999,8 +999,7 @@ class Framework(EstimatorBase):
 
 def local_home_uri(*parts: str) -> str:
     """``file://`` URI under the local root: ``$LAUNCHBAY_HOME`` or ``~/.launchbay``."""
-    root = os.path.abspath(os.path.expanduser(os.environ.get("LAUNCHBAY_HOME") or "~/.launchbay"))
-    return "file://" + os.path.join(root, *parts)
+    return "file://" + os.path.join(local_home(), *parts)
 
 
 #: Framework estimators by the job spec's ``framework``: imported when a spec names one.

@@ -174,6 +174,7 @@ LAYERS = {
     "launchbay.runtime": 0,
     # 1: foundations every client module may use
     "launchbay.errors": 1,
+    "launchbay._home": 1,
     "launchbay.s3uri": 1,
     "launchbay._instances": 1,
     "launchbay._image_data": 1,

@@ -31,7 +31,7 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from launchbay.backends._local import local_home
+from launchbay._home import local_home
 from launchbay.backends.base import DetachedRun
 from launchbay.errors import JobError
 from launchbay.runtime.names import TERMINAL_STATUSES

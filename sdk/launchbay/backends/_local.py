@@ -68,6 +68,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from launchbay import transfer
+from launchbay._home import local_home
 from launchbay._local_limits import check_local_ranks
 from launchbay.errors import ConfigurationError, InputError, TransferError
 from launchbay.runtime._confine import TreeEntry, open_regular, scan_tree
@@ -79,7 +80,6 @@ from launchbay.transfer import S3Object
 
 __all__ = [
     "JOBS_DIR",
-    "local_home",
     "default_job_root",
     "host_names",
     "file_uri_path",
@@ -96,12 +96,6 @@ JOBS_DIR = "jobs"
 
 
 # --------------------------------------------------------------------------- paths
-
-
-def local_home() -> str:
-    """The local root: ``$LAUNCHBAY_HOME``, else ``~/.launchbay`` (absolute)."""
-    root = os.environ.get("LAUNCHBAY_HOME") or "~/.launchbay"
-    return os.path.abspath(os.path.expanduser(root))
 
 
 def default_job_root() -> str:
