@@ -22,14 +22,6 @@ from launchbay.pytorch import PyTorch
 TORCHRUN = {"torch_distributed": {"enabled": True}}
 
 
-@pytest.fixture
-def src(tmp_path):
-    root = tmp_path / "src"
-    root.mkdir()
-    (root / "train.py").write_text("print('hi')\n")
-    return root
-
-
 def estimator(src, **kwargs):
     args = dict(
         entry_point="train.py",
