@@ -668,11 +668,16 @@ def download_objects(
         "download", total_bytes=total, total_files=len(items), enabled=progress_enabled(progress)
     )
     stop = threading.Event()
+    small: list[Callable[[], None]] = []
+    large: list[Callable[[], None]] = []
+    for obj, destination in items:
+        (large if limits.is_large(obj.size) else small).append(
+            lambda o=obj, d=destination: job(o, d)
+        )
     # Large objects download side by side, the part threads shared among them: a
     # server that serves one object's parts one after another (moto does) is then
     # busy on several, and S3 loses nothing (measured: bench/scale.py, data).
-    large_count = sum(1 for obj, _ in items if limits.is_large(obj.size))
-    large_at_once = max(1, min(LARGE_OBJECTS_AT_ONCE, large_count))
+    large_at_once = max(1, min(LARGE_OBJECTS_AT_ONCE, len(large)))
     part_limits = dataclasses.replace(
         limits, large_file_concurrency=-(-limits.large_file_concurrency // large_at_once)
     )
@@ -719,12 +724,6 @@ def download_objects(
                     pass
         bar.update(0, 1)
 
-    small: list[Callable[[], None]] = []
-    large: list[Callable[[], None]] = []
-    for obj, destination in items:
-        (large if limits.is_large(obj.size) else small).append(
-            lambda o=obj, d=destination: job(o, d)
-        )
     together = [lambda: run_parallel(large, large_at_once, stop=stop)] if large else []
     with bar:
         run_parallel(small, limits.workers, large=together, stop=stop)
