@@ -87,15 +87,22 @@ def _adopt_host(host_spec: dict[str, Any]) -> None:
     sys.path[1:1] = new_path
 
 
-def _become_mpi_local_rank() -> None:
-    """Adopt the environment of the host this MPI rank belongs to (local_process mode)."""
-    spec = json.loads(os.environ["LAUNCHBAY_MPI_LOCAL"])
-    rank = _first_int(_RANK_VARS[1:4])
+def _own_host(variable: str, rank: int) -> tuple[dict[str, Any], int, int, int]:
+    """Under one launch for every local host (``$<variable>``): the environment the host of
+    ``rank`` published, that host's index, the processes per host and the host count."""
+    spec = json.loads(os.environ[variable])
     ppn = int(spec["ppn"])
     hosts = spec["hosts"]
     index = min(rank // ppn, len(hosts) - 1)
     with open(os.path.join(spec["env_dir"], f"{hosts[index]}.json"), encoding="utf-8") as f:
-        _adopt_host(json.load(f))
+        return json.load(f), index, ppn, len(hosts)
+
+
+def _become_mpi_local_rank() -> None:
+    """Adopt the environment of the host this MPI rank belongs to (local_process mode)."""
+    rank = _first_int(_RANK_VARS[1:4])
+    host_spec, index, ppn, _ = _own_host("LAUNCHBAY_MPI_LOCAL", rank)
+    _adopt_host(host_spec)
     os.environ["OMPI_COMM_WORLD_LOCAL_RANK"] = str(rank % ppn)
     os.environ["OMPI_COMM_WORLD_LOCAL_SIZE"] = str(ppn)
     os.environ["OMPI_COMM_WORLD_NODE_RANK"] = str(index)
@@ -118,15 +125,10 @@ def _become_torch_local_rank() -> None:
     torchrun numbered the ranks as one node; a torchrun per host would have given
     the local rank, the host's index and the sizes set here.
     """
-    spec = json.loads(os.environ["LAUNCHBAY_TORCH_LOCAL"])
     rank = _first_int(("RANK",))
-    ppn = int(spec["ppn"])
-    hosts = spec["hosts"]
-    index = min(rank // ppn, len(hosts) - 1)
+    host_spec, index, ppn, host_count = _own_host("LAUNCHBAY_TORCH_LOCAL", rank)
     kept = {n: os.environ[n] for n in _TORCHRUN_VARS if n in os.environ}
     kept.update({n: v for n, v in os.environ.items() if n.startswith("TORCHELASTIC_")})
-    with open(os.path.join(spec["env_dir"], f"{hosts[index]}.json"), encoding="utf-8") as f:
-        host_spec = json.load(f)
     _adopt_host(host_spec)
     os.environ.update(kept)
     if ppn == 1 and "OMP_NUM_THREADS" not in host_spec["env"]:
@@ -136,7 +138,7 @@ def _become_torch_local_rank() -> None:
             "LOCAL_RANK": str(rank % ppn),
             "LOCAL_WORLD_SIZE": str(ppn),
             "GROUP_RANK": str(index),
-            "GROUP_WORLD_SIZE": str(len(hosts)),
+            "GROUP_WORLD_SIZE": str(host_count),
         }
     )
 

@@ -649,12 +649,12 @@ def build_torchrun_local(ctx: LaunchContext) -> LaunchPlan:
     host would give it. ``RANK``, ``WORLD_SIZE``, ``MASTER_ADDR`` and
     ``MASTER_PORT`` are torchrun's, as on SageMaker.
     """
-    hosts = ctx.env.distribution_hosts
-    total = ctx.env.processes_per_host() * len(hosts)
+    ppn = ctx.env.processes_per_host()
+    total = ppn * len(ctx.env.distribution_hosts)
     local = dataclasses.replace(ctx, base_env=torchrun.host_env(ctx))
 
     def master(launch_env: dict[str, str]) -> ProcessSpec:
-        if ctx.env.processes_per_host() == 1:
+        if ppn == 1:
             # torchrun sets OMP_NUM_THREADS=1, with a banner, for 2+ ranks on a node; a
             # torchrun per host of one rank would not: no banner, and the ranks drop it
             # again (see _bootstrap._become_torch_local_rank).
