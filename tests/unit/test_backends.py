@@ -203,3 +203,23 @@ def test_a_remote_backend_has_nothing_to_detach():
     assert not backend.runs_in_client
     with pytest.raises(NotImplementedError, match="sagemaker backend runs jobs outside"):
         backend.run_detached("job", ["true"])
+
+
+def test_log_files_are_read_in_whole_lines_however_long(tmp_path):
+    """A follower reads a host's log file a chunk at a time, but never splits a line: a
+    line longer than a chunk comes whole, and a last line without a newline only once
+    the host has stopped writing (``final``)."""
+    from launchbay.backends._local import JobLayout
+    from launchbay.backends._localjob import _READ_CHUNK, _LogFiles
+
+    layout = JobLayout(str(tmp_path), ("algo-1",))
+    os.makedirs(layout.logs_dir)
+    long_line = "é" * _READ_CHUNK  # 2 bytes a character: two chunks and more
+    with open(layout.log_file("algo-1"), "w", encoding="utf-8") as f:
+        f.write("first\r\n" + long_line + "\nunfinished")
+    files = _LogFiles(layout)
+    assert files.read("algo-1", final=False) == ["first"]  # the complete lines of a chunk
+    assert files.read("algo-1", final=False) == [long_line]
+    assert files.read("algo-1", final=False) == []
+    assert files.read("algo-1", final=True) == ["unfinished"]
+    assert files.read("algo-1", final=True) == []

@@ -200,16 +200,13 @@ class _LogFiles:
         try:
             with open(self.paths[host], "rb") as f:
                 f.seek(self.offsets[host])
-                data = f.read(_READ_CHUNK)
-                end = data.rfind(b"\n") + 1
-                while not end and len(data) % _READ_CHUNK == 0 and data:  # one long line
-                    more = f.read(_READ_CHUNK)
-                    if not more:
-                        break
-                    data += more
-                    end = data.rfind(b"\n") + 1
+                chunks = [f.read(_READ_CHUNK)]
+                while chunks[-1] and b"\n" not in chunks[-1]:  # a line longer than a chunk
+                    chunks.append(f.read(_READ_CHUNK))
         except OSError:
             return []
+        data = b"".join(chunks)
+        end = data.rfind(b"\n") + 1
         if not end and final:
             end = len(data)
         if not end:
