@@ -20,7 +20,6 @@ import json
 import logging
 import os
 import re
-import select
 import time
 
 import boto3
@@ -39,6 +38,7 @@ from launchbay.backends.sagemaker import (
 )
 from launchbay.job import TrainingJob
 from launchbay.pytorch import PyTorch
+from terminal import read_pty
 
 ROLE = "arn:aws:iam::123456789012:role/SageMakerRole"
 IMAGE = "763104351884.dkr.ecr.us-west-2.amazonaws.com/pytorch-training:2.3-cpu-py311"
@@ -743,18 +743,9 @@ def test_a_pseudo_terminal_gets_the_live_line(session):
             stub_describes(stub, name, description(name, "InProgress", [TRAINING]),
                            description(name, "Completed", [TRAINING, COMPLETED]))  # fmt: skip
             make_backend(session, FakeTime(), tty).wait(name, logs=False)
-        chunks = []
-        while select.select([master], [], [], 0.2)[0]:
-            try:
-                data = os.read(master, 65536)
-            except OSError:
-                break
-            if not data:
-                break
-            chunks.append(data)
+        text = read_pty(master)
     finally:
         os.close(master)
-    text = b"".join(chunks).decode()
     assert f"{name} | InProgress | Training" in text
     assert f"\r\x1b[2K{name} | Completed | Completed" in text  # redrawn in place
 

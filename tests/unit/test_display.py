@@ -10,7 +10,6 @@ from __future__ import annotations
 import io
 import os
 import re
-import select
 import subprocess
 import sys
 import threading
@@ -22,6 +21,7 @@ from launchbay import display
 from launchbay._logs import LogPrinter
 from launchbay.display import Display, Progress, environment, format_bytes, progress_enabled
 from launchbay.images import _live
+from terminal import read_pty
 
 #: Control characters other than the newline, and ANSI escape sequences.
 CONTROL = re.compile(r"[\x00-\x09\x0b-\x1f\x7f]")
@@ -33,19 +33,6 @@ class Terminal(io.StringIO):
         if self.closed:
             raise ValueError("I/O operation on closed file")
         return True
-
-
-def read_pty(master: int) -> str:
-    chunks = []
-    while select.select([master], [], [], 0.2)[0]:
-        try:
-            data = os.read(master, 65536)
-        except OSError:
-            break
-        if not data:
-            break
-        chunks.append(data)
-    return b"".join(chunks).decode()
 
 
 def screen(text: str) -> list[str]:
