@@ -39,17 +39,36 @@ What is left out (of ``source_dir`` and of dependency directories):
 Symbolic links are followed (the archive holds the target's content) when the
 target stays inside the directory being packaged; links that point outside it,
 or nowhere, are skipped with a warning. Directory cycles are never followed.
+
+launchbay's own files are never packaged: ``$LAUNCHBAY_HOME`` (jobs, their
+environments, caches and outputs) and the archive cache, when they lie inside
+``source_dir`` or a dependency (``.launchbay`` in a project packaged as ``.``),
+are left out (logged once at INFO). They are recognised by real path and by
+device and inode, so links and other spellings of the same directory are
+caught too. A ``source_dir`` or dependency that *is* one of them is refused.
+
+The archive is written to a temporary file, never held whole in memory, and
+uploaded from it (:class:`CodeBundle` holds its path): memory stays bounded
+whatever the size of the code. Temporary files get unique names
+(``mkstemp``), so threads and processes packaging the same code at once never
+touch each other's files, and a cached archive is published with one atomic
+rename.
 """
 
 from __future__ import annotations
 
 import gzip
 import hashlib
-import io
 import logging
 import os
 import re
+import shutil
 import tarfile
+import tempfile
+import threading
+import time
+import uuid
+import weakref
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any, BinaryIO
@@ -89,23 +108,35 @@ _ALWAYS_SKIP_SUFFIXES = (".pyc",)
 PathLike = str | os.PathLike
 
 
-@dataclass(frozen=True)
+@dataclass(frozen=True, eq=False)
 class CodeBundle:
-    """A packaged ``sourcedir.tar.gz``.
+    """A packaged ``sourcedir.tar.gz``, held in a file (never whole in memory).
 
     Attributes:
-        data: The gzip-compressed tar archive.
-        sha256: Hex SHA-256 of ``data``.
+        path: A file holding the gzip-compressed tar archive. It belongs to this
+            bundle (nothing writes to it) and is removed when the bundle is
+            garbage-collected or the interpreter exits.
+        sha256: Hex SHA-256 of the archive.
         script_name: The entry point's path inside the archive (``"train.py"``).
-        size: ``len(data)``.
+        size: The archive's size in bytes.
         files: The regular files in the archive, sorted (directories not listed).
     """
 
-    data: bytes
+    path: str
     sha256: str
     script_name: str
     size: int
     files: tuple[str, ...]
+
+    def open(self) -> BinaryIO:
+        """The archive, opened for reading (the caller closes it)."""
+        return open(self.path, "rb")
+
+    @property
+    def data(self) -> bytes:
+        """The whole archive as bytes: read from :attr:`path` at each access (small archives)."""
+        with self.open() as fh:
+            return fh.read()
 
     def __repr__(self) -> str:  # keep the bytes out of reprs and logs
         return (
@@ -304,15 +335,100 @@ def _file_entry(arcname: str, path: str, st: os.stat_result | None = None) -> _E
     return _Entry(arcname, path, bool(st.st_mode & 0o111), signature)
 
 
+@dataclass(frozen=True)
+class _OwnDir:
+    """A directory of launchbay's own that is never packaged: its real path and (device, inode)."""
+
+    what: str
+    real: str
+    ident: tuple[int, int] | None
+
+    @classmethod
+    def of(cls, what: str, path: str) -> _OwnDir:
+        real = os.path.realpath(path)
+        try:
+            st = os.stat(real)
+            ident: tuple[int, int] | None = (st.st_dev, st.st_ino)
+        except OSError:
+            ident = None
+        return cls(what, real, ident)
+
+    def holds(self, real: str, st: os.stat_result | None = None) -> bool:
+        """True when ``real`` (a real path, or a directory whose ``st`` is given) is in here."""
+        if _is_within(real, self.real):
+            return True
+        return st is not None and self.ident == (st.st_dev, st.st_ino)
+
+
+def _own_dirs(cache_dir: str | None) -> tuple[_OwnDir, ...]:
+    """``$LAUNCHBAY_HOME`` and the archive cache: never packed into an archive."""
+    dirs = [_OwnDir.of("$LAUNCHBAY_HOME (launchbay's jobs, caches and outputs)", local_home())]
+    if cache_dir:
+        dirs.append(_OwnDir.of("the source archive cache", cache_dir))
+    return tuple(dirs)
+
+
+_left_out_logged: set[str] = set()
+_left_out_lock = threading.Lock()
+
+
+def _log_left_out(path: str, own: _OwnDir) -> None:
+    """Say once per process (INFO) that ``path``, launchbay's own directory, is not packaged."""
+    with _left_out_lock:
+        first = own.real not in _left_out_logged
+        _left_out_logged.add(own.real)
+    logger.log(
+        logging.INFO if first else logging.DEBUG,
+        "Not packaging %s: it is %s, inside the code being packaged",
+        path,
+        own.what,
+    )
+
+
+def _check_not_own(root: str, argument: str, own_dirs: Sequence[_OwnDir]) -> tuple[_OwnDir, ...]:
+    """Refuse ``root`` if it is one of ``own_dirs``; return those not around it (to leave out).
+
+    A directory inside one of launchbay's own (a test's ``source_dir`` under
+    ``$LAUNCHBAY_HOME``) is packaged as usual: only what lies *inside* ``root``
+    and is one of them is left out.
+    """
+    real_root = os.path.realpath(root)
+    try:
+        st: os.stat_result | None = os.stat(real_root)
+    except OSError:
+        st = None
+    for own in own_dirs:
+        if real_root == own.real or (st is not None and own.ident == (st.st_dev, st.st_ino)):
+            raise ConfigurationError.invalid(
+                argument,
+                root,
+                "a directory of your code; launchbay's own directories are never packaged",
+                reason=f"It is {own.what}: {own.real}",
+            )
+    return tuple(own for own in own_dirs if not _is_within(real_root, own.real))
+
+
 def _collect_tree(
-    root: str, arc_prefix: str, rules: Sequence[_Rule], entries: dict[str, _Entry]
+    root: str,
+    arc_prefix: str,
+    rules: Sequence[_Rule],
+    entries: dict[str, _Entry],
+    *,
+    argument: str = "source_dir",
+    own_dirs: Sequence[_OwnDir] = (),
 ) -> None:
     """Add ``root``'s contents under ``arc_prefix`` (``""`` for the archive root).
 
     One ``scandir`` a directory and one ``stat`` a file (the entry types come with
-    the listing): this walk is all a cached packaging costs.
+    the listing): this walk is all a cached packaging costs. ``own_dirs``
+    (launchbay's home and caches) are left out wherever they appear below
+    ``root``, whether reached directly or through a link.
     """
     real_root = os.path.realpath(root)
+    inside = _check_not_own(root, argument, own_dirs)
+
+    def own(real: str, st: os.stat_result | None) -> _OwnDir | None:
+        return next((o for o in inside if o.holds(real, st)), None)
 
     def walk(directory: str, real_dir: str, rel_dir: str, seen: frozenset[str]) -> None:
         try:
@@ -347,12 +463,20 @@ def _collect_tree(
                 continue
             if is_dir:
                 real = os.path.realpath(path) if link else os.path.join(real_dir, name)
+                found = own(real, item.stat()) if inside else None
+                if found is not None:
+                    _log_left_out(path, found)
+                    continue
                 if real in seen:
                     logger.warning("Skipping %s: directory cycle through symbolic links", path)
                     continue
                 entries[arcname] = _Entry(arcname, None, True)
                 walk(path, real, rel, seen | {real})
             elif item.is_file():
+                found = own(target, None) if link and inside else None
+                if found is not None:
+                    _log_left_out(path, found)
+                    continue
                 entries[arcname] = _file_entry(arcname, path, item.stat())
             else:
                 logger.warning("Skipping %s: not a regular file or directory", path)
@@ -361,7 +485,12 @@ def _collect_tree(
 
 
 def _add_top_level(
-    path: str, arcname: str, entries: dict[str, _Entry], argument: str, rules: Sequence[_Rule] = ()
+    path: str,
+    arcname: str,
+    entries: dict[str, _Entry],
+    argument: str,
+    rules: Sequence[_Rule] = (),
+    own_dirs: Sequence[_OwnDir] = (),
 ) -> None:
     """Add ``path`` (a file or a directory) to ``entries`` as ``arcname``.
 
@@ -372,7 +501,7 @@ def _add_top_level(
     new: dict[str, _Entry] = {}
     if os.path.isdir(path):
         new[arcname] = _Entry(arcname, None, True)
-        _collect_tree(path, arcname, rules, new)
+        _collect_tree(path, arcname, rules, new, argument=argument, own_dirs=own_dirs)
     else:
         new[arcname] = _file_entry(arcname, path)
     if arcname not in entries and not any(a.startswith(arcname + "/") for a in entries):
@@ -471,38 +600,181 @@ def _manifest_key(entries: Iterable[_Entry]) -> str:
     return digest.hexdigest()
 
 
-def _cached_archive(cache_dir: str, key: str) -> tuple[bytes, str] | None:
-    """``(data, sha256)`` of the archive cached under ``key``, or None."""
-    path = os.path.join(cache_dir, key + ".tar.gz")
+#: Name prefix of the cache's temporary files: archives being built or published,
+#: and the bundles' own links to cached archives.
+_TMP_PREFIX = ".launchbay-code-"
+_TMP_SUFFIX = ".tmp"
+#: Temporary files older than this are left over by a killed process: pruned.
+_STALE_TMP_SECONDS = 24 * 3600
+_READ_CHUNK = 1024 * 1024
+
+
+class _HashingWriter:
+    """A write-only file that hashes and counts what goes through it to ``out``."""
+
+    def __init__(self, out: BinaryIO) -> None:
+        self._out = out
+        self.hash = hashlib.sha256()
+        self.size = 0
+
+    def write(self, data: bytes) -> int:
+        self.hash.update(data)
+        self.size += len(data)
+        return self._out.write(data)
+
+    def flush(self) -> None:
+        self._out.flush()
+
+
+def _unique_path(directory: str) -> str:
+    """A new temporary name in ``directory`` (for ``os.link``, which will not overwrite)."""
+    return os.path.join(directory, f"{_TMP_PREFIX}{uuid.uuid4().hex}{_TMP_SUFFIX}")
+
+
+def _unlink_quietly(path: str) -> None:
     try:
-        with open(path, "rb") as fh:
-            data = fh.read()
-        os.utime(path)  # recently used: kept by the pruning
+        os.unlink(path)
     except OSError:
+        pass
+
+
+def _usable_dir(cache_dir: str | None) -> str | None:
+    """``cache_dir``, created if needed, or None when there is none or it cannot be made."""
+    if not cache_dir:
         return None
-    return data, hashlib.sha256(data).hexdigest()
-
-
-def _cache_archive(cache_dir: str, key: str, data: bytes) -> None:
-    """Keep ``data`` under ``key`` (atomically), then prune to :data:`CACHE_ENTRIES`.
-
-    The cache is an optimisation: a failure to write it is logged, never raised.
-    """
     try:
         os.makedirs(cache_dir, exist_ok=True)
+    except OSError as exc:
+        logger.debug("Could not use the source archive cache %s: %s", cache_dir, exc)
+        return None
+    return cache_dir
+
+
+def _new_temp(directory: str | None) -> tuple[int, str]:
+    """``mkstemp`` in ``directory`` (the cache, so a publish is a rename), else in ``$TMPDIR``."""
+    if directory is not None:
+        try:
+            return tempfile.mkstemp(prefix=_TMP_PREFIX, suffix=_TMP_SUFFIX, dir=directory)
+        except OSError as exc:
+            logger.debug("Could not write in the source archive cache %s: %s", directory, exc)
+    return tempfile.mkstemp(prefix=_TMP_PREFIX, suffix=_TMP_SUFFIX)
+
+
+def _copy_to_temp(source: str, directory: str | None) -> str:
+    """A private copy of ``source`` (where hard links are not available)."""
+    fd, tmp = _new_temp(directory)
+    try:
+        with open(source, "rb") as src, os.fdopen(fd, "wb") as out:
+            shutil.copyfileobj(src, out, _READ_CHUNK)
+    except BaseException:
+        _unlink_quietly(tmp)
+        raise
+    return tmp
+
+
+def _private_link(source: str, directory: str) -> str:
+    """A new name of ``source``'s file (a hard link, else a copy) that only the caller uses.
+
+    Raises:
+        FileNotFoundError: ``source`` does not exist.
+    """
+    link = _unique_path(directory)
+    try:
+        os.link(source, link)
+    except FileNotFoundError:
+        raise
+    except OSError:  # no hard links here: a copy
+        return _copy_to_temp(source, directory)
+    return link
+
+
+def _digest_file(path: str) -> tuple[str, int]:
+    """``(sha256, size)`` of the file at ``path``, read in chunks."""
+    digest = hashlib.sha256()
+    size = 0
+    with open(path, "rb") as fh:
+        while chunk := fh.read(_READ_CHUNK):
+            digest.update(chunk)
+            size += len(chunk)
+    return digest.hexdigest(), size
+
+
+def _cached_archive(cache_dir: str, key: str) -> tuple[str, str, int] | None:
+    """``(private path, sha256, size)`` of the archive cached under ``key``, or None.
+
+    The caller gets its own name for the cached file (a hard link), so pruning
+    by another process cannot take the archive away before it is uploaded.
+    """
+    path = os.path.join(cache_dir, key + ".tar.gz")
+    try:
+        private = _private_link(path, cache_dir)
+    except OSError:
+        return None
+    try:
+        digest, size = _digest_file(private)
+    except OSError as exc:
+        logger.debug("Could not read the cached source archive %s: %s", path, exc)
+        _unlink_quietly(private)
+        return None
+    try:
+        os.utime(path)  # recently used: kept by the pruning
+    except OSError:  # pruned by another process meanwhile: the link still holds it
+        pass
+    return private, digest, size
+
+
+def _build_to_file(entries: Iterable[_Entry], directory: str | None) -> tuple[str, str, int]:
+    """Build the archive into a new temporary file: ``(path, sha256, size)``."""
+    fd, tmp = _new_temp(directory)
+    try:
+        with os.fdopen(fd, "wb") as out:
+            writer = _HashingWriter(out)
+            _build_archive(entries, writer)  # type: ignore[arg-type]
+    except BaseException:
+        _unlink_quietly(tmp)
+        raise
+    return tmp, writer.hash.hexdigest(), writer.size
+
+
+def _cache_archive(cache_dir: str, key: str, archive: str) -> None:
+    """Publish the file ``archive`` as the cache entry ``key`` (atomically); prune.
+
+    The entry is another name of the same file (a hard link, else a copy) put in
+    place with one rename, so readers see the old entry or the whole new one; the
+    caller keeps ``archive``. The cache keeps :data:`CACHE_ENTRIES` archives and
+    drops temporary files a killed process left. It is an optimisation: a
+    failure is logged, never raised.
+    """
+    try:
         path = os.path.join(cache_dir, key + ".tar.gz")
-        tmp = f"{path}.{os.getpid()}.tmp"
-        with open(tmp, "wb") as fh:
-            fh.write(data)
-        os.replace(tmp, path)
-        cached = [
-            os.path.join(cache_dir, n) for n in os.listdir(cache_dir) if n.endswith(".tar.gz")
-        ]
-        cached.sort(key=lambda p: os.stat(p).st_mtime_ns, reverse=True)
-        for old in cached[CACHE_ENTRIES:]:
-            os.unlink(old)
+        staged = _private_link(archive, cache_dir)
+        try:
+            os.replace(staged, path)
+        except BaseException:
+            _unlink_quietly(staged)
+            raise
+        _prune(cache_dir)
     except OSError as exc:
         logger.debug("Could not cache the source archive in %s: %s", cache_dir, exc)
+
+
+def _prune(cache_dir: str) -> None:
+    """Keep the :data:`CACHE_ENTRIES` most recently used archives; drop stale temporary files."""
+    cached: list[tuple[int, str]] = []
+    stale_before = time.time() - _STALE_TMP_SECONDS
+    for name in os.listdir(cache_dir):
+        path = os.path.join(cache_dir, name)
+        try:
+            st = os.stat(path)
+        except OSError:  # removed by another process meanwhile
+            continue
+        if name.endswith(".tar.gz"):
+            cached.append((st.st_mtime_ns, path))
+        elif name.startswith(_TMP_PREFIX) and max(st.st_mtime, st.st_ctime) < stale_before:
+            _unlink_quietly(path)
+    cached.sort(reverse=True)
+    for _, old in cached[CACHE_ENTRIES:]:
+        _unlink_quietly(old)
 
 
 _DEFAULT_CACHE: Any = object()
@@ -516,16 +788,22 @@ def package_code(
 ) -> CodeBundle:
     """Build a deterministic ``sourcedir.tar.gz`` for ``entry_point`` (see the module docstring).
 
-    When every file has the same size, mtime, ctime and inode as when an archive
-    was last built from the same names, that archive is reused from ``cache_dir``
-    (default :func:`default_cache_dir`; None: build it every time) instead of
-    being compressed again: a second ``fit()`` with unchanged code only stats
-    the files.
+    The archive is written to a file (:attr:`CodeBundle.path`), compressing as
+    it goes: memory does not grow with the size of the code. When every file
+    has the same size, mtime, ctime and inode as when an archive was last built
+    from the same names, that archive is reused from ``cache_dir`` (default
+    :func:`default_cache_dir`; None: build it every time) instead of being
+    compressed again: a second ``fit()`` with unchanged code only stats the
+    files. Safe to call from several threads and processes at once.
+
+    ``$LAUNCHBAY_HOME`` and ``cache_dir`` are never packaged, even inside
+    ``source_dir`` or a dependency.
 
     Raises:
         ConfigurationError: as :func:`validate_code`, and also for an ``s3://``
             ``source_dir`` (nothing to package), an entry point excluded by
-            ``.launchbayignore``, or dependencies whose names clash.
+            ``.launchbayignore``, dependencies whose names clash, or a
+            ``source_dir``/dependency that is ``$LAUNCHBAY_HOME`` or the cache.
     """
     validate_code(entry_point, source_dir, dependencies)
     src = None if source_dir is None else os.fspath(source_dir)
@@ -536,13 +814,16 @@ def package_code(
             "a local directory (an s3:// source_dir is used as is and needs no packaging)",
         )
     entry_path, script_name = _resolve_entry_point(entry_point, src)
+    if cache_dir is _DEFAULT_CACHE:
+        cache_dir = default_cache_dir()
+    own_dirs = _own_dirs(cache_dir)
 
     entries: dict[str, _Entry] = {}
     if src is None:
         entries[script_name] = _file_entry(script_name, entry_path)
     else:
         rules = _load_ignore(src)
-        _collect_tree(src, "", rules, entries)
+        _collect_tree(src, "", rules, entries, own_dirs=own_dirs)
         if script_name not in entries:
             raise ConfigurationError.invalid(
                 "entry_point",
@@ -550,35 +831,34 @@ def package_code(
                 f"a file of source_dir={src!r} that is packaged",
                 reason=(
                     f"It is excluded by {IGNORE_FILE}, a built-in rule "
-                    "(.git/, __pycache__/, *.pyc) or a symbolic link outside source_dir"
+                    "(.git/, __pycache__/, *.pyc), a symbolic link outside source_dir, "
+                    "or it lies in $LAUNCHBAY_HOME"
                 ),
             )
     for dep in dependencies or ():
         path = os.fspath(dep).rstrip("/\\") or os.fspath(dep)
         name = os.path.basename(os.path.abspath(path))
-        _add_top_level(path, name, entries, "dependencies")
+        _add_top_level(path, name, entries, "dependencies", own_dirs=own_dirs)
 
-    if cache_dir is _DEFAULT_CACHE:
-        cache_dir = default_cache_dir()
     key = _manifest_key(entries.values())
-    cached = _cached_archive(cache_dir, key) if cache_dir else None
+    directory = _usable_dir(cache_dir)
+    cached = _cached_archive(directory, key) if directory else None
     if cached is not None:
-        data, digest = cached
+        archive, digest, size = cached
         logger.debug("Reusing the cached source archive %s", key)
     else:
-        out = io.BytesIO()
-        _build_archive(entries.values(), out)
-        data = out.getvalue()
-        digest = hashlib.sha256(data).hexdigest()
-        if cache_dir:
-            _cache_archive(cache_dir, key, data)
+        archive, digest, size = _build_to_file(entries.values(), directory)
+        if directory:
+            _cache_archive(directory, key, archive)
     files = tuple(
         sorted((e.arcname for e in entries.values() if e.path is not None), key=_sort_key)
     )
-    logger.debug("Packaged %d file(s) into %d bytes (sha256 %s)", len(files), len(data), digest)
-    return CodeBundle(
-        data=data, sha256=digest, script_name=script_name, size=len(data), files=files
+    logger.debug("Packaged %d file(s) into %d bytes (sha256 %s)", len(files), size, digest)
+    bundle = CodeBundle(
+        path=archive, sha256=digest, script_name=script_name, size=size, files=files
     )
+    weakref.finalize(bundle, _unlink_quietly, archive)
+    return bundle
 
 
 # -- staging ------------------------------------------------------------------------
@@ -614,7 +894,8 @@ def stage_code(
     extra: dict[str, Any] = {"ContentType": "application/gzip"}
     if kms_key:
         extra.update({"ServerSideEncryption": "aws:kms", "SSEKMSKeyId": kms_key})
-    session.upload_bytes(bundle.data, bucket, key, extra_args=extra)
+    # From the file: a large archive goes in parts, never whole in memory.
+    session.upload_file(bundle.path, bucket, key, extra_args=extra)
     logger.info("Staged source archive (%d bytes) at %s", bundle.size, s3_uri)
     return True
 
@@ -632,10 +913,16 @@ def stage_code_file(bundle: CodeBundle, file_uri: str) -> bool:
     path = file_uri[len("file://") :]
     if os.path.isfile(path):
         return False
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "wb") as fh:
-        fh.write(bundle.data)
-    os.replace(tmp, path)
+    directory = os.path.dirname(path)
+    os.makedirs(directory, exist_ok=True)
+    fd, tmp = tempfile.mkstemp(prefix=".launchbay-", suffix=".tmp", dir=directory)
+    try:
+        with os.fdopen(fd, "wb") as out, bundle.open() as archive:
+            shutil.copyfileobj(archive, out, _READ_CHUNK)
+        os.chmod(tmp, 0o644)
+        os.replace(tmp, path)
+    except BaseException:
+        _unlink_quietly(tmp)
+        raise
     logger.info("Staged source archive (%d bytes) at %s", bundle.size, file_uri)
     return True
