@@ -20,8 +20,13 @@ Differences from SDK v2, on purpose:
   ``/file``);
 * botocore errors are raised as :class:`~launchbay.errors.TransferError`
   naming the file and the S3 URI, with the original error as ``__cause__``;
+* ``download_data`` takes ``key_prefix`` as a path: the object of that key
+  and the keys under ``key_prefix/``; keys that only share the string
+  (``data2/x`` for ``data``) are left alone, where SDK v2 fails on them;
 * ``download_data`` checks every destination before downloading anything and
   refuses keys that would land outside ``path``;
+* ``upload_data`` never reads a FIFO, socket or device: given directly it is
+  refused, in a directory it is skipped with a warning;
 * small PUTs are sent without ``Expect: 100-continue`` (one round trip less
   per object).
 """
@@ -31,6 +36,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import stat
 import threading
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
@@ -346,11 +352,7 @@ class Session:
         """Upload one local file to exactly ``s3://bucket/key``; return the URI."""
         self._check_bucket(bucket)
         local = os.fspath(path)
-        if not os.path.isfile(local):
-            raise InputError.invalid(
-                "path", local, "an existing local file", reason="No file exists at that path"
-            )
-        size = os.path.getsize(local)
+        size = _regular_file_size(local, "an existing local file")
         extra = transfer.check_extra_args(extra_args, upload=True)
         transfer.upload_files(
             self.s3_client,
@@ -398,7 +400,9 @@ class Session:
                 worker threads (as SDK v2's ``callback``).
 
         Raises:
-            InputError: ``path`` does not exist, or a bad ``bucket``/``extra_args``.
+            InputError: ``path`` does not exist or is a FIFO, socket or device, or a
+                bad ``bucket``/``extra_args``. In a directory such special files are
+                skipped with a warning naming each (a FIFO would block the upload).
             TransferError: An upload failed. The message names the file and S3 URI;
                 for a directory it starts ``Uploaded N of M file(s) to s3://bucket/``
                 and names the failed files (the first five) and how many were not
@@ -406,13 +410,8 @@ class Session:
                 stays in S3.
         """
         local = os.fspath(path)
-        if not os.path.exists(local):
-            raise InputError.invalid(
-                "path",
-                local,
-                "an existing local file or directory",
-                reason="Nothing exists at that path",
-            )
+        is_dir = os.path.isdir(local)
+        size = 0 if is_dir else _regular_file_size(local, "an existing local file or directory")
         extra = transfer.check_extra_args(extra_args, upload=True)
         workers = transfer.resolve_workers(max_workers)
         if bucket:
@@ -423,12 +422,12 @@ class Session:
             prefix = s3_join(self.default_bucket_prefix, key_prefix)
         prefix = _normalise_prefix(prefix)
 
-        if os.path.isdir(local):
+        if is_dir:
             files = transfer.walk_files(local, prefix)
             uri = f"s3://{bucket}/{prefix}"
         else:
             key = s3_join(prefix, os.path.basename(local))
-            files = [(local, key, os.path.getsize(local))]
+            files = [(local, key, size)]
             uri = f"s3://{bucket}/{key}"
 
         transfer.upload_files(
@@ -453,14 +452,18 @@ class Session:
         max_workers: int | None = None,
         progress: bool | None = None,
     ) -> list[str]:
-        """Download every object under ``s3://bucket/key_prefix`` into ``path``, in parallel.
+        """Download the object ``key_prefix`` and every object under ``key_prefix/`` into ``path``.
 
-        The layout follows SDK v2: each object lands at its key relative to
-        ``key_prefix``, except when ``key_prefix`` looks like a file name (has
-        an extension), in which case only the object's base name is kept.
-        Zero-byte keys ending in ``/`` become directories. Every destination is
-        checked first; a key that would be written outside ``path`` (``..``)
-        stops the download before anything is written.
+        Objects are downloaded in parallel. ``key_prefix`` is a path, not a
+        string prefix: for ``"data"``, ``data`` and ``data/...`` are downloaded
+        and ``data2/...`` or ``database/...`` are left alone (said at INFO);
+        ``""`` takes the whole bucket. The layout follows SDK v2: each object
+        lands at its key relative to ``key_prefix``, except when ``key_prefix``
+        looks like a file name (has an extension), in which case only the
+        object's base name is kept. Zero-byte keys ending in ``/`` become
+        directories. Every destination is checked first; a key that would be
+        written outside ``path`` (``..``) stops the download before anything
+        is written.
 
         Returns:
             The local paths of the downloaded files, in key order (``[]`` if
@@ -502,6 +505,25 @@ class Session:
             multipart_chunksize=MULTIPART_CHUNKSIZE,
             large_file_concurrency=LARGE_FILE_CONCURRENCY,
         )
+
+
+def _regular_file_size(local: str, accepted: str) -> int:
+    """The size of the regular file ``local`` (links followed), or an InputError naming it.
+
+    A FIFO, socket or device is refused rather than read: reading a FIFO blocks
+    until something writes to it, which may be never.
+    """
+    try:
+        st = os.stat(local)
+    except OSError as exc:
+        reason = "Nothing exists at that path" if not os.path.lexists(local) else str(exc)
+        raise InputError.invalid("path", local, accepted, reason=reason) from exc
+    kind = transfer.special_file_kind(st.st_mode)
+    if kind is not None or stat.S_ISDIR(st.st_mode):
+        raise InputError.invalid(
+            "path", local, accepted, reason=f"It is {kind or 'a directory'}, not a regular file"
+        )
+    return st.st_size
 
 
 def _normalise_prefix(prefix: str | None) -> str:

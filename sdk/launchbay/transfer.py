@@ -42,6 +42,7 @@ import dataclasses
 import logging
 import os
 import posixpath
+import stat
 import tempfile
 import threading
 import time
@@ -77,6 +78,8 @@ __all__ = [
     "upload_bytes",
     "upload_files",
     "walk_files",
+    "special_file_kind",
+    "open_for_upload",
     "download_objects",
     "download_prefix",
 ]
@@ -460,11 +463,44 @@ def upload_bytes(
 # --------------------------------------------------------------------------- uploads
 
 
+def special_file_kind(mode: int) -> str | None:
+    """What a non-regular, non-directory file is (``"a FIFO (named pipe)"`` ...), else None."""
+    for test, kind in (
+        (stat.S_ISFIFO, "a FIFO (named pipe)"),
+        (stat.S_ISSOCK, "a socket"),
+        (stat.S_ISCHR, "a character device"),
+        (stat.S_ISBLK, "a block device"),
+    ):
+        if test(mode):
+            return kind
+    return None if stat.S_ISREG(mode) or stat.S_ISDIR(mode) else "not a regular file"
+
+
+def open_for_upload(local: str) -> BinaryIO | None:
+    """``local`` opened for reading if it is a regular file (links followed), else None.
+
+    The open is non-blocking, so a FIFO (or a device) swapped in after the scan
+    never blocks it; what it is, is checked on the descriptor.
+    """
+    fd = os.open(local, os.O_RDONLY | getattr(os, "O_NONBLOCK", 0) | getattr(os, "O_CLOEXEC", 0))
+    try:
+        if not stat.S_ISREG(os.fstat(fd).st_mode):
+            os.close(fd)
+            return None
+        os.set_blocking(fd, True)
+        return os.fdopen(fd, "rb")
+    except BaseException:
+        os.close(fd)
+        raise
+
+
 def walk_files(root: str, prefix: str) -> list[tuple[str, str, int]]:
-    """(local path, key, size) for every file under ``root``, in a stable order.
+    """(local path, key, size) for every regular file under ``root``, in a stable order.
 
     Like SDK v2 this uses ``os.walk`` without following directory symlinks;
-    symlinks to files are uploaded as the files they point to.
+    symlinks to files are uploaded as the files they point to. FIFOs, sockets
+    and devices (also behind a link) are skipped with a warning naming each:
+    reading a FIFO would block the upload forever.
     """
     files: list[tuple[str, str, int]] = []
     for dirpath, dirnames, filenames in os.walk(root):
@@ -474,12 +510,16 @@ def walk_files(root: str, prefix: str) -> list[tuple[str, str, int]]:
         for name in sorted(filenames):
             local = os.path.join(dirpath, name)
             try:
-                size = os.path.getsize(local)
+                st = os.stat(local)
             except OSError as exc:
                 raise InputError.invalid(
                     "path", root, "a directory of readable files", reason=f"{local!r}: {exc}"
                 ) from exc
-            files.append((local, s3_join(prefix, *rel_parts, name), size))
+            kind = special_file_kind(st.st_mode)
+            if kind is not None:
+                logger.warning("Not uploading %s: it is %s, not a regular file", local, kind)
+                continue
+            files.append((local, s3_join(prefix, *rel_parts, name), st.st_size))
     return files
 
 
@@ -541,14 +581,15 @@ def upload_files(
 
     def opened(local: str, key: str) -> BinaryIO | None:
         if open_file is None:
-            return open(local, "rb")
-        fd = open_file(local)
-        if fd is None:
+            body = open_for_upload(local)
+        else:
+            fd = open_file(local)
+            body = None if fd is None else os.fdopen(fd, "rb")
+        if body is None:
             logger.warning(
                 "Not uploading %s to s3://%s/%s: no longer a regular file", local, bucket, key
             )
-            return None
-        return os.fdopen(fd, "rb")
+        return body
 
     def send_fileobj(body: BinaryIO, key: str, config: Any) -> None:
         body.seek(0)
@@ -558,7 +599,13 @@ def upload_files(
 
     def send(local: str, key: str, size: int) -> None:
         if limits.is_large(size) and open_file is None:
-            # boto3 opens the file by path and reads its parts from several threads
+            # boto3 opens the file by path and reads its parts from several threads;
+            # a FIFO or device swapped in since the scan is caught here, without blocking
+            checked = opened(local, key)
+            if checked is None:
+                bar.update(0, 1)
+                return
+            checked.close()
             _managed(
                 lambda config: client.upload_file(
                     local, bucket, key, ExtraArgs=managed_args, Callback=bar.update, Config=config
@@ -729,6 +776,13 @@ def download_objects(
         run_parallel(small, limits.workers, large=together, stop=stop)
 
 
+def _is_under(key: str, key_prefix: str) -> bool:
+    """True when ``key`` is ``key_prefix`` itself or lies under ``key_prefix/`` (a path, not a string)."""
+    if not key_prefix or key_prefix.endswith("/"):
+        return key.startswith(key_prefix)
+    return key == key_prefix or key.startswith(key_prefix + "/")
+
+
 def download_prefix(
     client: Any,
     bucket: str,
@@ -741,6 +795,12 @@ def download_prefix(
     progress: bool | None = None,
 ) -> list[str]:
     """Download every object under ``s3://bucket/key_prefix`` into ``path`` (SDK v2's layout).
+
+    ``key_prefix`` is taken as a path: the object of that very key and the keys
+    under ``key_prefix/`` are downloaded; keys that merely share its string
+    prefix (``data2/x`` or ``database/x`` for ``data``) are left alone, with an
+    INFO message (SDK v2 failed on them, or flattened them with the prefix's
+    siblings). ``""`` or a prefix ending in ``/`` takes every key S3 lists.
 
     Each object lands at its key relative to ``key_prefix``, except when
     ``key_prefix`` looks like a file name (has an extension): then only the
@@ -755,7 +815,18 @@ def download_prefix(
         TransferError: listing or a download failed, or a key would escape ``path``.
     """
     limits = limits or Limits()
-    objects = list_objects(client, bucket, key_prefix, expected_owner=expected_owner)
+    listed = list_objects(client, bucket, key_prefix, expected_owner=expected_owner)
+    objects = [obj for obj in listed if _is_under(obj.key, key_prefix)]
+    if len(objects) < len(listed):
+        others = [obj.key for obj in listed if not _is_under(obj.key, key_prefix)]
+        logger.info(
+            "Not downloading %d object(s) of s3://%s/ whose keys only begin with the string "
+            "%r (e.g. %s): key_prefix names an object or a folder",
+            len(others),
+            bucket,
+            key_prefix,
+            ", ".join(repr(key) for key in others[:3]),
+        )
     if not objects:
         logger.info("Nothing to download under s3://%s/%s", bucket, key_prefix)
         return []

@@ -101,3 +101,91 @@ def test_packaging_and_staging_a_large_tree_keeps_memory_bounded(s3: Any, tmp_pa
         digest.update(chunk)
     assert digest.hexdigest() == report["sha256"]
     assert hashlib.sha256(staged.read_bytes()).hexdigest() == report["sha256"]
+
+
+# -- item 19: download_data takes key_prefix as a path --------------------------------------
+def test_download_data_ignores_keys_that_only_share_the_string_prefix(
+    session: Any, tmp_path: Path
+) -> None:
+    """``key_prefix="data"`` with a sibling ``data2/...``: ``data`` is downloaded, not refused."""
+    bucket = session.default_bucket()
+    bodies = {
+        "data": b"the object itself",
+        "data/a.txt": b"a",
+        "data/sub/b.txt": b"b",
+        "data2/c.txt": b"sibling",
+        "database/d.txt": b"sibling",
+        "data.csv": b"sibling",
+    }
+    for key, body in bodies.items():
+        session.upload_bytes(body, bucket, key)
+
+    out = tmp_path / "out"
+    paths = session.download_data(out, bucket, key_prefix="data")
+    assert paths == [str(out / "data"), str(out / "a.txt"), str(out / "sub" / "b.txt")]
+    assert (out / "data").read_bytes() == b"the object itself"
+    assert (out / "a.txt").read_bytes() == b"a" and (out / "sub" / "b.txt").read_bytes() == b"b"
+    assert sorted(p.name for p in out.rglob("*")) == ["a.txt", "b.txt", "data", "sub"]
+
+    # the folder spelling and the sibling itself
+    assert session.download_data(tmp_path / "o2", bucket, "data/") == [
+        str(tmp_path / "o2" / "a.txt"),
+        str(tmp_path / "o2" / "sub" / "b.txt"),
+    ]
+    assert session.download_data(tmp_path / "o3", bucket, "data2") == [
+        str(tmp_path / "o3" / "c.txt")
+    ]
+    assert session.download_data(tmp_path / "o4", bucket, "dat") == []
+
+
+# -- item 20: upload_data never blocks on a FIFO ---------------------------------------------
+_UPLOAD_SPECIAL = """
+import os, sys
+import launchbay
+from launchbay import transfer
+from launchbay.errors import InputError
+
+tree, fifo = sys.argv[1:3]
+session = launchbay.Session(region_name="us-west-2")
+print("URI", session.upload_data(tree, bucket="fifo-bucket", key_prefix="d"), flush=True)
+for call in (
+    lambda: session.upload_data(fifo, bucket="fifo-bucket", key_prefix="f"),
+    lambda: session.upload_file(fifo, "fifo-bucket", "f/one"),
+):
+    try:
+        call()
+    except InputError as exc:
+        print("REFUSED", exc, flush=True)
+# a FIFO swapped in after a scan (the engine given it as a file) is skipped, not read
+transfer.upload_files(session.s3_client, "fifo-bucket", [(fifo, "swapped", 10)], progress=False)
+transfer.upload_files(
+    session.s3_client, "fifo-bucket", [(fifo, "swapped-large", 9 * 2**20)], progress=False
+)
+print("DONE", flush=True)
+"""
+
+
+def test_upload_data_skips_or_refuses_fifos_and_never_blocks(s3: Any, tmp_path: Path) -> None:
+    _bucket(s3, "fifo-bucket")
+    tree = tmp_path / "tree"
+    (tree / "sub").mkdir(parents=True)
+    (tree / "ok.txt").write_text("ok")
+    (tree / "sub" / "more.txt").write_text("more")
+    os.mkfifo(tree / "pipe")
+    (tree / "sub" / "link-to-pipe").symlink_to(tree / "pipe")
+    lonely = tmp_path / "lonely-pipe"
+    os.mkfifo(lonely)
+
+    # no writer ever opens the FIFOs: a blocking read would hang until the timeout
+    result = _run_python(_UPLOAD_SPECIAL, str(tree), str(lonely), timeout=60)
+    assert result.returncode == 0, result.stderr[-3000:]
+    out = result.stdout
+    assert "URI s3://fifo-bucket/d" in out and "DONE" in out
+    refused = [line for line in out.splitlines() if line.startswith("REFUSED")]
+    assert len(refused) == 2
+    for line in refused:
+        assert str(lonely) in line and "FIFO" in line and "Accepted:" in line
+    for name in ("pipe", "link-to-pipe"):
+        assert f"{name}: it is a FIFO (named pipe)" in result.stderr, result.stderr[-3000:]
+    listed = s3.list_objects_v2(Bucket="fifo-bucket").get("Contents", [])
+    assert sorted(o["Key"] for o in listed) == ["d/ok.txt", "d/sub/more.txt"]
