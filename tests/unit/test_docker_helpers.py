@@ -1,4 +1,4 @@
-"""Pure parts of the Docker backend: endpoint rewriting, log line splitting, link roots."""
+"""Pure parts of the Docker backend: endpoint rewriting, log line splitting, channel files."""
 
 from __future__ import annotations
 
@@ -6,11 +6,11 @@ import os
 
 from launchbay.backends.docker import (
     HostSpec,
-    _link_roots,
     _needs_aws,
     _split_lines,
     compose_document,
     container_endpoint,
+    materialize_channel,
 )
 
 
@@ -31,19 +31,24 @@ def test_lines_split_across_chunks_and_characters():
     assert list(_split_lines([b"a\n", b"\n"])) == ["a", ""]
 
 
-def test_link_roots_are_the_outermost_directories_links_point_into(tmp_path):
+def test_a_channel_is_materialized_as_its_own_files(tmp_path):
+    """The stager's links become hard links to the same files: nothing around them is needed."""
     cache = tmp_path / "cache"
     (cache / "ab").mkdir(parents=True)
     (cache / "ab" / "obj1").write_text("1")
     (cache / "obj2").write_text("2")
-    source = tmp_path / "source"
-    source.mkdir()
     channel = tmp_path / "channel"
     (channel / "sub").mkdir(parents=True)
     os.symlink(cache / "ab" / "obj1", channel / "sub" / "a")
     os.symlink(cache / "obj2", channel / "b")
-    os.symlink(source, channel / "dir")
-    assert _link_roots(str(channel)) == sorted([str(cache), str(source)], key=len)
+    assert materialize_channel(str(channel)) == 2
+    for link, target in (
+        (channel / "sub" / "a", cache / "ab" / "obj1"),
+        (channel / "b", cache / "obj2"),
+    ):
+        assert not link.is_symlink()
+        assert os.path.samefile(link, target)
+    assert materialize_channel(str(channel)) == 0
 
 
 def test_aws_is_needed_only_for_s3_locations():

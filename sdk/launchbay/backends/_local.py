@@ -54,6 +54,7 @@ Every S3 listing, download and upload, and the parallel runner, are
 from __future__ import annotations
 
 import contextlib
+import functools
 import hashlib
 import json
 import logging
@@ -71,8 +72,17 @@ from launchbay import transfer
 from launchbay._home import local_home
 from launchbay._local_limits import check_local_ranks
 from launchbay.errors import ConfigurationError, InputError, TransferError
-from launchbay.runtime._confine import TreeEntry, open_regular, scan_tree
+from launchbay.runtime._confine import (
+    TreeEntry,
+    open_regular,
+    reached_without_links,
+    read_beneath,
+    rmtree_beneath,
+    scan_tree,
+    unlink_beneath,
+)
 from launchbay.runtime.contract import checkpoint_config_for, debug_hook_config_for
+from launchbay.runtime.launchers.mpi import HOST_ENV_FILE
 from launchbay.runtime.names import HP, LOCAL_PROCESS
 from launchbay.s3uri import is_file_uri, is_s3_uri, parse_s3_uri
 from launchbay.session import Session
@@ -258,9 +268,42 @@ class JobLayout:
             logger.info("Replacing the old job directory %s", job_dir)
             shutil.rmtree(job_dir, ignore_errors=True)
         layout = cls(job_dir, tuple(hosts))
+        # The job directory is its owner's alone (0700): it holds the job's environment
+        # (request.json, the ranks' published environments) and its logs.
+        os.makedirs(job_dir, mode=0o700, exist_ok=True)
+        os.chmod(job_dir, 0o700)
         for directory in (layout.shared_dir, layout.logs_dir, *map(layout.host_dir, hosts)):
             os.makedirs(directory, exist_ok=True)
         return layout
+
+    def read_host_file(self, host: str, name: str, limit: int = 8192) -> str:
+        """The start of ``<host>/output/<name>`` (a file the host wrote), or "".
+
+        Read without following any link below the job directory: a container or
+        script that made ``output/failure`` (or ``output`` itself) a link to a file
+        of this machine gets "" here, never that file's text.
+        """
+        path = os.path.join(self.host_dir(host), "output", name)
+        data = read_beneath(self.job_dir, path, limit)
+        if data is None:
+            if os.path.lexists(path):
+                logger.warning("Not reading %s: not a regular file reached without a link", path)
+            return ""
+        return data.decode("utf-8", errors="replace")
+
+    def forget_secrets(self) -> None:
+        """Remove the rank environments the hosts published (they hold the job's secrets).
+
+        The host runtimes remove their own when their part of the job ends; this
+        is for hosts that were killed first. Nothing is followed through a link.
+        """
+        if not os.path.isdir(self.job_dir):
+            return
+        rmtree_beneath(self.job_dir, os.path.join(self.shared_dir, "mpi", "env"))
+        for host in self.hosts:
+            ranks = os.path.join(self.host_dir(host), "output", "ranks")
+            if reached_without_links(self.job_dir, ranks):
+                unlink_beneath(self.job_dir, os.path.join(ranks, HOST_ENV_FILE))
 
     @property
     def name(self) -> str:
@@ -377,17 +420,34 @@ class S3Cache:
             return {}
 
     def lookup(self, obj: S3Object, index: Mapping[str, Any] | None = None) -> str | None:
-        """The cached file of ``obj`` (same ETag and size), or ``None``."""
+        """The cached file of ``obj`` (same ETag and size, unchanged since download), or ``None``.
+
+        A local job's channel links to these files, so a script that edits an
+        input file in place edits the cached copy. The index keeps each file's
+        size, modification time and inode as downloaded; a file that no longer
+        matches is not used again (it is downloaded afresh), so one job's edit
+        never changes what a later job reads. Cached files are also read-only
+        (0444), which stops such an edit outright for a script not run as root.
+        """
         entry = (self._read_index() if index is None else index).get(obj.uri)
         if not isinstance(entry, dict) or entry.get("etag") != obj.etag:
             return None
         path = os.path.join(self.root, str(entry.get("path", "")))
         try:
-            if os.path.getsize(path) == obj.size == entry.get("size"):
-                return path
+            stat = os.stat(path)
         except OSError:
-            pass
-        return None
+            return None
+        if not stat.st_size == obj.size == entry.get("size"):
+            return None
+        stamp = entry.get("stamp")
+        if stamp is not None and stamp != _stamp(stat):
+            logger.warning(
+                "The cached copy of %s changed after it was downloaded (a job edited its input "
+                "in place?): downloading it again",
+                obj.uri,
+            )
+            return None
+        return path
 
     def fetch(self, client: Any, objects: Sequence[S3Object]) -> dict[str, str]:
         """Make sure every object is cached; return ``{uri: local file}``.
@@ -419,12 +479,24 @@ class S3Cache:
                 index = self._read_index()
                 for obj in missing:
                     rel = self._object_path(obj)
-                    index[obj.uri] = {"etag": obj.etag, "size": obj.size, "path": rel}
-                    result[obj.uri] = os.path.join(self.root, rel)
+                    path = os.path.join(self.root, rel)
+                    os.chmod(path, 0o444)
+                    index[obj.uri] = {
+                        "etag": obj.etag,
+                        "size": obj.size,
+                        "path": rel,
+                        "stamp": _stamp(os.stat(path)),
+                    }
+                    result[obj.uri] = path
                 _write_json_atomic(self.index_file, index)
         else:
             logger.debug("All %d S3 object(s) already cached in %s", len(objects), self.root)
         return result
+
+
+def _stamp(stat: os.stat_result) -> list[int]:
+    """What tells a cached file from one changed in place: inode, size and mtime."""
+    return [stat.st_ino, stat.st_size, stat.st_mtime_ns]
 
 
 def _relative_key(key: str, prefix: str) -> str:
@@ -436,6 +508,39 @@ def _relative_key(key: str, prefix: str) -> str:
     if key == prefix:
         return posixpath.basename(key)
     return key[len(prefix) :].lstrip("/")
+
+
+def _check_placements(channel: str, placed: Sequence[tuple[str, str]]) -> None:
+    """Refuse a channel two of whose objects would land on the same path.
+
+    ``dup/x`` and ``dup//x`` land on one file; ``a`` and ``a/b`` need ``a`` to
+    be a file and a directory at once. SageMaker cannot place them either. The
+    error names both objects, before anything is downloaded.
+    """
+    files: dict[tuple[str, ...], str] = {}
+    for rel, uri in placed:
+        parts = tuple(p for p in rel.split("/") if p not in ("", "."))
+        if not parts or ".." in parts:
+            raise InputError(
+                f"inputs[{channel!r}]: the S3 object {uri} would land at {rel!r}, outside the "
+                "channel directory. Accepted: keys without '..' segments."
+            )
+        if parts in files:
+            raise InputError(
+                f"inputs[{channel!r}]: the S3 objects {files[parts]} and {uri} would both land "
+                f"at {'/'.join(parts)!r} in the channel directory (empty or '.' key segments are "
+                "dropped). Accepted: keys that map to distinct paths; rename or remove one."
+            )
+        files[parts] = uri
+    for parts, uri in files.items():
+        for cut in range(1, len(parts)):
+            if parts[:cut] in files:
+                raise InputError(
+                    f"inputs[{channel!r}]: the S3 object {files[parts[:cut]]} would be the file "
+                    f"{'/'.join(parts[:cut])!r} in the channel directory, but {uri} needs it to "
+                    "be a directory. Accepted: keys of which none is a prefix directory of "
+                    "another; rename or remove one."
+                )
 
 
 def _safe_join(root: str, rel: str) -> str:
@@ -450,9 +555,29 @@ def _shard(items: Sequence[Any], index: int, count: int, sharded: bool) -> list[
 
 
 def _walk(root: str) -> list[tuple[str, str]]:
-    """``(relative posix path, absolute path)`` of every file under ``root``, sorted."""
+    """``(relative posix path, absolute path)`` of every file under ``root``, sorted.
+
+    Links to directories are followed (datasets are often assembled from links),
+    but each real directory is listed once: a link back to a directory already
+    seen (a loop such as ``again -> ..``, or a second link to the same place) is
+    skipped with a warning, so no file is handed out twice.
+    """
     files: list[tuple[str, str]] = []
+    seen: set[tuple[int, int]] = set()
     for dirpath, dirnames, filenames in os.walk(root, followlinks=True):
+        try:
+            info = os.stat(dirpath)
+        except OSError:
+            dirnames[:] = []
+            continue
+        if (info.st_dev, info.st_ino) in seen:
+            logger.warning(
+                "Not listing %s again: it leads to a directory already listed (a loop of links?)",
+                dirpath,
+            )
+            dirnames[:] = []
+            continue
+        seen.add((info.st_dev, info.st_ino))
         dirnames.sort()
         rel_dir = os.path.relpath(dirpath, root)
         for name in sorted(filenames):
@@ -545,6 +670,7 @@ class LocalStager:
                 f"channel {name!r}. Please ensure that the bucket exists and that objects exist "
                 "under that prefix."
             )
+        _check_placements(name, [(_relative_key(o.key, prefix), o.uri) for o in objects])
         cached = self.cache.fetch(client, objects)
         hosts = list(layout.hosts)
         placed = [(_relative_key(o.key, prefix), cached[o.uri]) for o in objects]
@@ -608,7 +734,7 @@ class LocalStager:
                 if directory in copy_to:
                     if entry.kind == "link":
                         _link_atomic(entry.link, target)
-                    elif not _copy_atomic(entry.path, target):
+                    elif not _copy_atomic(entry.path, target, entry.base):
                         continue
                 restored[entry.rel] = _fingerprint(target)
             restored_count = max(restored_count, len(restored))
@@ -636,7 +762,10 @@ class LocalStager:
         chosen: dict[str, TreeEntry] = {}
         for directory in dirs:
             restored = manifest.get(directory) or {}
-            for entry in _scan(directory, [_CONTAINER_CHECKPOINTS], "Not saving checkpoint"):
+            entries = _scan(
+                directory, [_CONTAINER_CHECKPOINTS], "Not saving checkpoint", layout.job_dir
+            )
+            for entry in entries:
                 if entry.rel in chosen:
                     continue
                 fingerprint = _fingerprint(entry.path)
@@ -677,8 +806,8 @@ class LocalStager:
         hosts = list(layout.hosts)
         model_dirs = [os.path.join(layout.host_dir(h), "model") for h in hosts]
         data_dirs = [os.path.join(layout.host_dir(h), "output", "data") for h in hosts]
-        model = _merged(model_dirs, "/opt/ml/model")
-        data = _merged(data_dirs, "/opt/ml/output/data")
+        model = _merged(model_dirs, "/opt/ml/model", layout.job_dir)
+        data = _merged(data_dirs, "/opt/ml/output/data", layout.job_dir)
         if _uncompressed(request):
             self._publish_files(model, _join_uri(prefix, "model"), request)
             self._publish_files(data, _join_uri(prefix, "data"), request)
@@ -703,7 +832,7 @@ class LocalStager:
             config = debug_hook_config_for(request, layout.host_dir(host))
             if config and config["LocalPath"] not in dirs:
                 dirs.append(config["LocalPath"])
-        files = _merged(dirs, "/opt/ml/output/tensors")
+        files = _merged(dirs, "/opt/ml/output/tensors", layout.job_dir)
         if files:
             destination = _join_uri(target, request["TrainingJobName"], "debug-output")
             self._publish_files(files, destination, request)
@@ -713,13 +842,19 @@ class LocalStager:
         kms = (request.get("OutputDataConfig") or {}).get("KmsKeyId")
         return {"ServerSideEncryption": "aws:kms", "SSEKMSKeyId": kms} if kms else {}
 
-    def _upload(self, files: Sequence[tuple[str, str]], request: Mapping[str, Any]) -> None:
+    def _upload(
+        self,
+        files: Sequence[tuple[str, str]],
+        request: Mapping[str, Any],
+        base: str | None = None,
+    ) -> None:
         """Upload each (local file, ``s3://`` URI), in parallel; the first failure is raised.
 
         Files are opened without following a link swapped in after the scan
-        (:func:`open_regular`); one that is no longer a regular file is skipped
-        with a warning. Outputs are saved from ``atexit`` hooks too: the runner
-        of :mod:`launchbay.transfer` works there.
+        (:func:`open_regular`; with ``base``, no directory below it may be a link
+        either); one that is no longer a regular file is skipped with a warning.
+        Outputs are saved from ``atexit`` hooks too: the runner of
+        :mod:`launchbay.transfer` works there.
         """
         by_bucket: dict[str, list[tuple[str, str, int]]] = {}
         for path, uri in files:
@@ -737,7 +872,7 @@ class LocalStager:
                 limits=transfer.Limits(workers=self.max_workers),
                 extra_args=self._upload_args(request),
                 progress=False,
-                open_file=open_regular,
+                open_file=functools.partial(open_regular, base=base),
                 summarize=False,
             )
 
@@ -759,10 +894,10 @@ class LocalStager:
                 if entry.kind == "link":
                     jobs.append(lambda e=entry, d=destination: _link_atomic(e.link, d))
                 else:
-                    jobs.append(lambda e=entry, d=destination: _copy_atomic(e.path, d))
+                    jobs.append(lambda e=entry, d=destination: _copy_atomic(e.path, d, e.base))
             transfer.run_parallel(jobs, self.max_workers)
             return
-        uploads: list[tuple[str, str]] = []
+        uploads: dict[str, list[tuple[str, str]]] = {}
         for entry in files:
             source = entry.path
             if entry.kind == "link":
@@ -776,8 +911,9 @@ class LocalStager:
                     )
                     continue
                 source = entry.target_path
-            uploads.append((source, _join_uri(base_uri, entry.rel)))
-        self._upload(uploads, request)
+            uploads.setdefault(entry.base, []).append((source, _join_uri(base_uri, entry.rel)))
+        for base, batch in uploads.items():
+            self._upload(batch, request, base or None)
 
     def _publish_archive(
         self,
@@ -827,27 +963,40 @@ def _uncompressed(request: Mapping[str, Any]) -> bool:
 _CONTAINER_CHECKPOINTS = "/opt/ml/checkpoints"
 
 
-def _scan(directory: str, aliases: Sequence[str], what: str) -> list[TreeEntry]:
+def _scan(
+    directory: str, aliases: Sequence[str], what: str, job_dir: str | None = None
+) -> list[TreeEntry]:
     """Files and inside links of ``directory``; what is left out is logged as a warning.
 
     Outputs never follow a link out of the directory being packed: such a link
     (and a link loop, a FIFO, a socket or a device) is skipped, named in a warning.
+    Nor is the directory itself, or any directory above it up to the job's
+    directory (``job_dir``, when ``directory`` is inside it; else its parent),
+    ever a link that is followed: a script or container that replaced
+    ``/opt/ml/model`` or ``output/data`` by a link gets nothing packed from there.
     """
-    scan = scan_tree(directory, aliases)
+    base = job_dir if job_dir and _is_below(directory, job_dir) else None
+    scan = scan_tree(directory, aliases, base)
     for rel, why in scan.skipped:
         logger.warning("%s %s: %s", what, os.path.join(directory, rel), why)
     return scan.entries
 
 
-def _merged(dirs: Sequence[str], container_path: str) -> list[TreeEntry]:
+def _is_below(path: str, directory: str) -> bool:
+    path, directory = os.path.abspath(path), os.path.abspath(directory)
+    return path.startswith(directory.rstrip(os.sep) + os.sep)
+
+
+def _merged(dirs: Sequence[str], container_path: str, job_dir: str) -> list[TreeEntry]:
     """Entries of all ``dirs`` by relative path; the first dir wins on a clash.
 
     ``container_path`` is how a container saw each dir: an absolute link through
-    it (``/opt/ml/model/best.pt``) stays inside.
+    it (``/opt/ml/model/best.pt``) stays inside. Nothing is read through a link
+    below ``job_dir`` (see :func:`_scan`).
     """
     chosen: dict[str, TreeEntry] = {}
     for directory in dirs:
-        for entry in _scan(directory, [container_path], "Not packing"):
+        for entry in _scan(directory, [container_path], "Not packing", job_dir):
             chosen.setdefault(entry.rel, entry)
     return [chosen[rel] for rel in sorted(chosen)]
 
@@ -865,9 +1014,11 @@ def _write_tar(files: Sequence[TreeEntry], path: str) -> None:
                     info.mtime = int(os.lstat(entry.path).st_mtime)
                 tar.addfile(info)
                 continue
-            fd = open_regular(entry.path)
+            fd = open_regular(entry.path, entry.base or None)
             if fd is None:
-                logger.warning("Not packing %s: no longer a regular file", entry.path)
+                logger.warning(
+                    "Not packing %s: no longer a regular file reached without a link", entry.path
+                )
                 continue
             with os.fdopen(fd, "rb") as f:
                 info = tar.gettarinfo(arcname=entry.rel, fileobj=f)
@@ -894,6 +1045,14 @@ def _confined_destination(root: str, rel: str) -> str | None:
     jobs); writing a restored file through one would land outside it.
     """
     target = _safe_join(root, rel)
+    if os.path.islink(root):
+        logger.warning(
+            "Not restoring checkpoint %s: %s itself is a symbolic link, and writing through it "
+            "could leave it",
+            rel,
+            root,
+        )
+        return None
     parts = rel.split("/")[:-1]
     current = root
     for part in parts:
@@ -928,12 +1087,13 @@ def _link_atomic(link: str, destination: str) -> None:
         raise
 
 
-def _copy_atomic(source: str, destination: str) -> bool:
+def _copy_atomic(source: str, destination: str, base: str = "") -> bool:
     """Copy the regular file ``source`` (never through a link) to ``destination`` atomically.
 
+    With ``base``, no directory between it and ``source`` may be a link either.
     Returns ``False`` (with a warning) when ``source`` is no longer a regular file.
     """
-    fd_in = open_regular(source)
+    fd_in = open_regular(source, base or None)
     if fd_in is None:
         logger.warning("Not copying %s: no longer a regular file", source)
         return False

@@ -59,6 +59,7 @@ import logging
 import os
 import posixpath
 import shlex
+import shutil
 import signal
 import threading
 import time
@@ -75,12 +76,13 @@ from launchbay.backends._localjob import (
     RUNTIME_MARGIN,
     LocalBackend,
     LocalJob,
+    NameLock,
     client_pid,
     job_arn,
     join_readers,
     start_reader,
 )
-from launchbay.errors import DockerError, ImageNotFoundError
+from launchbay.errors import DockerError, ImageNotFoundError, JobError
 from launchbay.runtime._procs import is_alive
 from launchbay.runtime.code import fetch_code
 from launchbay.runtime.contract import write_host_config
@@ -175,20 +177,46 @@ def _without_local_paths(request: Mapping[str, Any]) -> dict[str, Any]:
     return view
 
 
-def _link_roots(channel_dir: str) -> list[str]:
-    """The directories a channel's symlinks point into (mounted read-only at the same path)."""
-    targets: set[str] = set()
+def materialize_channel(channel_dir: str) -> int:
+    """Replace the stager's links in ``channel_dir`` by the files themselves; returns how many.
+
+    A container is given exactly its channel's files: the channel directory is
+    mounted read-only, and nothing around it. The stager links each file of an
+    S3 channel to the shared S3 cache, and each file of a sharded or single-file
+    ``file://`` channel to the user's file; mounting the directories those links
+    point into would hand the container the whole cache (other jobs' objects) or
+    the user's whole directory (``~/.ssh`` beside ``train.csv``). So each link
+    becomes a hard link to its file (the same data, no copy), or a copy where the
+    file lives on another file system. The read-only mount keeps the container
+    from changing the shared file through the hard link.
+    """
+    made = 0
+    copies = 0
     for root, dirs, files in os.walk(channel_dir):
-        for name in files + dirs:
+        for name in sorted(files + dirs):
             path = os.path.join(root, name)
-            if os.path.islink(path):
-                target = os.path.realpath(path)
-                targets.add(target if os.path.isdir(target) else os.path.dirname(target))
-    roots: list[str] = []
-    for target in sorted(targets, key=len):
-        if not any(target == r or target.startswith(r.rstrip("/") + "/") for r in roots):
-            roots.append(target)
-    return roots
+            if not os.path.islink(path):
+                continue
+            target = os.path.realpath(path)
+            if not os.path.isfile(target):
+                continue  # the stager links files only; anything else is not handed over
+            tmp = os.path.join(root, f".launchbay-{os.getpid()}-{name}")
+            with contextlib.suppress(FileNotFoundError):
+                os.unlink(tmp)
+            try:
+                os.link(target, tmp)
+            except OSError:  # another file system (EXDEV), or hard links not allowed here
+                shutil.copy2(target, tmp)
+                copies += 1
+            os.replace(tmp, path)
+            made += 1
+    if copies:
+        logger.info(
+            "Copied %d file(s) into %s: they live on another file system than the job",
+            copies,
+            channel_dir,
+        )
+    return made
 
 
 def _write_text_atomic(path: str, text: str) -> None:
@@ -350,6 +378,12 @@ class DockerBackend(LocalBackend):
             if local_code:
                 fetch_code(file_uri_path(str(code)), os.path.join(host_dir, "code"))
         job.stager.stage_channels(job.host_request, layout)
+        for host in job.hosts:
+            data_dir = os.path.join(layout.host_dir(host), "input", "data")
+            for channel in job.host_request.get("InputDataConfig") or []:
+                channel_dir = os.path.join(data_dir, channel["ChannelName"])
+                if not os.path.islink(channel_dir):
+                    materialize_channel(channel_dir)
         job.stager.restore_checkpoints(job.host_request, layout)
         specs = self.host_specs(
             job.request,
@@ -417,12 +451,12 @@ class DockerBackend(LocalBackend):
             for channel in request.get("InputDataConfig") or []:
                 channel_dir = os.path.join(data_dir, channel["ChannelName"])
                 target = f"/opt/ml/input/data/{channel['ChannelName']}"
+                # Exactly the channel: a file:// directory is mounted itself; any other
+                # channel directory holds its own files (materialize_channel).
                 if os.path.islink(channel_dir):
                     binds[os.path.realpath(channel_dir)] = _bind(target, "ro")
                 else:
                     binds[channel_dir] = _bind(target, "ro")
-                    for root in _link_roots(channel_dir):
-                        binds.setdefault(root, _bind(root, "ro"))
             specs.append(
                 HostSpec(
                     host,
@@ -434,6 +468,41 @@ class DockerBackend(LocalBackend):
                 )
             )
         return specs
+
+    def _claim_name(self, name: str) -> NameLock:
+        """Also refuse a name whose containers run for another job directory.
+
+        Containers and the job network are named after the job alone
+        (``launchbay-<job>-<host>``), so a job of the same name started from
+        another ``LAUNCHBAY_HOME`` (or job root) holds them: it is left alone, and
+        this job is refused before anything is made, naming that job's directory.
+        """
+        lock = super()._claim_name(name)
+        try:
+            found = self.client.api.containers(
+                filters={"label": f"{LABEL_JOB}={name}", "status": "running"}
+            )
+        except docker_errors().APIError as exc:
+            lock.release()
+            raise DockerError(f"Could not list the Docker containers: {exc}") from exc
+        own = self.job_dir(name)
+        others = sorted(
+            {
+                str((c.get("Labels") or {}).get(LABEL_JOB_DIR) or "?")
+                for c in found
+                if (c.get("Labels") or {}).get(LABEL_JOB_DIR) != own
+            }
+        )
+        if others:
+            lock.release()
+            raise JobError(
+                f"A local Docker training job named {name!r} is already running from another "
+                f"job directory ({', '.join(others)}; another LAUNCHBAY_HOME). Its containers "
+                f"and network are named after the job ({network_name(name)}), so a second job "
+                "of that name cannot run beside it; it is left alone. Accepted: another "
+                f"job_name, or stop that job first (LAUNCHBAY_HOME=... launchbay stop {name})."
+            )
+        return lock
 
     def _isolated(self, request: Mapping[str, Any]) -> bool:
         return bool(request.get("EnableNetworkIsolation"))

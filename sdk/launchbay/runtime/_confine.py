@@ -15,6 +15,12 @@ paths by which the writer saw the root, for example ``/opt/ml/model`` inside a
 container). More than :data:`MAX_LINKS` expansions is a *loop* (the kernel's
 ``ELOOP``). Nothing here ever follows a link on the real file system.
 
+Reading what a job wrote goes the same way: :func:`open_beneath` opens a path
+below a trusted directory (the job's directory, made by the client) one
+component at a time, each with ``O_NOFOLLOW``, so a directory that a script or a
+container replaced by a link (``/opt/ml/model -> /``, ``output/data -> /home``)
+is refused instead of followed, also when the link is swapped in after a scan.
+
 Standard library only: the runtime imports it inside training images.
 """
 
@@ -36,6 +42,11 @@ __all__ = [
     "TreeScan",
     "scan_tree",
     "open_regular",
+    "open_beneath",
+    "read_beneath",
+    "unlink_beneath",
+    "rmtree_beneath",
+    "reached_without_links",
 ]
 
 #: Link expansions allowed while resolving one path (Linux allows 40).
@@ -110,6 +121,111 @@ def resolve(
     return INSIDE, tuple(resolved)
 
 
+_NOFOLLOW = getattr(os, "O_NOFOLLOW", 0)
+_CLOEXEC = getattr(os, "O_CLOEXEC", 0)
+_DIRECTORY = getattr(os, "O_DIRECTORY", 0)
+
+
+def _parts_below(base: str, path: str) -> list[str]:
+    """The components of ``path`` (absolute, or relative to ``base``) below ``base``."""
+    if not os.path.isabs(path):
+        return _split(path)
+    base_norm = os.path.normpath(os.path.abspath(base))
+    path_norm = os.path.normpath(path)
+    if path_norm == base_norm:
+        return []
+    if not path_norm.startswith(base_norm.rstrip(os.sep) + os.sep):
+        raise ValueError(f"{path!r} is not below {base!r}")
+    return _split(path_norm[len(base_norm) :])
+
+
+def open_beneath(base: str, path: str, flags: int = os.O_RDONLY, mode: int = 0o600) -> int:
+    """A descriptor of ``path`` opened so that no component below ``base`` is a link.
+
+    ``base`` is trusted (the caller made it; it may itself be reached through
+    links). Every directory below it is opened with ``O_NOFOLLOW | O_DIRECTORY``
+    relative to the one before, and the last component with ``O_NOFOLLOW`` added
+    to ``flags``: a link anywhere on the way raises ``OSError`` (``ELOOP`` or
+    ``ENOTDIR``) instead of being followed. ``path`` is absolute below ``base`` or
+    relative to it; ``ValueError`` when it is neither.
+    """
+    parts = _parts_below(base, path) if path else []
+    if ".." in parts:
+        raise ValueError(f"{path!r} goes up out of {base!r}")
+    fd = os.open(base, os.O_RDONLY | _DIRECTORY | _CLOEXEC)
+    try:
+        for part in parts[:-1]:
+            child = os.open(part, os.O_RDONLY | _DIRECTORY | _NOFOLLOW | _CLOEXEC, dir_fd=fd)
+            os.close(fd)
+            fd = child
+        if not parts:
+            return os.dup(fd) if flags & _DIRECTORY else os.open(".", flags, dir_fd=fd)
+        return os.open(parts[-1], flags | _NOFOLLOW | _CLOEXEC, mode, dir_fd=fd)
+    finally:
+        os.close(fd)
+
+
+def reached_without_links(base: str, path: str) -> bool:
+    """Whether the directory ``path`` is reached from ``base`` without any link."""
+    try:
+        fd = open_beneath(base, path, os.O_RDONLY | _DIRECTORY)
+    except (OSError, ValueError):
+        return False
+    os.close(fd)
+    return True
+
+
+def read_beneath(base: str, path: str, limit: int = 1 << 20) -> bytes | None:
+    """At most ``limit`` bytes of the regular file ``path`` below ``base``, never through a link.
+
+    ``None`` when it is missing, reached through a link, or not a regular file.
+    """
+    fd = open_regular(path, base)
+    if fd is None:
+        return None
+    with os.fdopen(fd, "rb") as f:
+        return f.read(limit)
+
+
+def unlink_beneath(base: str, path: str) -> bool:
+    """Remove the file or link ``path`` below ``base`` without following any link on the way."""
+    parts = _parts_below(base, path)
+    if not parts:
+        return False
+    try:
+        fd = open_beneath(base, os.sep.join(parts[:-1]), os.O_RDONLY | _DIRECTORY)
+    except (OSError, ValueError):
+        return False
+    try:
+        os.unlink(parts[-1], dir_fd=fd)
+        return True
+    except OSError:
+        return False
+    finally:
+        os.close(fd)
+
+
+def rmtree_beneath(base: str, path: str) -> None:
+    """Remove the directory tree ``path`` below ``base``; a link on the way is left alone."""
+    import shutil
+    import sys
+
+    parts = _parts_below(base, path)
+    if not parts:
+        return
+    try:
+        fd = open_beneath(base, os.sep.join(parts[:-1]), os.O_RDONLY | _DIRECTORY)
+    except (OSError, ValueError):
+        return
+    try:
+        if sys.version_info >= (3, 11):
+            shutil.rmtree(parts[-1], dir_fd=fd, ignore_errors=True)
+        elif reached_without_links(base, path):
+            shutil.rmtree(path, ignore_errors=True)  # fd-based walk; the top is checked above
+    finally:
+        os.close(fd)
+
+
 @dataclass(frozen=True)
 class TreeEntry:
     """One thing to pack from a tree: a regular file, or a link that stays inside.
@@ -120,6 +236,8 @@ class TreeEntry:
     the resolved posix path below the root ("" for the root), ``target_kind``
     ``"file"``, ``"dir"``, ``"missing"`` or ``"other"`` and ``target_path`` the
     resolved target on this machine (inside the root, reached without links).
+    ``base`` is the trusted directory above the root: read the entry with
+    ``open_regular(entry.path, entry.base)``, which refuses a link anywhere below it.
     """
 
     rel: str
@@ -129,6 +247,7 @@ class TreeEntry:
     target: str = ""
     target_kind: str = ""
     target_path: str = ""
+    base: str = ""
 
 
 @dataclass
@@ -140,8 +259,13 @@ class TreeScan:
     skipped: list[tuple[str, str]] = field(default_factory=list)
 
 
-def scan_tree(root: str, aliases: Sequence[str] = ()) -> TreeScan:
+def scan_tree(root: str, aliases: Sequence[str] = (), base: str | None = None) -> TreeScan:
     """Regular files and inside links under ``root``, sorted, never following a link.
+
+    ``root`` itself must be a directory reached from ``base`` (default: its parent
+    directory) without a link: a job that replaced the directory itself with a
+    link (``model -> /home/me``) gets nothing scanned, and one ``(".", why)`` in
+    ``skipped``.
 
     A link whose target resolves inside ``root`` (relative, or absolute through
     ``root`` itself, its real path or one of ``aliases``) is an entry of kind
@@ -151,7 +275,17 @@ def scan_tree(root: str, aliases: Sequence[str] = ()) -> TreeScan:
     devices) are listed in ``skipped`` with the reason.
     """
     scan = TreeScan(root)
-    if not os.path.isdir(root):
+    base = base if base is not None else os.path.dirname(os.path.abspath(root))
+    if not reached_without_links(base, root):
+        if os.path.lexists(root):
+            where = _first_link(base, root)
+            why = (
+                f"{where} is a symbolic link to {_readlink(where)!r}: the directory is not "
+                "followed, so nothing in it is taken"
+                if where
+                else "not a directory"
+            )
+            scan.skipped.append((".", why))
         return scan
     names = [root, os.path.realpath(root), *aliases]
 
@@ -199,12 +333,14 @@ def scan_tree(root: str, aliases: Sequence[str] = ()) -> TreeScan:
                     )
                     link = posixpath.relpath("/".join(resolved) or ".", "/".join(rel_dir) or ".")
                     scan.entries.append(
-                        TreeEntry(rel, item.path, "link", link, "/".join(resolved), kind, goal)
+                        TreeEntry(
+                            rel, item.path, "link", link, "/".join(resolved), kind, goal, base
+                        )
                     )
                 elif item.is_dir(follow_symlinks=False):
                     walk(item.path, rel_parts)
                 elif item.is_file(follow_symlinks=False):
-                    scan.entries.append(TreeEntry(rel, item.path, "file"))
+                    scan.entries.append(TreeEntry(rel, item.path, "file", base=base))
                 else:
                     scan.skipped.append((rel, "not a regular file, directory or link"))
             except OSError as exc:
@@ -214,16 +350,39 @@ def scan_tree(root: str, aliases: Sequence[str] = ()) -> TreeScan:
     return scan
 
 
-def open_regular(path: str) -> int | None:
-    """A read-only descriptor of ``path`` if it is a regular file reached without a final link.
-
-    ``O_NOFOLLOW`` refuses a link swapped in after the scan; ``O_NONBLOCK`` keeps
-    a FIFO from blocking the open. Returns ``None`` for anything else.
-    """
-    flags = os.O_RDONLY | getattr(os, "O_NOFOLLOW", 0) | getattr(os, "O_NONBLOCK", 0)
+def _readlink(path: str) -> str:
     try:
-        fd = os.open(path, flags)
+        return os.readlink(path)
     except OSError:
+        return "?"
+
+
+def _first_link(base: str, path: str) -> str | None:
+    """The first component of ``path`` below ``base`` that is a link, or ``None``."""
+    try:
+        parts = _parts_below(base, path)
+    except ValueError:
+        return None
+    current = base
+    for part in parts:
+        current = os.path.join(current, part)
+        if os.path.islink(current):
+            return current
+    return None
+
+
+def open_regular(path: str, base: str | None = None) -> int | None:
+    """A read-only descriptor of ``path`` if it is a regular file reached without a link.
+
+    ``O_NOFOLLOW`` refuses a final link swapped in after the scan; with ``base``
+    no directory between ``base`` and ``path`` may be a link either
+    (:func:`open_beneath`). ``O_NONBLOCK`` keeps a FIFO from blocking the open.
+    Returns ``None`` for anything else.
+    """
+    flags = os.O_RDONLY | _NOFOLLOW | getattr(os, "O_NONBLOCK", 0) | _CLOEXEC
+    try:
+        fd = open_beneath(base, path, flags) if base else os.open(path, flags)
+    except (OSError, ValueError):
         return None
     try:
         if stat.S_ISREG(os.fstat(fd).st_mode):

@@ -63,6 +63,7 @@ from launchbay.runtime.names import HP
 
 __all__ = [
     "STATUS_FILE_PREFIX",
+    "HOST_ENV_FILE",
     "parse_custom_mpi_options",
     "rank_command",
     "mpirun_ssh_argv",
@@ -76,6 +77,8 @@ __all__ = [
 ]
 
 STATUS_FILE_PREFIX = "/tmp/done."
+#: Where a host of an MPI job over SSH publishes its rank environment, in its ranks dir.
+HOST_ENV_FILE = "host-env.json"
 MPI_OPTIONS = HP.MPI_CUSTOM_OPTIONS
 SMDDP_OPTIONS = HP.SMDDP_CUSTOM_MPI_OPTIONS
 SSHD = "/usr/sbin/sshd"
@@ -550,7 +553,31 @@ def _remove(path: str) -> None:
 
 
 def _write_host_env(path: str, env: dict[str, str], cwd: str) -> None:
-    _write_json(path, {"env": env, "cwd": cwd})
+    """Publish a host's rank environment, readable by its owner only (0600 in 0700).
+
+    The environment holds the job's secrets (AWS credentials, every ``environment=``
+    value): the file is made with mode 0600 from the start (never widened by a
+    umask, never readable between create and chmod), in a directory of mode 0700,
+    and it is removed when the host's part of the job ends
+    (:func:`_forget_host_env`).
+    """
+    directory = os.path.dirname(path)
+    os.makedirs(directory, mode=0o700, exist_ok=True)
+    os.chmod(directory, 0o700)
+    tmp = f"{path}.{os.getpid()}.{time.monotonic_ns()}.tmp"
+    fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_EXCL | os.O_NOFOLLOW, 0o600)
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump({"env": env, "cwd": cwd}, f)
+        os.replace(tmp, path)
+    except BaseException:
+        _remove(tmp)
+        raise
+
+
+def _forget_host_env(path: str) -> Callable[[int], None]:
+    """An end-of-job hook that removes a published host environment (it holds secrets)."""
+    return lambda _code: _remove(path)
 
 
 # --------------------------------------------------------------------------- builders
@@ -599,6 +626,7 @@ def _build_local(
         label_ranks=total > 1,
         fifo=True,
         before_start=[lambda: _write_host_env(host_env_file, rank_env, ctx.code_dir)],
+        on_finish=[_forget_host_env(host_env_file)],
     )
     if env.is_master:
         launch_env = dict(rank_env)
@@ -684,7 +712,7 @@ def _build_ssh(
     ppn = env.processes_per_host()
     total = ppn * len(hosts) if smddp else num_processes(ctx)
     index = hosts.index(env.current_host)
-    host_env_file = os.path.join(ctx.ranks_dir, "host-env.json")
+    host_env_file = os.path.join(ctx.ranks_dir, HOST_ENV_FILE)
     rank_env = _rank_env(ctx)
     rank_env.pop("LAUNCHBAY_IO_DIR", None)
     # mpirun tags every write: unbuffered children would split lines mid-way
@@ -707,6 +735,7 @@ def _build_ssh(
         host_ranks=_host_ranks(ctx, index, ppn, total),
         label_ranks=total > 1,
         before_start=[lambda: _write_host_env(host_env_file, rank_env, ctx.code_dir)],
+        on_finish=[_forget_host_env(host_env_file)],
     )
     workers = [ctx.settings.address(h) for h in hosts if h != env.master_hostname]
     if env.is_master:
