@@ -40,7 +40,7 @@ echo "== mounts"
 cat /proc/self/mountinfo
 echo "== channel files"
 cd /opt/ml/input/data && find . -type f | sort | while read -r f; do echo "file $f: $(cat "$f")"; done
-for probe in $PROBES; do
+env | grep '^PROBE_' | while IFS='=' read -r _name probe; do
   if cat "$probe" >/dev/null 2>&1; then echo "READABLE $probe: $(cat "$probe")"; fi
 done
 case "$MODE" in
@@ -65,7 +65,19 @@ def hostile_image(docker_client) -> str:
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as tar:
         tar.add(busybox, arcname="bin/busybox")
-        for name in ("sh", "cat", "find", "sort", "ln", "rm", "sleep", "echo", "mkdir"):
+        for name in (
+            "sh",
+            "cat",
+            "env",
+            "grep",
+            "find",
+            "sort",
+            "ln",
+            "rm",
+            "sleep",
+            "echo",
+            "mkdir",
+        ):
             info = tarfile.TarInfo(f"bin/{name}")
             info.type = tarfile.SYMTYPE
             info.linkname = "busybox"
@@ -156,14 +168,15 @@ def test_a_container_is_given_exactly_its_channels_files(home, tmp_path, hostile
     cache = home / "cache" / "s3" / "objects"
     cached_other = [p for p in cache.rglob("*") if p.is_file()]
     assert len(cached_other) == 5
-    probes = " ".join(
-        [str(user_home / ".ssh" / "id_rsa"), *(str(p) for p in cached_other)]
-        + [f"/opt/ml/input/data/file/../../../../..{user_home}/.ssh/id_rsa"]
-    )
+    probes = [
+        str(user_home / ".ssh" / "id_rsa"),
+        f"/opt/ml/input/data/file/../../../../..{user_home}/.ssh/id_rsa",
+        *(str(p) for p in cached_other),
+    ]
     est = _estimator(
         hostile_image,
         tmp_path,
-        environment={"PROBES": probes},
+        environment={f"PROBE_{i}": probe for i, probe in enumerate(probes)},
         sagemaker_session=session,
     )
     est.fit({"file": file_uri(user_home / "train.csv"), "s3": "s3://hostile-mine/data"}, logs=False)
@@ -212,7 +225,8 @@ def test_a_job_name_running_from_another_home_is_refused_by_name(
     finally:
         monkeypatch.setenv("LAUNCHBAY_HOME", str(first_home))
         first.latest_training_job.stop()
-        first.latest_training_job.wait(logs=False)
+        with pytest.raises(JobFailedError, match="Stopped"):
+            first.latest_training_job.wait(logs=False)
     assert not docker_client.containers.list(
         all=True, filters={"name": "launchbay-hostile-clash-algo-1"}
     )
