@@ -126,6 +126,10 @@ def test_mpi_2x2_with_mpi4py_over_ssh(home, tmp_path, framework_version, docker_
     log = (home / "jobs" / job.name / "logs" / "algo-1.log").read_text()
     assert "mpirun" in log  # the master ran mpirun over SSH, not one local process per rank
     assert_nothing_left(docker_client, home / "jobs" / job.name)
+    # Each host's published rank environment (it holds the job's secrets) is gone.
+    job_dir = home / "jobs" / job.name
+    assert not list(job_dir.glob("algo-*/output/ranks/host-env.json"))
+    assert os.stat(job_dir).st_mode & 0o777 == 0o700
 
 
 # --------------------------------------------------------------------------- failure, Ctrl-C
