@@ -55,11 +55,13 @@ from collections.abc import Iterator, Mapping
 from typing import Any, TextIO
 
 from launchbay import __version__, images, jobspec, vpc
+from launchbay._home import local_home
 from launchbay.backends import registry
 from launchbay.backends.base import Backend
 from launchbay.errors import (
     ConfigurationError,
     ImageNotFoundError,
+    JobError,
     JobFailedError,
     LaunchbayError,
     MissingDependencyError,
@@ -392,10 +394,6 @@ def main(argv: list[str] | None = None) -> int:
         except LaunchbayError as exc:
             _error(str(exc))
             return EXIT_FAILED
-        except BrokenPipeError:  # `launchbay logs JOB | head`
-            with contextlib.suppress(OSError):
-                sys.stdout = open(os.devnull, "w")  # noqa: SIM115 - silence the flush at exit
-            return EXIT_OK
 
 
 @contextlib.contextmanager
@@ -403,7 +401,12 @@ def _console(verbose: bool) -> Iterator[None]:
     """Messages and warnings on stderr as ``launchbay: ...``; SIGINT/SIGTERM as interrupts.
 
     Everything is put back on exit, so ``main()`` can also run inside another program.
+    stdout and stderr may be closed by their reader (``launchbay submit job.yaml |
+    head -3``): what is written after that is dropped (:class:`_ReaderMayLeave`)
+    and the command goes on, so its exit code still says how the job ended.
     """
+    saved_streams = (sys.stdout, sys.stderr)
+    sys.stdout, sys.stderr = _ReaderMayLeave(sys.stdout), _ReaderMayLeave(sys.stderr)
     handler = logging.StreamHandler(sys.stderr)
     handler.setFormatter(_Formatter())
     package = logging.getLogger("launchbay")
@@ -430,6 +433,49 @@ def _console(verbose: bool) -> Iterator[None]:
         package.removeHandler(handler)
         package.setLevel(saved_logging[0])
         package.propagate = saved_logging[1]
+        sys.stdout, sys.stderr = saved_streams
+
+
+class _ReaderMayLeave:
+    """A text stream whose reader may go away (a closed pipe): then writes are dropped.
+
+    On the first :class:`BrokenPipeError` the stream's file descriptor is pointed
+    at ``/dev/null``, so what is still buffered, every later write and the flush
+    at exit go nowhere, quietly. The command is not cut short: ``submit`` still
+    follows its job to the end and exits 1 when it failed, whatever reads (or
+    stopped reading) its output.
+    """
+
+    def __init__(self, stream: TextIO) -> None:
+        self._stream = stream
+        self.reader_left = False
+
+    def write(self, text: str) -> int:
+        try:
+            return self._stream.write(text)
+        except BrokenPipeError:
+            self._drop()
+            return len(text)
+
+    def flush(self) -> None:
+        try:
+            self._stream.flush()
+        except BrokenPipeError:
+            self._drop()
+
+    def _drop(self) -> None:
+        self.reader_left = True
+        with contextlib.suppress(OSError, ValueError, AttributeError):
+            devnull = os.open(os.devnull, os.O_WRONLY)
+            try:
+                os.dup2(devnull, self._stream.fileno())
+            finally:
+                os.close(devnull)
+        with contextlib.suppress(OSError, ValueError):
+            self._stream.flush()  # what was buffered goes to /dev/null now
+
+    def __getattr__(self, name: str) -> Any:
+        return getattr(self._stream, name)
 
 
 def _interrupted_code() -> int:
@@ -547,9 +593,43 @@ def _seconds(value: Any) -> str | None:
 
 
 def _job_backend(name: str) -> Backend:
-    """The backend that knows job ``name`` (the registry asks local ones first)."""
+    """The backend that knows job ``name`` (the registry asks local ones first).
+
+    Raises:
+        JobError: no local job has that name and the remote backend cannot be
+            asked (no AWS region configured, boto3 missing): no such job.
+    """
     validate_job_name(name, "JOB")
-    return registry.backend_for_job(name)
+    backend = registry.backend_for_job(name)
+    if not backend.runs_in_client:
+        why = _cannot_ask(backend)
+        if why:
+            raise JobError(
+                f"No training job named {name!r}: there is no local job of that name (under "
+                f"{os.path.join(local_home(), 'jobs')}), and {_REMOTE_NAMES.get(backend.name, backend.name)} "
+                f"was not asked because {why}."
+            )
+    return backend
+
+
+_REMOTE_NAMES = {"sagemaker": "SageMaker"}
+
+
+def _cannot_ask(backend: Backend) -> str | None:
+    """Why the remote ``backend`` cannot be asked about a job (no region, no boto3), or None."""
+    session = getattr(backend, "session", None)
+    if session is None:
+        return None
+    try:
+        region = session.boto_region_name
+    except MissingDependencyError as exc:
+        return str(exc)
+    except ConfigurationError:
+        return (
+            "no AWS region is configured (set AWS_REGION or AWS_DEFAULT_REGION, or a region "
+            "in ~/.aws/config)"
+        )
+    return None if region else "no AWS region is configured"
 
 
 def _backend_name(estimator: Any) -> str:
@@ -710,13 +790,24 @@ def _submit_detached(args: argparse.Namespace, spec: Any, estimator: Any, kind: 
     for item in args.overrides:
         command += ["--set", item]
     backend = registry.create(kind)
-    run = backend.run_detached(name, command)
+    run = backend.run_detached(name, command)  # refused (JobError) while a job of that name runs
     if not run.started:
         sys.stderr.write(run.output)
         _error(f"the local job {name} did not start (see {run.log_path})")
         return EXIT_USAGE if run.exit_code == EXIT_USAGE else EXIT_FAILED
     _info(f"submitted local training job {name} (runner pid {run.pid}, output in {run.log_path})")
-    _report(summarize(backend.describe(name), backend.name), sys.stdout,
+    if run.starting:
+        # Still staging (code, channels, an image): submitted, not failed. Its status
+        # is written once the runner has made the job; until then its output says how
+        # it is going.
+        _info(
+            f"local training job {name} is still starting; `launchbay status {name}` shows it "
+            f"once it is set up (until then see {run.log_path})"
+        )
+        description = dict(request, TrainingJobStatus="InProgress", SecondaryStatus="Starting")
+    else:
+        description = backend.describe(name)
+    _report(summarize(description, backend.name), sys.stdout,
             args.output == "json", submitted=True)  # fmt: skip
     return EXIT_OK
 

@@ -31,7 +31,7 @@ from launchbay import (
     image_uris,
     jobspec,
 )
-from launchbay._home import local_home
+from launchbay._home import local_home, usable_local_home
 from launchbay._instances import version_tuple
 from launchbay._local_limits import check_local_ranks
 from launchbay._logs import show_logs
@@ -999,7 +999,7 @@ class Framework(EstimatorBase):
 
 def local_home_uri(*parts: str) -> str:
     """``file://`` URI under the local root: ``$LAUNCHBAY_HOME`` or ``~/.launchbay``."""
-    return "file://" + os.path.join(local_home(), *parts)
+    return "file://" + os.path.join(usable_local_home(), *parts)  # refuses an unusable one
 
 
 #: Framework estimators by the job spec's ``framework``: imported when a spec names one.

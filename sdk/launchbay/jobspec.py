@@ -114,6 +114,8 @@ MAX_NODES = 100_000
 _REFERENCE = re.compile(r"\$\$|\$\{([^}]*)\}|\$\{")
 _WHOLE_REFERENCE = re.compile(r"^\$\{[^}]*\}$")
 _REFERENCE_BODY = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(?:(:-|-|:\?|\?)(.*))?", re.S)
+#: An environment variable's name: an estimator argument of this form is a machine's setting.
+_SETTING = re.compile(r"^[A-Z][A-Z0-9_]*$")
 _ARGUMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)((?:\[[^\]]*\])*)")
 _EXPECTED = {
     "string": "a string",
@@ -807,10 +809,18 @@ class JobSpec:
         """A :class:`Problem` located at ``path``."""
         return self.locations.problem(path, message)
 
-    def error_for(self, exc: ConfigurationError) -> JobSpecError:
-        """``exc`` (from the estimator) located at the key its ``argument`` names."""
+    def error_for(self, exc: ConfigurationError) -> ConfigurationError:
+        """``exc`` (from the estimator) located at the key its ``argument`` names.
+
+        An error about a setting of this machine (an environment variable such as
+        ``LAUNCHBAY_HOME``, named in capitals) is not the spec's: it is returned
+        as it is, without a file and line.
+        """
         if isinstance(exc, JobSpecError):
             return exc
+        argument = getattr(exc, "argument", None)
+        if isinstance(argument, str) and _SETTING.match(argument):
+            return ConfigurationError(str(exc), argument=argument, value=exc.value)
         path = self._path_of(getattr(exc, "argument", None))
         if path is None:
             return JobSpecError([Problem(self.locations.filename, "", str(exc))])

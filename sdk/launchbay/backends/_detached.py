@@ -9,7 +9,13 @@ let other processes act on such a job; the local backends use them behind
 * **a detached runner**: :func:`start` runs a command that runs the job to its
   end (``launchbay submit --wait`` for ``launchbay submit --no-wait``) in its own
   session, stdin closed, its output in ``$LAUNCHBAY_HOME/cli/<job>.log``, and
-  returns once the job's ``status.json`` is written (or the runner exited);
+  returns once the job's ``status.json`` is written, the runner exited, or the
+  start wait (``LAUNCHBAY_DETACHED_START_SECONDS``, default 120) is over while
+  the runner still works (it is still starting: staging, pulling an image; that
+  is reported as such, not as a failure). The caller holds the job's name lock
+  (so it never touches the files of a job it does not own) and hands it down to
+  the runner, which adopts it
+  (:meth:`~launchbay.backends._localjob.NameLock.adopt`);
 * **a runner file** ``$LAUNCHBAY_HOME/cli/<job>.pid`` (``<pid> <start time>``): a
   process that writes it (:func:`register`) accepts stop requests by SIGTERM,
   which it handles as Ctrl-C (the job ends Stopped). :func:`stop` sends it and
@@ -31,17 +37,20 @@ import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
-from launchbay._home import local_home
+from launchbay._home import local_dir, local_home
 from launchbay.backends.base import DetachedRun
-from launchbay.errors import JobError
+from launchbay.errors import ConfigurationError, JobError
 from launchbay.runtime.names import TERMINAL_STATUSES
 
-__all__ = ["START_TIMEOUT", "register", "runner_pid", "start", "stop"]
+__all__ = ["START_TIMEOUT", "register", "runner_pid", "start", "start_timeout", "stop"]
 
 logger = logging.getLogger("launchbay.backends.local")
 
-#: Seconds :func:`start` waits for a detached job to start.
+#: Seconds :func:`start` waits for a detached job to start (``LAUNCHBAY_DETACHED_START_SECONDS``).
 START_TIMEOUT = 120.0
+START_TIMEOUT_ENV = "LAUNCHBAY_DETACHED_START_SECONDS"
+#: Names the handed-down name lock (see NameLock.adopt in _localjob).
+_HANDED_LOCK_ENV = "LAUNCHBAY_NAME_LOCK"
 #: Seconds :func:`stop` waits beyond the grace period for the job to end.
 STOP_MARGIN = 60.0
 _OUTPUT_TAIL = 4000
@@ -50,6 +59,24 @@ _OUTPUT_TAIL = 4000
 def runner_dir() -> str:
     """``$LAUNCHBAY_HOME/cli``: runner files and detached runners' output."""
     return os.path.join(local_home(), "cli")
+
+
+def start_timeout(environ: Mapping[str, str] | None = None) -> float:
+    """Seconds :func:`start` waits: ``LAUNCHBAY_DETACHED_START_SECONDS``, else 120.
+
+    Raises:
+        ConfigurationError: the variable is not a number of seconds above 0.
+    """
+    raw = (os.environ if environ is None else environ).get(START_TIMEOUT_ENV, "")
+    if not raw.strip():
+        return START_TIMEOUT
+    try:
+        value = float(raw)
+    except ValueError:
+        value = float("nan")
+    if not 0 < value < float("inf"):
+        raise ConfigurationError.invalid(START_TIMEOUT_ENV, raw, "a number of seconds above 0")
+    return value
 
 
 def _pid_file(name: str) -> str:
@@ -106,29 +133,56 @@ def _fresh(path: str, since: float) -> bool:
 
 
 def start(
-    name: str, command: Sequence[str], status_file: str, timeout: float = START_TIMEOUT
+    name: str,
+    command: Sequence[str],
+    status_file: str,
+    timeout: float | None = None,
+    *,
+    lock: Any = None,
 ) -> DetachedRun:
-    """Run ``command`` detached; return once ``status_file`` is (re)written or it exited."""
-    os.makedirs(runner_dir(), exist_ok=True)
-    log_path = os.path.join(runner_dir(), f"{name}.log")
-    started = time.time()
-    with open(log_path, "wb") as log:
-        proc = subprocess.Popen(
-            list(command),
-            stdin=subprocess.DEVNULL,
-            stdout=log,
-            stderr=subprocess.STDOUT,
-            start_new_session=True,  # Ctrl-C in the caller's terminal does not reach it
-        )
-    register(name, proc.pid)
+    """Run ``command`` detached; return once ``status_file`` is (re)written, it exited, or ``timeout``.
+
+    ``lock`` (a :class:`~launchbay.backends._localjob.NameLock` the caller took
+    for ``name``) is handed down to the command and released here; the runner
+    file and the output file are written only under it. ``timeout`` defaults to
+    :func:`start_timeout`. A runner still alive at the timeout is starting:
+    ``DetachedRun(starting=True)``.
+    """
+    timeout = start_timeout() if timeout is None else timeout
+    env = None
+    pass_fds: tuple[int, ...] = ()
+    try:
+        directory = local_dir("cli")
+        log_path = os.path.join(directory, f"{name}.log")
+        started = time.time()
+        if lock is not None and lock.fd is not None:
+            pass_fds = (lock.fd,)
+            env = dict(os.environ, **{_HANDED_LOCK_ENV: f"{name}:{lock.fd}"})
+        with open(log_path, "wb") as log:
+            proc = subprocess.Popen(
+                list(command),
+                stdin=subprocess.DEVNULL,
+                stdout=log,
+                stderr=subprocess.STDOUT,
+                start_new_session=True,  # Ctrl-C in the caller's terminal does not reach it
+                env=env,
+                pass_fds=pass_fds,
+            )
+        register(name, proc.pid)
+    finally:
+        if lock is not None:
+            lock.release()  # the runner holds it now (or nobody, if it did not start)
     deadline = time.monotonic() + timeout
     while not _fresh(status_file, started):
         code = proc.poll()
-        if code is not None or time.monotonic() > deadline:
+        if code is not None:
             output = ""
             with contextlib.suppress(OSError), open(log_path, encoding="utf-8") as f:
                 output = f.read()[-_OUTPUT_TAIL:]
-            return DetachedRun(proc.pid, log_path, -1 if code is None else code, output)
+            return DetachedRun(proc.pid, log_path, code, output)
+        if time.monotonic() > deadline:
+            logger.debug("Runner %d of job %s still starting after %gs", proc.pid, name, timeout)
+            return DetachedRun(proc.pid, log_path, None, starting=True)
         time.sleep(0.1)
     return DetachedRun(proc.pid, log_path, None)
 

@@ -38,6 +38,7 @@ import datetime as _dt
 import json
 import logging
 import os
+import re
 import signal
 import socket
 import threading
@@ -45,6 +46,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TextIO
 
+from launchbay._home import unusable_home_error, usable_local_home
 from launchbay._logs import LogPrinter, show_logs
 from launchbay.backends import _detached
 from launchbay.backends._gpus import split_for_request
@@ -57,7 +59,7 @@ from launchbay.backends._local import (
     host_names,
 )
 from launchbay.backends.base import Backend, DetachedRun
-from launchbay.errors import JobError, LaunchbayError
+from launchbay.errors import ConfigurationError, JobError, LaunchbayError
 from launchbay.job import LogTail, TrainingJob
 from launchbay.runtime import _records
 from launchbay.runtime._procs import is_alive
@@ -66,6 +68,7 @@ from launchbay.runtime.names import (
     COMPLETED,
     FAILED,
     IN_PROGRESS,
+    JOB_STATUSES,
     STOPPED,
     STOPPING,
     TERMINAL_STATUSES,
@@ -275,6 +278,8 @@ class _Follower:
 
 
 _LOCKS_DIR = ".locks"
+#: ``<job>:<fd>``: the name lock a detached runner handed down (see NameLock.adopt).
+HANDED_LOCK_ENV = "LAUNCHBAY_NAME_LOCK"
 
 
 class NameLock:
@@ -297,6 +302,37 @@ class NameLock:
             os.close(fd)
             return None
         return cls(path, fd)
+
+    @classmethod
+    def adopt(cls, name: str, path: str) -> NameLock | None:
+        """The lock of job ``name`` a detached runner handed to this process, if any.
+
+        :func:`launchbay.backends._detached.start` passes its locked descriptor
+        down and names it in ``LAUNCHBAY_NAME_LOCK`` (``<job>:<fd>``); it is taken
+        once, for that job, and only if it is the lock file at ``path``.
+        """
+        import fcntl
+
+        handed = os.environ.get(HANDED_LOCK_ENV, "")
+        job, _, fd_text = handed.rpartition(":")
+        if job != name or not fd_text.isdigit():
+            return None
+        os.environ.pop(HANDED_LOCK_ENV, None)  # the job's hosts must not see it
+        fd = int(fd_text)
+        try:
+            mine, there = os.fstat(fd), os.stat(path)
+            if (mine.st_dev, mine.st_ino) != (there.st_dev, there.st_ino):
+                return None
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)  # ours already: a no-op
+        except OSError:
+            return None
+        os.set_inheritable(fd, False)
+        return cls(path, fd)
+
+    @property
+    def fd(self) -> int | None:
+        """The locked descriptor (``None`` once released)."""
+        return self._fd
 
     def release(self) -> None:
         fd, self._fd = self._fd, None
@@ -357,6 +393,9 @@ class LocalJob:
         self.name_lock: NameLock | None = None
         #: The process that finishes the job if this one dies (see launchbay.backends._watchdog).
         self.watchdog: Any = None
+        #: ``(status, reason)`` the job is ending with, while its outputs are written
+        #: (recorded as ``LocalEnding``: a record left so was never finished).
+        self.ending: tuple[str, str | None] | None = None
         self._set_secondary("Starting", "Preparing the instances for training")
 
     # -- status -----------------------------------------------------------------
@@ -402,6 +441,11 @@ class LocalJob:
                 described["FailureReason"] = self.failure_reason
             if self.model_artifacts:
                 described["ModelArtifacts"] = {"S3ModelArtifacts": self.model_artifacts}
+            if self.ending is not None and self.status not in TERMINAL_STATUSES:
+                described["LocalEnding"] = {
+                    "Status": self.ending[0],
+                    "FailureReason": self.ending[1],
+                }
             return described
 
     def save(self) -> None:
@@ -410,6 +454,32 @@ class LocalJob:
             _write_json_atomic(self.layout.status_file, _to_json(self.describe()))
         except OSError as exc:
             logger.debug("Could not write %s: %s", self.layout.status_file, exc)
+
+    def save_final(self) -> None:
+        """Write the final description to ``status.json``, the job's reserve helping.
+
+        On a full disk the reserve (see :func:`_write_final`) is given back first.
+        If even then nothing can be written, the record still reads as an unfinished
+        end (``LocalEnding``), which is finished as Failed when next looked at; a
+        Completed job is then reported Failed here too, so that both say the same.
+        """
+        try:
+            _write_final(self.layout.status_file, _to_json(self.describe()))
+        except OSError as exc:
+            logger.error(
+                "The end of local training job %s could not be recorded in %s: %s",
+                self.name,
+                self.layout.status_file,
+                exc,
+            )
+            with self.lock:
+                if self.status == COMPLETED:
+                    self.status = FAILED
+                    self.secondary = FAILED
+                    self.failure_reason = (
+                        f"ClientError: the end of the job could not be recorded in "
+                        f"{self.layout.status_file}: {exc}"
+                    )[:_REASON_LIMIT]
 
     def release_name(self) -> None:
         """Let the job name go (the job has ended and its final state is written).
@@ -465,6 +535,144 @@ def _from_json(value: Any, key: str = "") -> Any:
     if isinstance(value, list):
         return [_from_json(v, key) for v in value]
     return value
+
+
+# --------------------------------------------------------------------------- job records
+
+#: A SageMaker job name: what a job directory under the job root is called.
+_JOB_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
+_warned: set[str] = set()
+#: More hosts than any local job can have: a record claiming more is damaged.
+_MAX_RECORDED_HOSTS = 100_000
+
+
+def _warn_once(key: str, message: str) -> None:
+    """Warn once per process about ``key`` (the local backends share the job root)."""
+    if key not in _warned:
+        _warned.add(key)
+        logger.warning("%s", message)
+
+
+def _instance_types(path: str) -> list[Any] | None:
+    """The instance types a job record (``status.json``, ``request.json``) names, or None."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            resources = json.load(f).get("ResourceConfig") or {}
+        groups = resources.get("InstanceGroups") or [resources]
+        return [g.get("InstanceType") for g in groups]
+    except (OSError, ValueError, AttributeError, TypeError):
+        return None
+
+
+def _damaged(name: str, path: str, problem: str, job_dir: str | None = None) -> JobError:
+    return JobError(
+        f"Local training job {name!r} cannot be read: {path} {problem}. The job directory "
+        f"is damaged (a full disk, an interrupted copy, or an edit); remove "
+        f"{job_dir or os.path.dirname(path)} to forget the job."
+    )
+
+
+def _read_record(name: str, path: str) -> dict[str, Any]:
+    """A job's JSON record (``status.json``, ``request.json``) as a dict.
+
+    Raises:
+        JobError: naming the file and what is wrong with it (missing, not a file,
+            not JSON, not a JSON object).
+    """
+    job_dir = os.path.dirname(path)
+    if not os.path.isdir(job_dir):
+        raise _damaged(name, job_dir, "is not a directory", job_dir)
+    try:
+        with open(path, encoding="utf-8") as f:
+            document = json.load(f)
+    except FileNotFoundError as exc:
+        raise _damaged(name, path, "is missing") from exc
+    except IsADirectoryError as exc:
+        raise _damaged(name, path, "is a directory, not a file") from exc
+    except OSError as exc:
+        raise _damaged(name, path, f"cannot be read ({exc.strerror or exc})") from exc
+    except ValueError as exc:
+        raise _damaged(name, path, f"is not valid JSON ({exc})") from exc
+    if not isinstance(document, dict):
+        raise _damaged(name, path, f"holds a JSON {type(document).__name__}, not an object")
+    return document
+
+
+#: Bytes set aside for a job's final record (``artifacts/status.reserve``, made at the
+#: start): a disk filled by then still takes the job's outcome.
+_RESERVE_BYTES = 256 * 1024
+
+
+def _reserve_file(status_file: str) -> str:
+    return os.path.join(os.path.dirname(status_file), "artifacts", "status.reserve")
+
+
+def _make_reserve(status_file: str) -> None:
+    """Set aside :data:`_RESERVE_BYTES` next to ``status_file`` for the final record."""
+    path = _reserve_file(status_file)
+    try:
+        os.makedirs(os.path.dirname(path), exist_ok=True)
+        fd = os.open(path, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o600)
+        with os.fdopen(fd, "wb") as f:
+            f.write(os.urandom(_RESERVE_BYTES))  # real blocks, even on a compressing file system
+    except OSError as exc:
+        logger.warning("Could not set aside space for the final record %s: %s", status_file, exc)
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+
+
+def _write_final(status_file: str, record: Any) -> None:
+    """Write a job's final record; on a full disk, into the space set aside for it.
+
+    The record is written as usual (a new file renamed over ``status.json``).
+    If that fails (no space), it is written over the reserve's own blocks, which
+    needs no new space, and the reserve is renamed over ``status.json``: as
+    atomic, and not at the mercy of whatever else fills the disk meanwhile.
+
+    Raises:
+        OSError: it could not be written either way.
+    """
+    reserve = _reserve_file(status_file)
+    try:
+        _write_json_atomic(status_file, record)
+    except OSError as exc:
+        data = json.dumps(record, indent=2, default=str).encode()
+        if len(data) > _RESERVE_BYTES or not os.path.isfile(reserve):
+            raise
+        logger.warning(
+            "Writing %s failed (%s): writing it in the space set aside", status_file, exc
+        )
+        fd = os.open(reserve, os.O_WRONLY)  # no O_TRUNC: its blocks are kept and written over
+        try:
+            view = memoryview(data)
+            while view:
+                view = view[os.pwrite(fd, view, len(data) - len(view)) :]
+            os.ftruncate(fd, len(data))
+        finally:
+            os.close(fd)
+        os.replace(reserve, status_file)
+        return
+    with contextlib.suppress(OSError):
+        os.unlink(reserve)
+
+
+def _status_problem(description: Mapping[str, Any]) -> str | None:
+    """What is wrong with a job record's fields the local backends rely on, or None."""
+    status = description.get("TrainingJobStatus")
+    if status not in JOB_STATUSES:
+        return f"has TrainingJobStatus={status!r} (accepted: {', '.join(JOB_STATUSES)})"
+    resources = description.get("ResourceConfig")
+    if not isinstance(resources, dict):
+        return f"has ResourceConfig={resources!r} (accepted: an object)"
+    groups = resources.get("InstanceGroups") or [resources]
+    counts = [g.get("InstanceCount", 1) if isinstance(g, dict) else g for g in groups]
+    if not all(type(c) is int and 1 <= c <= _MAX_RECORDED_HOSTS for c in counts):
+        return f"has instance counts {counts!r} (accepted: integers 1 to {_MAX_RECORDED_HOSTS})"
+    try:
+        host_names(description)
+    except (TypeError, ValueError, AttributeError) as exc:
+        return f"has a ResourceConfig that names no hosts ({exc})"
+    return None
 
 
 # Every job started in this interpreter, by job directory (for atexit and other backends).
@@ -666,6 +874,7 @@ class LocalBackend(Backend):
             self._finish_left_behind(name)
             layout = JobLayout.create(self.job_root, name, hosts)
             layout.write_request(request)
+            _make_reserve(layout.status_file)
             job = LocalJob(
                 request, layout, self.stager, grace_from(request, self.grace_seconds), self
             )
@@ -697,11 +906,20 @@ class LocalBackend(Backend):
         client is gone but whose hosts still run (they are being stopped) keeps
         the name too.
 
+        A detached runner (:meth:`run_detached`) took the name before it started
+        this process and handed the lock down (:meth:`NameLock.adopt`): it is kept.
+
         Raises:
+            ConfigurationError: the job root cannot be made or written
+                (``LAUNCHBAY_HOME``, or the ``job_root`` argument).
             JobError: a job of that name runs (in this process or another one).
         """
         job_dir = self.job_dir(name)
-        lock = NameLock.try_acquire(os.path.join(self.job_root, _LOCKS_DIR, f"{name}.lock"))
+        path = os.path.join(self._usable_job_root(), _LOCKS_DIR, f"{name}.lock")
+        handed = NameLock.adopt(name, path)
+        if handed is not None:
+            return handed
+        lock = NameLock.try_acquire(path)
         if lock is None or self._hosts_left(name):
             if lock is not None:
                 lock.release()
@@ -712,6 +930,29 @@ class LocalBackend(Backend):
                 f"another job_name, or stop that job first (launchbay stop {name})."
             )
         return lock
+
+    def _usable_job_root(self) -> str:
+        """:attr:`job_root` and its ``.locks``, made if missing.
+
+        Raises:
+            ConfigurationError: naming ``LAUNCHBAY_HOME`` (or ``job_root`` when
+                given), its value and what is needed, when they cannot be made.
+        """
+        root = self.job_root
+        try:
+            if self._job_root is None:
+                usable_local_home()
+            os.makedirs(os.path.join(root, _LOCKS_DIR), exist_ok=True)
+        except OSError as exc:
+            if self._job_root is None:
+                raise unusable_home_error(root, exc) from exc
+            raise ConfigurationError.invalid(
+                "job_root",
+                self._job_root,
+                "a directory this user can create and write to",
+                reason=f"{root} cannot be used: {exc.strerror or exc}",
+            ) from exc
+        return root
 
     def _start_watchdog(self, job: LocalJob) -> Any:
         """Start the job's watchdog (see :mod:`launchbay.backends._watchdog`); None if it cannot."""
@@ -759,8 +1000,11 @@ class LocalBackend(Backend):
         if description["TrainingJobStatus"] in TERMINAL_STATUSES:
             return description
         client = str(description.get("LocalClient") or "an unknown process")
-        with open(os.path.join(self.job_dir(name), "request.json"), encoding="utf-8") as f:
-            request = json.load(f)
+        request_file = os.path.join(self.job_dir(name), "request.json")
+        request = _read_record(name, request_file)
+        problem = _status_problem(dict(request, TrainingJobStatus=IN_PROGRESS))
+        if problem:
+            raise _damaged(name, request_file, problem)
         layout = JobLayout(self.job_dir(name), tuple(host_names(request)))
         grace = grace_from(request, self.grace_seconds)
         logger.warning("Finishing local training job %s: its client %s is gone", name, client)
@@ -772,7 +1016,20 @@ class LocalBackend(Backend):
             for h in layout.hosts
         )
         status = COMPLETED if succeeded else FAILED
-        if not succeeded and reason is None:
+        ending = description.pop("LocalEnding", None)
+        if isinstance(ending, dict) and reason is None:
+            # Its client was already ending it (writing the checkpoints and outputs) and
+            # never recorded the end: it went away, or could not write status.json. What
+            # it would have said is unknown: the job failed, and says why.
+            status = FAILED
+            found = ending.get("FailureReason") or f"it was ending {ending.get('Status')}"
+            reason = (
+                f"ClientError: the end of this local job was not recorded: its client "
+                f"({client}) was saving the checkpoints and outputs and went away, or could "
+                f"not write {layout.status_file}, before it recorded how the job ended "
+                f"({found}). launchbay saved the checkpoints and outputs again."
+            )
+        elif not succeeded and reason is None:
             reason = (
                 f"ClientError: the process that ran this local job ({client}) went away before "
                 "the job ended (it was killed, or its notebook kernel was closed). launchbay "
@@ -791,6 +1048,8 @@ class LocalBackend(Backend):
         except Exception as exc:
             logger.error("Writing the outputs of job %s failed: %s", name, exc)
             artifacts = None
+            if status == COMPLETED:  # as the client would have: no outputs, no success
+                status, reason = FAILED, f"ClientError: writing the outputs failed: {exc}"
         now = _now()
         transitions = list(description.get("SecondaryStatusTransitions") or [])
         if transitions:
@@ -819,7 +1078,12 @@ class LocalBackend(Backend):
         start = description.get("TrainingStartTime")
         if isinstance(start, _dt.datetime):
             description["TrainingTimeInSeconds"] = int((now - start).total_seconds())
-        _write_json_atomic(layout.status_file, _to_json(description))
+        try:
+            _write_final(layout.status_file, _to_json(description))
+        except OSError as exc:  # the same outcome is found again next time: report it now
+            logger.error(
+                "Could not record the end of job %s in %s: %s", name, layout.status_file, exc
+            )
         logger.warning("Local training job %s ended %s", name, status)
         return description
 
@@ -1019,12 +1283,13 @@ class LocalBackend(Backend):
             "TrainingEndTime",
             "LocalJobDir",
         )
-        for name in names:
+        for name in sorted(names):
             if not self.owns(name):
                 continue
             try:
                 description = self.describe(name)
-            except JobError:
+            except JobError as exc:  # a damaged job directory: say so, list the others
+                _warn_once(self.job_dir(name), f"{exc} It is left out of the list.")
                 continue
             if status is not None and description.get("TrainingJobStatus") != status:
                 continue
@@ -1045,15 +1310,21 @@ class LocalBackend(Backend):
         """Whether ``name`` is a job under :attr:`job_root` of one of :attr:`instance_types`.
 
         The local backends share the job root; a job's instance type (its
-        ``status.json``'s ``ResourceConfig``) says which of them runs it.
+        ``status.json``'s ``ResourceConfig``, else ``request.json``'s) says which of
+        them runs it.
+
+        A job whose instance type cannot be read from ``status.json`` nor
+        ``request.json`` (a damaged job directory) is owned by every local
+        backend: it is a local job, and :meth:`describe` says what is wrong with it.
         """
-        try:
-            with open(os.path.join(self.job_dir(name), "status.json"), encoding="utf-8") as f:
-                resources = json.load(f).get("ResourceConfig") or {}
-        except (OSError, ValueError, AttributeError):
+        if not _JOB_NAME.match(name) or not os.path.lexists(self.job_dir(name)):
             return False
-        groups = resources.get("InstanceGroups") or [resources]
-        return any(g.get("InstanceType") in self.instance_types for g in groups)
+        types = _instance_types(os.path.join(self.job_dir(name), "status.json"))
+        if types is None:
+            types = _instance_types(os.path.join(self.job_dir(name), "request.json"))
+        if types is None:
+            return True
+        return any(t in self.instance_types for t in types)
 
     def accept_stops(self, name: str) -> None:
         """Let :meth:`stop` in another process reach this one: SIGTERM, handled as Ctrl-C.
@@ -1066,10 +1337,20 @@ class LocalBackend(Backend):
     def run_detached(self, name: str, command: Sequence[str]) -> DetachedRun:
         """Run ``command`` (a process that runs job ``name`` and accepts stop requests) detached.
 
-        Returns once the job's status is written, or the process exited first
-        (see :class:`~launchbay.backends.base.DetachedRun`).
+        The name is taken here first (refused while a job of that name runs, see
+        :meth:`_claim_name`), so nothing of a running job (its runner file, its
+        output) is touched; the lock is handed down to ``command``, whose own
+        claim adopts it. Returns once the job's status is written, the process
+        exited, or it is still starting after the start wait (see
+        :class:`~launchbay.backends.base.DetachedRun` and :mod:`._detached`).
+
+        Raises:
+            JobError: a job of that name is running.
         """
-        return _detached.start(name, command, os.path.join(self.job_dir(name), "status.json"))
+        lock = self._claim_name(name)
+        return _detached.start(
+            name, command, os.path.join(self.job_dir(name), "status.json"), lock=lock
+        )
 
     # -- lookup -------------------------------------------------------------------
     def _find(self, name: str) -> LocalJob | None:
@@ -1077,14 +1358,20 @@ class LocalBackend(Backend):
             return _JOBS.get(self.job_dir(name))
 
     def _load(self, name: str) -> dict[str, Any]:
-        path = os.path.join(self.job_dir(name), "status.json")
-        try:
-            with open(path, encoding="utf-8") as f:
-                return _from_json(json.load(f))
-        except (OSError, ValueError) as exc:
-            raise JobError(
-                f"No local training job named {name!r} under {self.job_root} ({exc})."
-            ) from exc
+        """The job's ``status.json``, checked.
+
+        Raises:
+            JobError: there is no such job, or its directory or ``status.json``
+                is damaged (the message names the file and what is wrong).
+        """
+        job_dir = self.job_dir(name)
+        if not os.path.lexists(job_dir):
+            raise JobError(f"No local training job named {name!r} under {self.job_root}.")
+        description = _read_record(name, os.path.join(job_dir, "status.json"))
+        problem = _status_problem(description)
+        if problem:
+            raise _damaged(name, os.path.join(job_dir, "status.json"), problem)
+        return _from_json(description)
 
     def _wait_detached(self, name: str, logs: Any) -> dict[str, Any]:
         """Wait for a job another process runs (its status file), then print its logs."""
@@ -1127,7 +1414,7 @@ class LocalBackend(Backend):
                     with job.lock:
                         job.status, job.end_time = FAILED, job.end_time or _now()
                         job.failure_reason = job.failure_reason or outcome[1]
-                    job.save()
+                    job.save_final()
                     job.release_name()
                     job.done.set()
                     job.notify()
@@ -1319,6 +1606,8 @@ class LocalBackend(Backend):
             reason = reason or (
                 f"The job was stopped: {job.stop_reason}" if job.stop_reason else None
             )
+        with job.lock:
+            job.ending = (status, reason)
         job._set_secondary("Uploading", "Uploading generated training model")
         try:
             job.stager.save_checkpoints(job.host_request, job.layout)
@@ -1340,7 +1629,8 @@ class LocalBackend(Backend):
             job.transitions[-1]["EndTime"] = job.end_time
             job.status = status
             job.failure_reason = reason[:_REASON_LIMIT] if reason else None
-        job.save()
+        job.save_final()
+        status = job.status
         job.release_name()
         job.done.set()
         job.notify()

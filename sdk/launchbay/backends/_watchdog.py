@@ -37,7 +37,7 @@ def main(argv: list[str]) -> int:
     try:
         with open(os.path.join(job_root, name, "status.json"), encoding="utf-8") as f:
             status = json.load(f).get("TrainingJobStatus")
-    except (OSError, ValueError):
+    except (OSError, ValueError, AttributeError):  # missing or damaged: finish_orphan says so
         status = None
     if status in TERMINAL_STATUSES:
         return 0
@@ -49,8 +49,17 @@ def main(argv: list[str]) -> int:
     backend = getattr(importlib.import_module(module), cls)(
         job_root=job_root, grace_seconds=float(grace)
     )
-    backend.finish_orphan(name)
-    os.close(fd)
+    from launchbay.errors import LaunchbayError
+
+    try:
+        backend.finish_orphan(name)
+    except LaunchbayError as exc:  # a damaged job directory: nothing more to do here
+        logging.getLogger("launchbay.backends.local").error(
+            "Could not finish job %s: %s", name, exc
+        )
+        return 1
+    finally:
+        os.close(fd)
     return 0
 
 

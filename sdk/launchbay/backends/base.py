@@ -74,11 +74,14 @@ class DetachedRun(NamedTuple):
     pid: int
     #: Where its output goes.
     log_path: str
-    #: ``None`` once the job started; else the process's exit code (``-1``: it
-    #: neither started the job nor exited in time).
+    #: ``None`` once the job started (or while it is still starting); else the
+    #: process's exit code.
     exit_code: int | None
     #: The end of its output when the job did not start ("" otherwise).
     output: str = ""
+    #: The process still runs but had not registered the job when the start wait
+    #: ended (it is staging, pulling an image ...): submitted, not failed.
+    starting: bool = False
 
     @property
     def started(self) -> bool:
