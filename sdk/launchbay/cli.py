@@ -23,8 +23,10 @@ Exit codes (what a CI step can rely on):
 
 * 0: the job completed (or was submitted, with ``--no-wait``); other commands succeeded;
 * 1: the job failed or was stopped (the reason is on stderr), or AWS refused a call
-  (for ``vpc``: the stack failed, timed out or is missing);
-* 2: an invalid spec or invalid arguments (each problem names its file, line and key path);
+  (for ``vpc``: the stack failed, timed out or is missing), or no such job (also with
+  no AWS region configured), or a damaged local job directory (the file is named);
+* 2: an invalid spec or invalid arguments (each problem names its file, line and key path),
+  or an unusable ``LAUNCHBAY_HOME`` (named, with its value and what it needs);
 * 130: interrupted (Ctrl-C; 143 for SIGTERM). A local job is always stopped; a
   SageMaker job only with ``--stop-on-interrupt``.
 
