@@ -1011,6 +1011,7 @@ class LocalBackend(Backend):
         started = description.get("SecondaryStatus") not in ("Starting", "Downloading")
         if started:
             self._stop_orphan_hosts(name, layout, grace)
+        layout.forget_secrets()
         succeeded = started and all(
             os.path.exists(os.path.join(layout.host_dir(h), "output", "success"))
             for h in layout.hosts
@@ -1557,11 +1558,9 @@ class LocalBackend(Backend):
         """The root cause across hosts: the earliest failure any host reported."""
         reports: list[tuple[dict[str, Any], str]] = []
         for host in job.hosts:
-            path = os.path.join(job.layout.host_dir(host), "output", "launchbay-failure.json")
             try:
-                with open(path, encoding="utf-8") as f:
-                    document = json.load(f)
-            except (OSError, ValueError):
+                document = json.loads(job.layout.read_host_file(host, "launchbay-failure.json"))
+            except ValueError:
                 continue
             if isinstance(document, dict):
                 reports.append((document, host))
@@ -1574,13 +1573,13 @@ class LocalBackend(Backend):
                     r[1] != r[0].get("host"),
                 ),
             )
-            text = _read_text(os.path.join(job.layout.host_dir(host), "output", "failure"))
+            text = job.layout.read_host_file(host, "failure")
             if not text:
                 text = _compose_reason(document)
             job.failed_host = host
         else:
             job.failed_host = first_host
-            text = _read_text(os.path.join(job.layout.host_dir(first_host), "output", "failure"))
+            text = job.layout.read_host_file(first_host, "failure")
             if not text:
                 tail = _log_tail(job.layout.log_file(first_host), _TAIL_LINES)
                 text = f"Host {first_host} failed with exit code {code}.\n" + "\n".join(tail)
@@ -1608,6 +1607,7 @@ class LocalBackend(Backend):
             )
         with job.lock:
             job.ending = (status, reason)
+        job.layout.forget_secrets()
         job._set_secondary("Uploading", "Uploading generated training model")
         try:
             job.stager.save_checkpoints(job.host_request, job.layout)
@@ -1648,14 +1648,6 @@ def _final_message(status: str, reason: str | None) -> str:
     if reason:
         return reason.splitlines()[0][:200]
     return f"Training job {status.lower()}"
-
-
-def _read_text(path: str) -> str:
-    try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return f.read(8192)
-    except OSError:
-        return ""
 
 
 def _compose_reason(document: Mapping[str, Any]) -> str:
