@@ -396,8 +396,9 @@ def test_stop_and_max_run_end_stopped_with_checkpoints_saved(home, tmp_path, how
 
 
 def test_a_host_that_dies_without_a_report_is_named_with_its_last_log_lines(home, tmp_path):
-    """The host's runtime is killed: no failure report, so the reason is the host's exit
-    code and the last lines of its log file, and the error shows the same tail."""
+    """The host's runtime is killed: no failure report, so the reason is how the host
+    ended (the signal by name, with the out-of-memory hint of a SIGKILL) and the last
+    lines of its log file, and the error shows the same tail."""
     src = tmp_path / "src"
     src.mkdir()
     (src / "die.py").write_text(
@@ -413,7 +414,10 @@ def test_a_host_that_dies_without_a_report_is_named_with_its_last_log_lines(home
     with pytest.raises(JobFailedError) as caught:
         est.fit(logs=False)
     reason = caught.value.reason
-    assert reason.startswith("AlgorithmError: Host algo-1 failed with exit code -9.\n"), reason
+    assert reason.startswith(
+        "AlgorithmError: Host algo-1 failed: killed by SIGKILL (signal 9); SIGKILL is what "
+        "the kernel's out-of-memory killer sends"
+    ), reason
     assert "last words before the host dies" in reason
     assert "last words before the host dies" in str(caught.value)  # the log tail shown
     assert not job_processes(job_dir(home, est.latest_training_job))

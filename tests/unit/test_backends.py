@@ -205,21 +205,44 @@ def test_a_remote_backend_has_nothing_to_detach():
         backend.run_detached("job", ["true"])
 
 
-def test_log_files_are_read_in_whole_lines_however_long(tmp_path):
-    """A follower reads a host's log file a chunk at a time, but never splits a line: a
-    line longer than a chunk comes whole, and a last line without a newline only once
-    the host has stopped writing (``final``)."""
+def test_log_files_are_read_in_bounded_pieces(tmp_path):
+    """A follower reads a host's log file a chunk at a time, every byte once, and holds at
+    most MAX_LOG_LINE bytes of a line: a longer line comes in pieces of that size (cut
+    between characters), a carriage return ends a line (a progress bar's redraws, of which
+    a read shows the last), and a last line without a line end comes only once the host
+    has stopped writing (``final``)."""
+    from launchbay.backends._local import JobLayout
+    from launchbay.backends._localjob import _READ_CHUNK, _LogFiles
+    from launchbay.runtime.names import MAX_LOG_LINE
+
+    layout = JobLayout(str(tmp_path), ("algo-1",))
+    os.makedirs(layout.logs_dir)
+    long_line = "x" + "é" * _READ_CHUNK  # 2 bytes a character: cuts fall inside characters
+    with open(layout.log_file("algo-1"), "w", encoding="utf-8", newline="") as f:
+        f.write("first\r\n" + long_line + "\nbar 1\rbar 2\runfinished")
+    files = _LogFiles(layout)
+    got = []
+    while lines := files.read("algo-1", final=False):
+        got.extend(lines)
+    assert got[0] == "first"
+    assert got[-1] == "bar 2"  # "bar 1" was drawn over in the same read
+    pieces = got[1:-1]
+    assert "".join(pieces) == long_line
+    assert len(pieces) == -(-len(long_line.encode()) // MAX_LOG_LINE)
+    assert all(len(p.encode()) <= MAX_LOG_LINE for p in pieces)
+    assert files.read("algo-1", final=True) == ["unfinished"]
+    assert files.read("algo-1", final=True) == []
+
+
+def test_a_carriage_return_and_newline_split_between_reads_end_one_line(tmp_path):
     from launchbay.backends._local import JobLayout
     from launchbay.backends._localjob import _READ_CHUNK, _LogFiles
 
     layout = JobLayout(str(tmp_path), ("algo-1",))
     os.makedirs(layout.logs_dir)
-    long_line = "é" * _READ_CHUNK  # 2 bytes a character: two chunks and more
-    with open(layout.log_file("algo-1"), "w", encoding="utf-8") as f:
-        f.write("first\r\n" + long_line + "\nunfinished")
+    with open(layout.log_file("algo-1"), "wb") as f:
+        f.write(b"a" * (_READ_CHUNK - 1) + b"\r\nnext\n")
     files = _LogFiles(layout)
-    assert files.read("algo-1", final=False) == ["first"]  # the complete lines of a chunk
-    assert files.read("algo-1", final=False) == [long_line]
-    assert files.read("algo-1", final=False) == []
-    assert files.read("algo-1", final=True) == ["unfinished"]
-    assert files.read("algo-1", final=True) == []
+    first = files.read("algo-1", final=False)
+    assert "".join(first) == "a" * (_READ_CHUNK - 1)
+    assert files.read("algo-1", final=False) == ["next"]

@@ -31,6 +31,7 @@ cleaned up; nothing else.
 from __future__ import annotations
 
 import atexit
+import codecs
 import collections
 import contextlib
 import copy
@@ -62,13 +63,14 @@ from launchbay.backends.base import Backend, DetachedRun
 from launchbay.errors import ConfigurationError, JobError, LaunchbayError
 from launchbay.job import LogTail, TrainingJob
 from launchbay.runtime import _records
-from launchbay.runtime._procs import is_alive
+from launchbay.runtime._procs import describe_exit, is_alive
 from launchbay.runtime.contract import write_host_config
 from launchbay.runtime.names import (
     COMPLETED,
     FAILED,
     IN_PROGRESS,
     JOB_STATUSES,
+    MAX_LOG_LINE,
     STOPPED,
     STOPPING,
     TERMINAL_STATUSES,
@@ -88,6 +90,10 @@ POLL = 0.05
 _READER_JOIN = 5.0
 #: Most bytes of one host's log file a follower reads at once (see _LogFiles).
 _READ_CHUNK = 1 << 20
+#: What ends a line in a log file: a newline, or a carriage return (a progress bar).
+_LINE_END = re.compile(rb"\r\n|\r|\n")
+#: Most bytes read from the end of a host's log file for the last lines of a failure.
+_TAIL_BYTES = 256 * 1024
 #: Most lines handed to the printer at once.
 _PRINT_BATCH = 2_000
 #: Last lines of the failing host given in a failure reason without a report.
@@ -186,52 +192,94 @@ class _LogFiles:
 
     Followers print from these files, not from memory: a driver whose display is
     slower than the ranks falls behind but never loses a line, and its memory
-    stays flat however far behind it is (at most :data:`_READ_CHUNK` per host
-    per read).
+    stays flat however far behind it is, and however long a line is: each read
+    takes at most :data:`_READ_CHUNK` bytes of a host, every byte is read once,
+    and at most :data:`~launchbay.runtime.names.MAX_LOG_LINE` bytes of a line not
+    yet ended are held. A longer line is shown in pieces of that size.
+
+    A carriage return ends a line too, so a progress bar (``print(..., end="\\r")``)
+    is shown as it moves; updates that a later one in the same read overwrites
+    are skipped, as a terminal would overwrite them.
     """
 
     def __init__(self, layout: JobLayout) -> None:
         self.paths = {h: layout.log_file(h) for h in layout.hosts}
         self.offsets = dict.fromkeys(self.paths, 0)
+        #: Per host: the bytes of a line not yet ended (at most MAX_LOG_LINE).
+        self.pending = dict.fromkeys(self.paths, b"")
+        #: Per host: the last read ended with a carriage return (a newline next belongs to it).
+        self.after_cr = dict.fromkeys(self.paths, False)
+        self.decoders = {
+            h: codecs.getincrementaldecoder("utf-8")(errors="replace") for h in self.paths
+        }
 
     def read(self, host: str, final: bool) -> list[str]:
-        """The next complete lines of ``host`` (about a chunk's worth), without line ends.
+        """The next lines of ``host`` (up to a chunk's worth), without line ends.
 
-        With ``final`` (the host has stopped writing), a last line without a
-        newline is returned too.
+        A line longer than :data:`~launchbay.runtime.names.MAX_LOG_LINE` bytes
+        comes in pieces of that size. With ``final`` (the host has stopped
+        writing), a last line without a line end is returned too.
         """
+        return self._next(host, final)[0]
+
+    def _next(self, host: str, final: bool) -> tuple[list[str], bool]:
+        """``(lines, whether anything was read)``; see :meth:`read`."""
         try:
             with open(self.paths[host], "rb") as f:
                 f.seek(self.offsets[host])
-                chunks = [f.read(_READ_CHUNK)]
-                while chunks[-1] and b"\n" not in chunks[-1]:  # a line longer than a chunk
-                    chunks.append(f.read(_READ_CHUNK))
+                data = f.read(_READ_CHUNK)
         except OSError:
-            return []
-        data = b"".join(chunks)
-        end = data.rfind(b"\n") + 1
-        if not end and final:
-            end = len(data)
-        if not end:
-            return []
-        self.offsets[host] += end
-        text = data[:end].decode("utf-8", errors="replace")
-        lines = text.split("\n")
-        if text.endswith("\n"):
-            lines.pop()
-        return [line.rstrip("\r") for line in lines]
+            return [], False
+        self.offsets[host] += len(data)
+        if self.after_cr[host] and data.startswith(b"\n"):
+            data = data[1:]  # the second half of a \r\n split between two reads
+        if data:
+            self.after_cr[host] = data.endswith(b"\r")
+        decoder = self.decoders[host]
+        pieces: list[tuple[str, bool]] = []  # (text, ended by a lone carriage return)
+        pending = self.pending[host]
+        start = 0
+        for match in _LINE_END.finditer(data):
+            pending = self._cut(pending + data[start : match.start()], pieces, decoder)
+            pieces.append((decoder.decode(pending), match.group() == b"\r"))
+            pending, start = b"", match.end()
+        pending = self._cut(pending + data[start:], pieces, decoder)
+        at_end = len(data) < _READ_CHUNK
+        if final and at_end and pending:
+            pieces.append((decoder.decode(pending, final=True), False))
+            pending = b""
+        self.pending[host] = pending
+        lines = [
+            text
+            for i, (text, overwritten) in enumerate(pieces)
+            # A later piece of the same read draws over a carriage-return line (as on a
+            # terminal): such a line is shown only as the last of the read.
+            if not overwritten or (i == len(pieces) - 1 and text)
+        ]
+        return lines, bool(data) or bool(pieces)
+
+    @staticmethod
+    def _cut(pending: bytes, pieces: list[tuple[str, bool]], decoder: Any) -> bytes:
+        """Move whole MAX_LOG_LINE pieces of a line not yet ended into ``pieces``."""
+        if len(pending) <= MAX_LOG_LINE:
+            return pending
+        view = memoryview(pending)
+        whole = (len(pending) - 1) // MAX_LOG_LINE * MAX_LOG_LINE  # leaves 1 to MAX bytes
+        for offset in range(0, whole, MAX_LOG_LINE):
+            pieces.append((decoder.decode(view[offset : offset + MAX_LOG_LINE]), False))
+        return bytes(view[whole:])
 
     def print_new(
         self, printer: LogPrinter, final: bool, hosts: Sequence[str] | None = None
     ) -> bool:
-        """Print a chunk of new lines of every host (or of ``hosts``); True when there were any."""
+        """Print a chunk of new lines of every host (or of ``hosts``); True when any was read."""
         printed = False
         for host in self.paths if hosts is None else hosts:
-            lines = self.read(host, final)
+            lines, progressed = self._next(host, final)
             # In batches: a live display (rich) renders each batch in memory at once.
             for start in range(0, len(lines), _PRINT_BATCH):
                 printer.print([(host, line) for line in lines[start : start + _PRINT_BATCH]])
-            printed = printed or bool(lines)
+            printed = printed or progressed
         return printed
 
     def print_all(self, printer: LogPrinter) -> None:
@@ -242,12 +290,26 @@ class _LogFiles:
 
 
 def _log_tail(path: str, lines: int) -> list[str]:
-    """The last ``lines`` lines of a host's log file (``[]`` if it cannot be read)."""
+    """The last ``lines`` lines of a host's log file (``[]`` if it cannot be read).
+
+    Only the file's last :data:`_TAIL_BYTES` are read, however long its lines; a
+    progress bar's line is what a terminal shows of it (after its last ``\\r``).
+    """
     try:
-        with open(path, encoding="utf-8", errors="replace") as f:
-            return list(collections.deque((line.rstrip("\n") for line in f), maxlen=lines))
+        with open(path, "rb") as f:
+            size = f.seek(0, os.SEEK_END)
+            f.seek(max(size - _TAIL_BYTES, 0))
+            data = f.read(_TAIL_BYTES)
     except OSError:
         return []
+    text = data.decode("utf-8", errors="replace").replace("\r\n", "\n")
+    found = text.split("\n")
+    if size > _TAIL_BYTES and len(found) > 1:
+        found.pop(0)  # the end of a line that began before what was read
+    if found and not found[-1]:
+        found.pop()
+    tail = collections.deque((line.rstrip("\r").rsplit("\r", 1)[-1] for line in found), lines)
+    return list(tail)
 
 
 class _Follower:
@@ -1582,7 +1644,8 @@ class LocalBackend(Backend):
             text = job.layout.read_host_file(first_host, "failure")
             if not text:
                 tail = _log_tail(job.layout.log_file(first_host), _TAIL_LINES)
-                text = f"Host {first_host} failed with exit code {code}.\n" + "\n".join(tail)
+                how = describe_exit(code)
+                text = f"Host {first_host} failed: {how}.\n" + "\n".join(tail)
         return ("AlgorithmError: " + text.strip())[:_REASON_LIMIT]
 
     def failure_log_tail(

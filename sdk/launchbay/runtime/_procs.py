@@ -26,6 +26,9 @@ __all__ = [
     "zombie_status",
     "exit_code_of_status",
     "crash_error",
+    "signal_name",
+    "describe_exit",
+    "OOM_HINT",
 ]
 
 _PR_SET_PDEATHSIG = 1
@@ -177,3 +180,40 @@ def crash_error(exit_code: int | None) -> str:
         "the process ended without a Python exception (killed by a signal, a crash, or "
         "os._exit()); its exit status was not seen"
     )
+
+
+def signal_name(signum: int) -> str:
+    """``SIGKILL`` for 9; ``signal 99`` for a number without a name."""
+    try:
+        return signal.Signals(signum).name
+    except ValueError:
+        return f"signal {signum}"
+
+
+#: After SIGKILL: nothing in the job sends it first, so the usual sender is the kernel.
+OOM_HINT = (
+    "; SIGKILL is what the kernel's out-of-memory killer sends: check the memory the "
+    "ranks use against the machine's (or the container's) memory (dmesg shows OOM kills)"
+)
+
+
+def describe_exit(code: int | None, *, hint: bool = True) -> str:
+    """How a process ended, in words: the one wording for ranks, launchers and hosts.
+
+    ``code`` is a shell exit status (``128 + N`` for signal N, as the runtime and
+    Docker report it) or a negative ``Popen.returncode`` (``-N``: killed by
+    signal N). A SIGKILL gets :data:`OOM_HINT` unless ``hint`` is false.
+
+    >>> describe_exit(-9, hint=False)
+    'killed by SIGKILL (signal 9)'
+    >>> describe_exit(137, hint=False)
+    'exit code 137: killed by SIGKILL (signal 9)'
+    """
+    if code is None:
+        return "exit status not seen"
+    if code < 0 or code > 128:
+        signum = -code if code < 0 else code - 128
+        hint_text = OOM_HINT if hint and signum == signal.SIGKILL else ""
+        killed = f"killed by {signal_name(signum)} (signal {signum}){hint_text}"
+        return killed if code < 0 else f"exit code {code}: {killed}"
+    return f"exit code {code}"

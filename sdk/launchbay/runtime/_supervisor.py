@@ -5,7 +5,11 @@ One single-threaded loop (``selectors`` with a 0.1 s tick):
 * pumps every stream: the processes' pipes and the per-rank FIFOs the bootstrap
   writes to; lines are labelled ``[rank N] `` when the job has more than one
   process (mpirun's ``[1,N]<stdout>:`` tags are relabelled the same way), and
-  the last lines of each rank's stderr are kept for the failure report;
+  the last lines of each rank's stderr are kept for the failure report; a
+  newline or a carriage return ends a line, and a line longer than
+  :data:`MAX_LINE` (64 KiB), also one never ended, is cut into pieces of that
+  size (unlabelled output passes through as it comes, with a newline where it
+  is cut), so nothing downstream holds more than that of a line;
 * reads the ranks' records (and, in local modes, the shared directory) to see
   failures as they happen -- here or on another host -- and tears the whole
   job down at once: SIGTERM to every process below the runtime, SIGKILL
@@ -25,6 +29,7 @@ from __future__ import annotations
 import contextlib
 import errno
 import os
+import re
 import selectors
 import signal
 import subprocess
@@ -39,6 +44,7 @@ from launchbay.runtime import _procs, _records
 from launchbay.runtime._shared import SharedDir
 from launchbay.runtime.errors import TrainingSetupError
 from launchbay.runtime.launchers.base import LaunchPlan, ProcessSpec
+from launchbay.runtime.names import MAX_LOG_LINE
 
 __all__ = ["Outcome", "RankState", "Supervisor", "FAILURE_KILL_DELAY", "TAIL_LINES"]
 
@@ -50,7 +56,10 @@ HARD_STOP_AFTER_KILL = 5.0
 TAIL_LINES = 40
 #: A second stop signal within this many seconds of the first is taken as a copy of it.
 SIGNAL_REPEAT_SECONDS = 1.0
-MAX_LINE = 64 * 1024
+#: The longest piece of a line written to the host's output (a longer one is cut).
+MAX_LINE = MAX_LOG_LINE
+#: What ends a line: a newline, or a carriage return (a progress bar's redraw).
+_LINE_END = re.compile(rb"\r\n|\r|\n")
 
 
 @dataclass
@@ -93,14 +102,10 @@ class _Stream:
     mode: str  # "rank" | "launcher" | "mpi-tags"
     name: str
     rank: int | None = None
+    #: The line not yet ended (at most MAX_LINE bytes; see Supervisor._split).
     buffer: bytes = b""
-
-
-def _signal_name(signum: int) -> str:
-    try:
-        return signal.Signals(signum).name
-    except ValueError:
-        return f"signal {signum}"
+    #: The last read ended with a carriage return (a newline next completes a \r\n).
+    after_cr: bool = False
 
 
 def _returncode(code: int) -> int:
@@ -195,31 +200,54 @@ class Supervisor:
 
     def _feed(self, stream: _Stream, data: bytes) -> None:
         raw = stream.mode == "rank" and not self.plan.label_ranks
+        newline = stream.after_cr and data[:1] == b"\n"
+        if newline:  # the end of a \r\n split between two reads
+            data = data[1:]
+        stream.after_cr = data.endswith(b"\r")
+        written = len(stream.buffer)  # raw: the line's start is out already
+        pieces = self._split(stream, data)
         if raw:
             # One process, unlabelled: pass bytes through at once (progress bars
-            # stay live); keep lines only for the stderr tail.
-            self._write(stream.kind, data)
-        buffer = stream.buffer + data
-        while True:
-            cut = [i for i in (buffer.find(b"\n"), buffer.find(b"\r")) if i >= 0]
-            if not cut:
-                break
-            i = min(cut)
-            line, step = buffer[:i], 1
-            if buffer[i : i + 2] == b"\r\n":
-                step = 2
-            buffer = buffer[i + step :]
-            if raw:
+            # stay live), with a newline where an overlong line is cut; keep lines
+            # only for the stderr tail.
+            out = bytearray(b"\n" if newline else b"")
+            for line, end in pieces:
+                out += memoryview(line)[written:]
+                out += end or b"\n"
+                written = 0
+            out += memoryview(stream.buffer)[written:]
+            if out:
+                self._write(stream.kind, bytes(out))
+            for line, _end in pieces:
                 self._tail(stream, stream.rank, line)
-            else:
+        else:
+            for line, _end in pieces:
                 self._emit_line(stream, line)
-        if len(buffer) > MAX_LINE:
-            if raw:
-                self._tail(stream, stream.rank, buffer)
-            else:
-                self._emit_line(stream, buffer)
-            buffer = b""
-        stream.buffer = buffer
+
+    @staticmethod
+    def _split(stream: _Stream, data: bytes) -> list[tuple[bytes, bytes]]:
+        """The lines ``data`` completes, as ``(line, end)`` (``end`` is ``b""`` for a cut).
+
+        Linear in ``data``: every line end is found once, and a line longer than
+        :data:`MAX_LINE` (or one never ended) is cut into pieces of that size, so
+        a stream keeps at most that much of a line (``stream.buffer``).
+        """
+        pieces: list[tuple[bytes, bytes]] = []
+
+        def cut(line: bytes) -> bytes:
+            if len(line) <= MAX_LINE:
+                return line
+            whole = (len(line) - 1) // MAX_LINE * MAX_LINE
+            view = memoryview(line)
+            pieces.extend((bytes(view[i : i + MAX_LINE]), b"") for i in range(0, whole, MAX_LINE))
+            return bytes(view[whole:])
+
+        line, start = stream.buffer, 0
+        for match in _LINE_END.finditer(data):
+            pieces.append((cut(line + data[start : match.start()]), match.group()))
+            line, start = b"", match.end()
+        stream.buffer = cut(line + data[start:])
+        return pieces
 
     def _flush_partial(self, stream: _Stream) -> None:
         if stream.buffer:
@@ -541,7 +569,7 @@ class Supervisor:
             if end is None or end.get("exit_code") != 0 or float(end.get("timestamp", 0)) < since:
                 return False
         how = (
-            f"was killed by {_signal_name(-returncode)}"
+            f"was killed by {_procs.signal_name(-returncode)}"
             if returncode < 0
             else f"exited with code {returncode}"
         )

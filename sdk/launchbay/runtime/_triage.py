@@ -92,30 +92,6 @@ def _last_line(text: str) -> str:
     return lines[-1].strip() if lines else ""
 
 
-def _signal_name(signum: int) -> str:
-    try:
-        return signal.Signals(signum).name
-    except ValueError:
-        return f"signal {signum}"
-
-
-#: After SIGKILL: nothing in the job sends it first, so the usual sender is the kernel.
-OOM_HINT = (
-    "; SIGKILL is what the kernel's out-of-memory killer sends: check the memory the "
-    "ranks use against the machine's (or the container's) memory (dmesg shows OOM kills)"
-)
-
-
-def _describe_exit(code: int | None, *, hint: bool = True) -> str:
-    if code is None:
-        return "exit status not seen"
-    if code > 128:
-        signum = code - 128
-        hint_text = OOM_HINT if hint and signum == signal.SIGKILL else ""
-        return f"exit code {code}: killed by {_signal_name(signum)} (signal {signum}){hint_text}"
-    return f"exit code {code}"
-
-
 # What launchers print about a rank they saw die of a signal (torchrun's error summary,
 # OpenMPI's mpirun, which may print "PID 0"): the pid or the MPI rank, and the signal.
 _LAUNCHER_SIGNAL = (
@@ -181,7 +157,7 @@ def find_root_cause(
                 local_rank=end.get("local_rank"),
                 exit_code=end.get("exit_code"),
                 timestamp=float(end["timestamp"]),
-                error=end.get("error") or _describe_exit(end.get("exit_code")),
+                error=end.get("error") or _procs.describe_exit(end.get("exit_code")),
                 traceback_tail=tail,
                 cause="crash"
                 if end.get("crashed")
@@ -239,7 +215,7 @@ def find_root_cause(
                 local_rank=0 if spec.rank is not None else None,
                 exit_code=code,
                 timestamp=outcome.main_exit_times.get(spec.name, outcome.started_at),
-                error=_last_line(tail) or f"{spec.name} failed ({_describe_exit(code)})",
+                error=_last_line(tail) or f"{spec.name} failed ({_procs.describe_exit(code)})",
                 traceback_tail=tail,
                 cause="launcher" if spec.rank is None else "exit",
             )
@@ -271,7 +247,7 @@ def find_root_cause(
                 local_rank=None,
                 exit_code=128 + signum,
                 timestamp=stop_at,
-                error=f"the job received {_signal_name(signum)}; it was forwarded to every rank",
+                error=f"the job received {_procs.signal_name(signum)}; it was forwarded to every rank",
                 traceback_tail="",
                 cause="signal",
             )
@@ -324,7 +300,7 @@ def _header(failure: Failure) -> str:
         who = f"Host {failure.host}" if failure.host else "The job"
     error = failure.error if len(failure.error) <= 300 else failure.error[:297] + "..."
     verb = "stopped" if failure.cause == "signal" else "failed"
-    return f"{who} {verb} ({_describe_exit(failure.exit_code)}): {error}"
+    return f"{who} {verb} ({_procs.describe_exit(failure.exit_code)}): {error}"
 
 
 def failure_report(failure: Failure, ranks: list[dict[str, Any]]) -> str:
@@ -348,7 +324,7 @@ def failure_report(failure: Failure, ranks: list[dict[str, Any]]) -> str:
         parts.append(
             "Other ranks (failed later, or stopped when the job was torn down): "
             + ", ".join(
-                f"{r['rank']} ({_describe_exit(r.get('exit_code'), hint=False)})"
+                f"{r['rank']} ({_procs.describe_exit(r.get('exit_code'), hint=False)})"
                 for r in others[:32]
             )
         )

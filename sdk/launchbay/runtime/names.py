@@ -3,6 +3,8 @@
 Job statuses, instance types and the ``sagemaker_*`` hyperparameter keys are
 part of the SageMaker contract: the request builder writes them, the backends
 report them, the CLI prints them, and the runtime reads them inside each host.
+The longest log line is shared the same way: the runtime writes log lines, the
+local backends read them.
 Every module takes them from here. This module lives in the runtime package
 because the runtime is the lowest layer (standard library only) and the client
 may import from it, never the other way round.
@@ -22,6 +24,7 @@ __all__ = [
     "LOCAL_GPU",
     "LOCAL_INSTANCE_TYPES",
     "LOCAL_PROCESS",
+    "MAX_LOG_LINE",
     "STOPPED",
     "STOPPING",
     "TERMINAL_STATUSES",
@@ -45,6 +48,13 @@ LOCAL = "local"  # each host a Docker container
 LOCAL_GPU = "local_gpu"  # each host a Docker container with GPUs
 LOCAL_INSTANCE_TYPES = (LOCAL, LOCAL_GPU, LOCAL_PROCESS)
 DOCKER_INSTANCE_TYPES = (LOCAL, LOCAL_GPU)
+
+# -------------------------------------------------------------- log lines
+#: The longest piece of a log line, in bytes. A host's runtime cuts a longer line
+#: (also one that never ends) into pieces of this size, and the local backends'
+#: log followers hold no more than this of a line not yet ended, so a script
+#: that prints a 300 MB line costs the client no more memory than a short one.
+MAX_LOG_LINE = 64 * 1024
 
 
 # ------------------------------------------------------ hyperparameter keys
