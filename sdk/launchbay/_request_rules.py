@@ -22,6 +22,12 @@ Reading the model the way the service does:
 
 Local jobs (``local_process``, ``local``, ``local_gpu``) run the same request
 with two extensions: ``file://`` URIs where S3 URIs go, and any role string.
+
+Two rules go beyond the model, for every instance type, because a host's tree
+cannot take what the model admits (the rules are the runtime's,
+:mod:`launchbay.runtime.contract`): a ChannelName of ``.`` or ``..``, and a
+``CheckpointConfig.LocalPath`` that is relative, has ``..`` segments, or is or
+overlaps ``/opt/ml`` and the contract's own directories.
 """
 
 from __future__ import annotations
@@ -36,6 +42,12 @@ from importlib import resources
 from typing import Any
 
 from launchbay.errors import ConfigurationError
+from launchbay.runtime.contract import (
+    CHANNEL_NAME_ACCEPTED,
+    CHECKPOINT_PATH_ACCEPTED,
+    channel_name_problem,
+    checkpoint_path_problem,
+)
 
 __all__ = [
     "check_request",
@@ -336,6 +348,18 @@ class _Walk:
             test = _matcher(pattern)
             if test is not None and not test(value):
                 fail(f"does not match {pattern}", described + self._constraints(node))
+        # What the pattern admits but a host's tree cannot take (launchbay.runtime.contract).
+        if name == "ChannelName" and not key:
+            problem = channel_name_problem(value)
+            if problem:
+                fail(problem, CHANNEL_NAME_ACCEPTED)
+        if self._field_of(path).endswith("CheckpointConfig.LocalPath") and value:
+            problem = checkpoint_path_problem(value)
+            if problem:
+                fail(problem, CHECKPOINT_PATH_ACCEPTED)
+
+    def _field_of(self, path: Sequence[Any]) -> str:
+        return ".".join(p for p in (self.field, _field(path)) if p)
 
     def _constraints(self, node: Mapping[str, Any]) -> str:
         parts = []

@@ -47,6 +47,7 @@ from launchbay._request_rules import INSTANCE_TYPE_RE, JOB_NAME_RE
 from launchbay.debugger import CollectionConfig, DebuggerHookConfig
 from launchbay.errors import ConfigurationError, UnknownArgumentError
 from launchbay.inputs import INPUT_MODES, InstanceGroup, check_uri
+from launchbay.runtime.contract import CHECKPOINT_PATH_ACCEPTED, checkpoint_path_problem
 from launchbay.runtime.names import LOCAL_INSTANCE_TYPES
 
 __all__ = [
@@ -379,6 +380,18 @@ def _check_instance_groups(name: str, value: Any, ctx: Context) -> Any:
         _check_instance_type("InstanceGroup.instance_type", group.instance_type, ctx)
         positive_int("InstanceGroup.instance_count", group.instance_count)
     return list(value)
+
+
+def _check_checkpoint_local_path(name: str, value: Any, ctx: Context) -> Any:
+    """The runtime's rule for a checkpoint directory (every instance type; see contract)."""
+    if value is None or value == "":
+        return value
+    problem = checkpoint_path_problem(value)
+    if problem:
+        raise ConfigurationError.invalid(
+            name, value, CHECKPOINT_PATH_ACCEPTED, reason=f"It {problem}"
+        )
+    return value
 
 
 def _check_environment(name: str, value: Any, ctx: Context) -> Any:
@@ -829,7 +842,9 @@ ARGUMENTS: tuple[Argument, ...] = (
       request="CheckpointConfig.S3Uri", from_request=_attach_truthy,
       example="s3://bucket/checkpoints"),
     A("checkpoint_local_path",
-      Str("an absolute path such as /opt/ml/checkpoints", pattern="^/", min_length=0),
+      Custom({"type": "string", "pattern": "^/",
+              "x-accepted": "an absolute path such as /opt/ml/checkpoints"},
+             _check_checkpoint_local_path),
       "Checkpoint directory inside the container (default /opt/ml/checkpoints).",
       request="CheckpointConfig.LocalPath", from_request=_attach_truthy),
     A("model_uri", Uri("an s3:// URI (or file:// for local runs)"),

@@ -14,6 +14,7 @@ from collections.abc import Mapping
 from typing import Any
 
 from launchbay.errors import InputError
+from launchbay.runtime.contract import CHANNEL_NAME_ACCEPTED, channel_name_problem
 from launchbay.s3uri import is_s3_uri, parse_s3_uri
 
 __all__ = ["TrainingInput", "FileSystemInput", "InstanceGroup", "channels_from_inputs"]
@@ -184,6 +185,14 @@ def _channel(name: Any, value: Any, allow_file: bool) -> dict[str, Any]:
         raise InputError(
             f"Invalid channel name {name!r} in inputs: expected 1-64 letters, digits, '.', '-' "
             "or '_'.",
+            argument="inputs",
+            value=name,
+        )
+    problem = channel_name_problem(name)
+    if problem:
+        raise InputError(
+            f"Invalid channel name {name!r} in inputs: it {problem}. Accepted: "
+            f"{CHANNEL_NAME_ACCEPTED}.",
             argument="inputs",
             value=name,
         )

@@ -64,7 +64,7 @@ from launchbay.errors import ConfigurationError, JobError, LaunchbayError
 from launchbay.job import LogTail, TrainingJob
 from launchbay.runtime import _records
 from launchbay.runtime._procs import describe_exit, is_alive
-from launchbay.runtime.contract import write_host_config
+from launchbay.runtime.contract import check_request_paths, write_host_config
 from launchbay.runtime.names import (
     COMPLETED,
     FAILED,
@@ -75,13 +75,12 @@ from launchbay.runtime.names import (
     STOPPING,
     TERMINAL_STATUSES,
 )
+from launchbay.runtime.settings import DEFAULT_GRACE_SECONDS, GRACE_ENV, parse_grace_seconds
 
 __all__ = ["LocalBackend", "DEFAULT_GRACE_SECONDS"]
 
 logger = logging.getLogger("launchbay.backends.local")
 
-#: Seconds between SIGTERM and SIGKILL when a job is stopped (``LAUNCHBAY_GRACE_SECONDS``).
-DEFAULT_GRACE_SECONDS = 10.0
 #: Extra time a host's runtime gets after the grace period to report and exit.
 RUNTIME_MARGIN = 5.0
 #: Seconds the other hosts get to end by themselves once one host failed.
@@ -133,16 +132,39 @@ def _now() -> _dt.datetime:
 
 
 def grace_from(request: Mapping[str, Any], explicit: float | None) -> float:
-    """The grace period: ``explicit``, else ``LAUNCHBAY_GRACE_SECONDS`` (request, then caller)."""
+    """The grace period: ``explicit``, else ``LAUNCHBAY_GRACE_SECONDS`` (request, then caller).
+
+    Read with the runtime's own rule (:func:`launchbay.runtime.settings.parse_grace_seconds`),
+    so the client and the hosts accept the same values.
+
+    Raises:
+        ConfigurationError: a value that is not a finite number of seconds from 0
+            to :data:`~launchbay.runtime.settings.MAX_GRACE_SECONDS`.
+    """
     if explicit is not None:
-        return float(explicit)
-    raw = (request.get("Environment") or {}).get("LAUNCHBAY_GRACE_SECONDS") or os.environ.get(
-        "LAUNCHBAY_GRACE_SECONDS"
-    )
-    try:
-        return max(float(raw), 0.0) if raw not in (None, "") else DEFAULT_GRACE_SECONDS
-    except ValueError:
+        return _grace_value(explicit, "grace_seconds")
+    raw = (request.get("Environment") or {}).get(GRACE_ENV)
+    argument = f"environment[{GRACE_ENV!r}]"
+    if raw in (None, ""):
+        raw, argument = os.environ.get(GRACE_ENV), GRACE_ENV
+    if raw in (None, ""):
         return DEFAULT_GRACE_SECONDS
+    return _grace_value(raw, argument)
+
+
+def _grace_value(value: object, argument: str) -> float:
+    try:
+        return parse_grace_seconds(value, argument)
+    except ValueError as exc:
+        raise ConfigurationError(str(exc), argument=argument, value=value) from None
+
+
+def _check_host_paths(request: Mapping[str, Any]) -> None:
+    """Channel names and checkpoint ``LocalPath`` by the runtime's rule, before anything is made."""
+    try:
+        check_request_paths(request)
+    except ValueError as exc:
+        raise ConfigurationError(str(exc)) from None
 
 
 # --------------------------------------------------------------------------- one job
@@ -890,7 +912,9 @@ class LocalBackend(Backend):
     ) -> None:
         self.session = session
         self._job_root = os.fspath(job_root) if job_root is not None else None
-        self.grace_seconds = grace_seconds
+        self.grace_seconds = (
+            None if grace_seconds is None else _grace_value(grace_seconds, "grace_seconds")
+        )
         self._stager: LocalStager | None = None
 
     #: How a host is called in messages ("local process", "container" ...).
@@ -921,13 +945,18 @@ class LocalBackend(Backend):
 
         Raises:
             ConfigurationError: the request asks for something that cannot run
-                locally (FileSystemInput channels, Pipe mode, more hosts than GPUs ...).
+                locally (FileSystemInput channels, Pipe mode, more hosts than GPUs ...),
+                a channel named ``.`` or ``..``, a checkpoint ``LocalPath`` a host's tree
+                cannot take, or a grace period that is not a finite number of seconds
+                from 0 to 3600.
             InputError: a ``file://`` channel path does not exist.
             JobError: a job of that name is still running here.
         """
         request = copy.deepcopy(dict(request))
         name = request["TrainingJobName"]
         check_request(request)
+        _check_host_paths(request)
+        grace = grace_from(request, self.grace_seconds)
         hosts = host_names(request)
         gpus = self._split_gpus(request, hosts)  # refuses a job with too few GPUs
         self._check_can_run(request, hosts)
@@ -937,9 +966,7 @@ class LocalBackend(Backend):
             layout = JobLayout.create(self.job_root, name, hosts)
             layout.write_request(request)
             _make_reserve(layout.status_file)
-            job = LocalJob(
-                request, layout, self.stager, grace_from(request, self.grace_seconds), self
-            )
+            job = LocalJob(request, layout, self.stager, grace, self)
             job.gpus = gpus
         except BaseException:
             name_lock.release()

@@ -34,6 +34,7 @@ from __future__ import annotations
 import json
 import logging
 import os
+import posixpath
 import shutil
 import socket
 import subprocess
@@ -51,6 +52,12 @@ __all__ = [
     "base_dir",
     "paths",
     "rewrite_container_path",
+    "CHANNEL_NAME_ACCEPTED",
+    "CHECKPOINT_PATH_ACCEPTED",
+    "channel_name_problem",
+    "checkpoint_path_problem",
+    "normalise_checkpoint_path",
+    "check_request_paths",
     "read_hyperparameters",
     "host_hyperparameters",
     "decode_hyperparameters",
@@ -136,6 +143,101 @@ def rewrite_container_path(path: str, base: str) -> str:
     if path.startswith(DEFAULT_BASE_DIR + "/"):
         return os.path.join(norm_base, path[len(DEFAULT_BASE_DIR) + 1 :])
     return path
+
+
+# --------------------------------------------------------------------------- path rules
+# What a request may name inside a host's tree. The client checks these before a job
+# starts (fit(), the dry run, ``launchbay validate``, the local backends); the writer
+# below refuses them again, so nothing is ever made or removed outside a channel's or
+# the checkpoints' own directory.
+
+CHANNEL_NAME_ACCEPTED = (
+    "1 to 64 letters, digits, '.', '-' and '_' (CreateTrainingJob's ChannelName), other "
+    "than '.' and '..' (a channel is the directory input/data/<name>)"
+)
+
+#: The contract's directories a checkpoint directory may neither be, hold nor lie in.
+_CONTRACT_DIRS = ("input", "code", "model", "output")
+
+CHECKPOINT_PATH_ACCEPTED = (
+    f"an absolute path such as {DEFAULT_CHECKPOINT_PATH} (the default), without '..' "
+    f"segments, that is neither / nor {DEFAULT_BASE_DIR} and neither holds nor lies in "
+    + ", ".join(f"{DEFAULT_BASE_DIR}/{d}" for d in _CONTRACT_DIRS)
+)
+
+
+def channel_name_problem(name: object) -> str | None:
+    """Why ``name`` cannot be a channel here (to follow "it"), or ``None``.
+
+    CreateTrainingJob's ChannelName pattern (``[A-Za-z0-9.\\-_]+``) admits ``.``
+    and ``..``, but a channel is the directory ``input/data/<name>``: those two
+    name ``input/data`` itself and ``input``, which staging the channel would
+    replace.
+    """
+    if name in (".", ".."):
+        what = "input/data itself" if name == "." else "the input directory"
+        return f"names no directory of its own (input/data/{name} is {what})"
+    return None
+
+
+def normalise_checkpoint_path(path: str) -> str:
+    """``path`` without ``.`` segments, doubled or trailing slashes (``posixpath.normpath``)."""
+    norm = posixpath.normpath(path)
+    return "/" + norm.lstrip("/") if norm.startswith("/") else norm
+
+
+def checkpoint_path_problem(path: object) -> str | None:
+    """Why ``path`` cannot be ``CheckpointConfig.LocalPath`` (to follow "it"), or ``None``.
+
+    The checkpoint directory is restored before the job and saved after it, and
+    a local host sees ``/opt/ml/...`` under its own directory. So it must be
+    absolute, without ``..`` (``/opt/ml/../..`` would leave the host's tree),
+    not ``/``, not ``/opt/ml`` or above it, and apart from the directories the
+    contract owns (``/opt/ml/input`` with the job's configuration, ``code``,
+    ``model``, ``output``): restoring checkpoints there would hand the next job
+    the previous job's hyperparameters.
+    """
+    if not isinstance(path, str):
+        return f"is {type(path).__name__}, not a string"
+    if not path.startswith("/"):
+        return "is not an absolute path"
+    if ".." in path.split("/"):
+        return "has '..' segments"
+    norm = normalise_checkpoint_path(path)
+    if norm == "/":
+        return "is the root directory"
+    base = DEFAULT_BASE_DIR
+    if norm == base or base.startswith(norm + "/"):
+        return f"is {base}" if norm == base else f"holds {base}"
+    for name in _CONTRACT_DIRS:
+        owned = f"{base}/{name}"
+        if norm == owned or norm.startswith(owned + "/"):
+            return f"lies in {owned}, which the container contract owns"
+    return None
+
+
+def check_request_paths(request: Mapping[str, Any]) -> None:
+    """Refuse channel names and a checkpoint ``LocalPath`` a host's tree cannot take.
+
+    Raises:
+        ValueError: naming the request field, the value, why, and what is accepted.
+    """
+    for channel in request.get("InputDataConfig") or []:
+        name = channel.get("ChannelName") if isinstance(channel, Mapping) else None
+        problem = channel_name_problem(name)
+        if problem:
+            raise ValueError(
+                f"Invalid channel name {name!r} (InputDataConfig ChannelName): it {problem}. "
+                f"Accepted: {CHANNEL_NAME_ACCEPTED}."
+            )
+    local_path = (request.get("CheckpointConfig") or {}).get("LocalPath")
+    if local_path:
+        problem = checkpoint_path_problem(local_path)
+        if problem:
+            raise ValueError(
+                f"Invalid checkpoint_local_path={local_path!r} (CheckpointConfig LocalPath): "
+                f"it {problem}. Accepted: {CHECKPOINT_PATH_ACCEPTED}."
+            )
 
 
 @dataclass(frozen=True)
@@ -385,10 +487,9 @@ def checkpoint_config_for(request: Mapping[str, Any], base: str) -> dict[str, An
     checkpoint = request.get("CheckpointConfig")
     if not checkpoint:
         return None
+    local_path = normalise_checkpoint_path(checkpoint.get("LocalPath") or DEFAULT_CHECKPOINT_PATH)
     return {
-        "LocalPath": rewrite_container_path(
-            checkpoint.get("LocalPath") or DEFAULT_CHECKPOINT_PATH, base
-        ),
+        "LocalPath": rewrite_container_path(local_path, base),
         "S3Uri": checkpoint.get("S3Uri", ""),
     }
 
@@ -416,7 +517,12 @@ def write_host_config(
     for a local process, ``/opt/ml`` for a container whose ``/opt/ml`` is ``base``
     mounted (then the checkpoint dir made here is ``<base>/checkpoints``, which
     the container gets at its ``LocalPath``).
+
+    Raises:
+        ValueError: a channel name or checkpoint ``LocalPath`` the tree cannot take
+            (:func:`check_request_paths`); nothing is written then.
     """
+    check_request_paths(request)
     p = paths(base)
     seen_base = p.base_dir if container_base is None else os.path.normpath(container_base)
     for directory in (

@@ -3,16 +3,66 @@
 from __future__ import annotations
 
 import json
+import math
 import os
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from launchbay.runtime.errors import TrainingSetupError
 
-__all__ = ["RuntimeSettings", "DEFAULT_GRACE_SECONDS", "DEFAULT_STARTUP_TIMEOUT"]
+__all__ = [
+    "RuntimeSettings",
+    "DEFAULT_GRACE_SECONDS",
+    "DEFAULT_STARTUP_TIMEOUT",
+    "GRACE_ENV",
+    "GRACE_ACCEPTED",
+    "MAX_GRACE_SECONDS",
+    "parse_grace_seconds",
+]
 
 DEFAULT_GRACE_SECONDS = 10.0
 DEFAULT_STARTUP_TIMEOUT = 900.0
+#: The variable that sets the grace period between SIGTERM and SIGKILL (client and runtime).
+GRACE_ENV = "LAUNCHBAY_GRACE_SECONDS"
+#: The longest grace period accepted: an hour (SageMaker itself gives 120 seconds).
+MAX_GRACE_SECONDS = 3600.0
+GRACE_ACCEPTED = (
+    f"a finite number of seconds from 0 to {MAX_GRACE_SECONDS:g} (the time between SIGTERM "
+    f"and SIGKILL when a job is stopped; default {DEFAULT_GRACE_SECONDS:g})"
+)
+
+
+def parse_grace_seconds(value: object, argument: str = GRACE_ENV) -> float:
+    """The grace period ``value`` (a number, or its text) in seconds; the one rule for it.
+
+    The client (``grace_seconds=``, ``LAUNCHBAY_GRACE_SECONDS`` from the caller or
+    the request's Environment) and every host's runtime read the grace period
+    with this function, so both refuse the same values: anything but a finite
+    number from 0 to :data:`MAX_GRACE_SECONDS` (``nan`` would make a stop wait
+    forever, ``inf`` overflows a timer, a negative number is a typo).
+
+    Raises:
+        ValueError: naming ``argument``, the value and what is accepted.
+    """
+    number: float | None = None
+    if isinstance(value, (int, float)) and not isinstance(value, bool):
+        number = float(value)
+    elif isinstance(value, str):
+        try:
+            number = float(value.strip())
+        except ValueError:
+            number = None
+    if number is None:
+        why = "it is not a number"
+    elif not math.isfinite(number):
+        why = "it is not a finite number"
+    elif number < 0:
+        why = "it is negative"
+    elif number > MAX_GRACE_SECONDS:
+        why = f"it is more than {MAX_GRACE_SECONDS:g} seconds"
+    else:
+        return number
+    raise ValueError(f"Invalid {argument}={value!r}: {why}. Accepted: {GRACE_ACCEPTED}.")
 
 
 def _number(environ: Mapping[str, str], name: str, default: float) -> float:
@@ -25,9 +75,21 @@ def _number(environ: Mapping[str, str], name: str, default: float) -> float:
         raise TrainingSetupError(
             f"Invalid {name}={raw!r}. Accepted: a number of seconds."
         ) from None
-    if value < 0:
-        raise TrainingSetupError(f"Invalid {name}={raw!r}. Accepted: a number of seconds >= 0.")
+    if not math.isfinite(value) or value < 0:
+        raise TrainingSetupError(
+            f"Invalid {name}={raw!r}. Accepted: a finite number of seconds >= 0."
+        )
     return value
+
+
+def _grace(environ: Mapping[str, str]) -> float:
+    raw = environ.get(GRACE_ENV)
+    if raw in (None, ""):
+        return DEFAULT_GRACE_SECONDS
+    try:
+        return parse_grace_seconds(raw)
+    except ValueError as exc:
+        raise TrainingSetupError(str(exc)) from None
 
 
 @dataclass(frozen=True)
@@ -67,7 +129,7 @@ class RuntimeSettings:
             shared_dir=environ.get("LAUNCHBAY_SHARED_DIR") or None,
             host_addresses=addresses,
             master_port=int(port) if port else None,
-            grace_seconds=_number(environ, "LAUNCHBAY_GRACE_SECONDS", DEFAULT_GRACE_SECONDS),
+            grace_seconds=_grace(environ),
             install_requirements=environ.get("LAUNCHBAY_INSTALL_REQUIREMENTS"),
             startup_timeout=_number(environ, "LAUNCHBAY_STARTUP_TIMEOUT", DEFAULT_STARTUP_TIMEOUT),
             standins=environ.get("LAUNCHBAY_STANDINS") == "1",
