@@ -18,6 +18,10 @@ or a container would reach it.
   machine has none. ``CUDA_VISIBLE_DEVICES`` is cleared for the test.
 * every test: ``LAUNCHBAY_CODE_CACHE`` is a directory of the session's temporary
   directory, so cached source archives never land in the user's home.
+* every test: no SageMaker SDK defaults file of this machine is read
+  (``SAGEMAKER_ADMIN_CONFIG_OVERRIDE`` / ``SAGEMAKER_USER_CONFIG_OVERRIDE`` name one
+  empty file, ``LAUNCHBAY_SAGEMAKER_LOCAL_CONFIG`` a missing one); tests about those
+  files set the variables themselves.
 """
 
 from __future__ import annotations
@@ -64,6 +68,25 @@ def _apply_env(mp: pytest.MonkeyPatch, env: dict[str, str]) -> None:
 def _code_cache(tmp_path_factory: pytest.TempPathFactory, monkeypatch: pytest.MonkeyPatch) -> None:
     """Source archives are cached in the session's temporary directory, never in ``~``."""
     monkeypatch.setenv("LAUNCHBAY_CODE_CACHE", str(tmp_path_factory.getbasetemp() / "code-cache"))
+
+
+@pytest.fixture(scope="session")
+def _empty_sagemaker_config(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    path = tmp_path_factory.mktemp("sagemaker-config") / "empty.yaml"
+    path.write_text("")
+    return path
+
+
+@pytest.fixture(autouse=True)
+def _no_machine_sagemaker_config(
+    _empty_sagemaker_config: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    """/etc/xdg, ~/.config and ~/.sagemaker SageMaker config files never shape a test."""
+    monkeypatch.setenv("SAGEMAKER_ADMIN_CONFIG_OVERRIDE", str(_empty_sagemaker_config))
+    monkeypatch.setenv("SAGEMAKER_USER_CONFIG_OVERRIDE", str(_empty_sagemaker_config))
+    monkeypatch.setenv(
+        "LAUNCHBAY_SAGEMAKER_LOCAL_CONFIG", str(_empty_sagemaker_config.parent / "no-local.yaml")
+    )
 
 
 @pytest.fixture(scope="session")

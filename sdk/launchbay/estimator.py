@@ -25,6 +25,7 @@ from launchbay import (
     _attach,
     _request,
     _request_rules,
+    _sagemaker_config,
     arguments,
     backends,
     code,
@@ -41,6 +42,7 @@ from launchbay.debugger import DebuggerHookConfig
 from launchbay.distribution import Distribution, parse_distribution
 from launchbay.errors import ConfigurationError
 from launchbay.inputs import channels_from_inputs, check_uri
+from launchbay.runtime.code import ENTRY_POINT_ACCEPTED, entry_point_problem
 from launchbay.runtime.names import HP, LOCAL_GPU, LOCAL_INSTANCE_TYPES, LOCAL_PROCESS
 from launchbay.s3uri import is_s3_uri, parse_s3_uri
 from launchbay.session import LocalExecutionRole, Session
@@ -189,6 +191,8 @@ class EstimatorBase:
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         declared = arguments.declared(type(self))
         raw = arguments.bind(type(self), args, kwargs, stacklevel=3)
+        # SageMaker SDK defaults files fill what was not given, as in SDK v2 (issue 26).
+        raw = _sagemaker_config.estimator_defaults(type(self), args, kwargs, raw)
         local = raw.get("instance_type") in LOCAL_INSTANCE_TYPES
         values = arguments.check(declared, raw, local)
         for argument in declared:
@@ -348,8 +352,21 @@ class EstimatorBase:
     def _validate_code(self) -> None:
         if isinstance(self.source_dir, str) and self.source_dir.startswith("s3://"):
             check_uri(self.source_dir, "source_dir", allow_file=False)
-            return
-        code.validate_code(self.entry_point, self.source_dir, self.dependencies)
+            script = os.fspath(self.entry_point)
+        else:
+            code.validate_code(self.entry_point, self.source_dir, self.dependencies)
+            source_dir = None if self.source_dir is None else os.fspath(self.source_dir)
+            script = code._resolve_entry_point(self.entry_point, source_dir)[1]
+        # The name the hosts run (sagemaker_program), by the runtime's own rule.
+        problem = entry_point_problem(script)
+        if problem:
+            shown = "" if script == self.entry_point else f" (run as {script!r})"
+            raise ConfigurationError.invalid(
+                "entry_point",
+                self.entry_point,
+                ENTRY_POINT_ACCEPTED + ", relative to source_dir when that is given",
+                reason=f"Its name{shown} {problem}: the hosts would refuse to run it",
+            )
 
     def _parse_distribution(self) -> Distribution:
         if self._distribution_arg is None:
@@ -582,6 +599,10 @@ class EstimatorBase:
                 debug_hook_config=self._debug_hook_request(region, output_path),
                 profiler_config=self._profiler_request(region, output_path),
             )
+        )
+        # The defaults files' volume KMS key and tags, merged as SDK v2's session does.
+        request = _sagemaker_config.apply_to_request(
+            request, _sagemaker_config.config_for(self.sagemaker_session)
         )
         self._check_request(request)
         return request, bundle, code_uri

@@ -33,6 +33,7 @@ Differences from SDK v2, on purpose:
 
 from __future__ import annotations
 
+import copy
 import json
 import logging
 import os
@@ -41,7 +42,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from launchbay import transfer
+from launchbay import _sagemaker_config, transfer
 from launchbay.display import format_bytes as format_bytes  # re-exported: bar sizes
 from launchbay.errors import ConfigurationError, InputError
 from launchbay.s3uri import is_valid_bucket_name, s3_join
@@ -93,6 +94,12 @@ class Session:
         default_bucket: Bucket name to use instead of ``sagemaker-{region}-{account}``.
         default_bucket_prefix: Key prefix applied when uploading to the default bucket.
         region_name: AWS region; defaults to the boto session's region.
+        sagemaker_config: SageMaker SDK defaults as a dict (SDK v2's argument), checked
+            like a file; default: the admin and user defaults files
+            (:mod:`launchbay._sagemaker_config`), whose
+            ``SageMaker.PythonSDK.Modules.Session.DefaultS3Bucket`` and
+            ``DefaultS3ObjectKeyPrefix`` fill ``default_bucket`` and
+            ``default_bucket_prefix`` when they are not given.
     """
 
     def __init__(
@@ -102,6 +109,7 @@ class Session:
         default_bucket: str | None = None,
         default_bucket_prefix: str | None = None,
         region_name: str | None = None,
+        sagemaker_config: Mapping[str, Any] | None = None,
     ) -> None:
         if default_bucket is not None and not is_valid_bucket_name(default_bucket):
             raise ConfigurationError.invalid(
@@ -115,6 +123,18 @@ class Session:
         self._s3_client: Any = None
         self._logs_client: Any = None
         self._region_name = region_name
+        #: The SageMaker SDK defaults this session applies (files read once, then cached).
+        self.sagemaker_defaults = (
+            _sagemaker_config.from_dict(sagemaker_config)
+            if sagemaker_config is not None
+            else _sagemaker_config.load(boto_session)
+        )
+        default_bucket = _sagemaker_config.session_default(
+            _sagemaker_config.DEFAULT_S3_BUCKET, default_bucket, self.sagemaker_defaults
+        )
+        default_bucket_prefix = _sagemaker_config.session_default(
+            _sagemaker_config.DEFAULT_S3_PREFIX, default_bucket_prefix, self.sagemaker_defaults
+        )
         self._default_bucket_override = default_bucket
         self._default_bucket_prefix = default_bucket_prefix
         self._default_bucket: str | None = None
@@ -157,6 +177,11 @@ class Session:
     def local_mode(self) -> bool:
         """Always ``False``: this session talks to AWS (local runs use other backends)."""
         return False
+
+    @property
+    def sagemaker_config(self) -> dict[str, Any]:
+        """The merged SageMaker SDK defaults (a dict, as SDK v2's ``Session.sagemaker_config``)."""
+        return copy.deepcopy(self.sagemaker_defaults.data)
 
     @property
     def default_bucket_prefix(self) -> str | None:

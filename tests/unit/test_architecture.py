@@ -191,6 +191,7 @@ LAYERS = {
     "launchbay.code": 2,
     "launchbay.transfer": 2,
     "launchbay.session": 2,
+    "launchbay._sagemaker_config": 2,
     "launchbay.vpc": 2,
     "launchbay._local_limits": 2,
     "launchbay.job": 2,
