@@ -1,7 +1,8 @@
 """The per-rank wrapper: ``python -m launchbay.runtime._bootstrap <script> args...``.
 
 Also ``... _bootstrap -m <module> args...`` and, for non-Python entry points,
-``... _bootstrap --exec <program> args...`` (sets up, then execs). It works under
+``... _bootstrap --exec <program> args...`` (sets up, then runs the program as a
+child, forwarding signals, and ends as it ends: see :func:`_run_program`). It works under
 torchrun (``torchrun ... -m launchbay.runtime._bootstrap``) and under mpirun
 (``python -m mpi4py -m launchbay.runtime._bootstrap ...``, so an uncaught
 exception still aborts every MPI rank).
@@ -266,6 +267,74 @@ def _leave_after_atexit() -> None:
     os._exit(_leave_code)
 
 
+#: Signals a program run with ``--exec`` gets when this wrapper gets them.
+_FORWARDED = ("SIGTERM", "SIGINT", "SIGHUP", "SIGQUIT", "SIGUSR1", "SIGUSR2", "SIGCONT")
+
+
+def _run_program(argv: list[str], record: Any) -> None:
+    """Run a program that is not Python (``--exec``) as a child; end as it ends.
+
+    The wrapper stays, so the program's rank has start and end records like a
+    Python rank's (its exit code, ``128 + N`` for signal N): a ``max_run`` stop
+    then names only the ranks still running. Signals sent to this process are
+    passed to the program, as if it had been exec'd; it runs in a process group
+    of its own (a signal to the rank's whole group reaches it once, through
+    here) and gets SIGKILL if this process dies. The wrapper then exits with the
+    program's status, or dies of the program's signal.
+    """
+    import subprocess  # noqa: PLC0415 - only ranks that run a program need it
+
+    from launchbay.runtime._procs import describe_exit, die_with_parent  # noqa: PLC0415
+
+    if not argv:
+        raise SystemExit("launchbay bootstrap: --exec needs a program")
+    child: subprocess.Popen[bytes] | None = None
+    pending: list[int] = []
+
+    def forward(signum: int, _frame: object) -> None:
+        if child is None:
+            pending.append(signum)
+            return
+        with contextlib.suppress(ProcessLookupError):
+            os.kill(child.pid, signum)  # to the program, as if it had been exec'd
+
+    signums = [getattr(signal, n) for n in _FORWARDED if hasattr(signal, n)]
+    for signum in signums:
+        signal.signal(signum, forward)
+
+    def own_group() -> None:
+        os.setpgid(0, 0)
+        die_with_parent()
+
+    try:
+        child = subprocess.Popen(argv, preexec_fn=own_group)  # noqa: PLW1509 - one thread
+    except OSError as exc:
+        message = f"launchbay bootstrap: could not run {argv[0]!r}: {exc}"
+        print(message, file=sys.stderr, flush=True)
+        record(exit_code=127, error=message)
+        os._exit(127)
+    for signum in pending:
+        forward(signum, None)
+    returncode = child.wait()
+    code = 128 - returncode if returncode < 0 else returncode
+    # What ran: the toolkit's form is /bin/sh -c './train.sh args'.
+    shown = argv[2] if argv[:2] == ["/bin/sh", "-c"] and len(argv) > 2 else argv[0]
+    if returncode < 0:
+        record(exit_code=code, error=f"{shown} was {describe_exit(returncode)}")
+    else:
+        record(exit_code=code, error=f"{shown} exited with code {code}" if code else None)
+    for stream in (sys.stdout, sys.stderr):
+        with contextlib.suppress(Exception):
+            stream.flush()
+    if returncode < 0:
+        for signum in signums:
+            signal.signal(signum, signal.SIG_DFL)
+        with contextlib.suppress(ValueError, OSError):
+            signal.signal(-returncode, signal.SIG_DFL)
+        os.kill(os.getpid(), -returncode)
+    os._exit(code)
+
+
 def _run_target(argv: list[str]) -> None:
     if argv[0] == "-m":
         if len(argv) < 2:
@@ -311,8 +380,6 @@ def main(argv: list[str] | None = None) -> None:
         # One write per line: prompt, and never split mid-line (mpirun tags each write).
         with contextlib.suppress(AttributeError, ValueError):
             stream.reconfigure(line_buffering=True, write_through=False)
-    if argv[0] == "--exec":
-        os.execvp(argv[1], argv[1:])
     ranks_dir = os.environ.get("LAUNCHBAY_RANKS_DIR")
     rank = identity["rank"]
 
@@ -334,6 +401,8 @@ def main(argv: list[str] | None = None) -> None:
         except OSError:
             pass
 
+    if argv[0] == "--exec":
+        _run_program(argv[1:], record)
     sys.excepthook = _excepthook
     global _leave_code
     atexit.register(_leave_after_atexit)

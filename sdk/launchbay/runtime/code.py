@@ -38,6 +38,8 @@ __all__ = [
     "fetch_code",
     "safe_extract",
     "unsafe_members",
+    "ENTRY_POINT_ACCEPTED",
+    "entry_point_problem",
     "validate_entry_point_name",
     "resolve_entry_point",
     "parse_requirements",
@@ -252,6 +254,29 @@ class EntryPoint:
         return self.kind in ("script", "module")
 
 
+#: What an entry point's name (``sagemaker_program``) may be: the one rule, checked by the
+#: estimator (``entry_point``, relative to ``source_dir``) and by every host's runtime.
+ENTRY_POINT_ACCEPTED = (
+    "a plain relative path of letters, digits, '.', '_', '+', '-' and '/', not starting "
+    "with '-' or '/', without '.' or '..' segments (for example 'train.py' or "
+    "'bin/train.sh')"
+)
+
+
+def entry_point_problem(name: object) -> str | None:
+    """Why ``name`` cannot be an entry point's name (to follow "it"), or ``None``.
+
+    The name goes into a command line (``/bin/sh -c ./<name>``, ``python <name>``),
+    so only a plain relative path inside the code directory is accepted: no
+    spaces, no shell syntax (``$(...)``), no leading ``-`` (an option).
+    """
+    if not isinstance(name, str) or not name:
+        return "is empty" if name == "" else f"is {type(name).__name__}, not a string"
+    if not _SAFE_NAME.match(name) or any(s in (".", "..") for s in name.split("/")):
+        return "is not a plain relative path"
+    return None
+
+
 def validate_entry_point_name(name: str | None) -> str:
     """Accept only a plain relative path inside the code dir (the toolkit's rule)."""
     if not name:
@@ -259,11 +284,10 @@ def validate_entry_point_name(name: str | None) -> str:
             f"No training entry point: set the '{HP.PROGRAM}' hyperparameter to the script "
             "to run, relative to the source directory (for example 'train.py' or 'train.sh')."
         )
-    if not _SAFE_NAME.match(name) or any(s in (".", "..") for s in name.split("/")):
+    problem = entry_point_problem(name)
+    if problem:
         raise TrainingSetupError(
-            f"The training entry point {name!r} is not a plain relative path. Accepted: letters, "
-            "digits, '.', '_', '+', '-' and '/', not starting with '-' or '/', without '.' or "
-            "'..' segments (for example 'train.py' or 'bin/train.sh')."
+            f"The training entry point {name!r} {problem}. Accepted: {ENTRY_POINT_ACCEPTED}."
         )
     return name
 
