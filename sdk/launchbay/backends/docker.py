@@ -68,6 +68,7 @@ from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from launchbay import _sagemaker_config
 from launchbay._docker import docker_client, docker_errors
 from launchbay.backends._gpus import split_for_request
 from launchbay.backends._local import JobLayout, file_uri_path
@@ -298,6 +299,7 @@ class DockerBackend(LocalBackend):
         return split_for_request(request, hosts, instance_type=LOCAL_GPU if self.gpu else LOCAL)
 
     def _check_can_run(self, request: Mapping[str, Any], hosts: list[str]) -> None:
+        container_options()  # an invalid ~/.sagemaker/config.yaml is refused before anything starts
         self.remove_orphans()
         image = (request.get("AlgorithmSpecification") or {}).get("TrainingImage") or ""
         self._ensure_image(image)
@@ -563,7 +565,9 @@ class DockerBackend(LocalBackend):
 
         def create_and_start(spec: HostSpec) -> None:
             entry: _Container = job.procs[spec.host]
-            host_config = api.create_host_config(**host_config_args(spec, network, isolated))
+            host_config = api.create_host_config(
+                **host_config_args(spec, network, isolated, container_options(for_docker=True))
+            )
             networking = api.create_networking_config(
                 {network: api.create_endpoint_config(aliases=[spec.host])}
             )
@@ -788,11 +792,31 @@ class DockerBackend(LocalBackend):
         return path
 
 
-def host_config_args(spec: HostSpec, network: str, isolated: bool) -> dict[str, Any]:
+def container_options(*, for_docker: bool = False) -> dict[str, Any]:
+    """``local.container_config`` of SDK v2 local mode's ``~/.sagemaker/config.yaml``.
+
+    As ``APIClient.create_host_config`` keyword arguments (``shm_size``, ``ulimits``,
+    ``mem_limit``, ...; :data:`launchbay._sagemaker_config.DOCKER_HOST_OPTIONS`);
+    ``for_docker`` turns ulimits into ``docker.types.Ulimit``. Empty without the file.
+    """
+    config = _sagemaker_config.load_local_mode()
+    if config is None or not config.container_config:
+        return {}
+    options = _sagemaker_config.docker_host_options(config.container_config, config.path)
+    if for_docker:
+        return _sagemaker_config.host_options_for_docker(config.path, options)
+    return options
+
+
+def host_config_args(
+    spec: HostSpec, network: str, isolated: bool, options: Mapping[str, Any] | None = None
+) -> dict[str, Any]:
     """The keyword arguments of ``APIClient.create_host_config`` for one host's container.
 
     A ``local_gpu`` container gets one device request naming its own GPUs
     (``spec.gpu_ids``), never ``count=-1`` (all): hosts must not share a GPU.
+    ``options`` (:func:`container_options`) add to them; their ``shm_size`` replaces
+    the default 1 GB.
     """
     device_requests = None
     if spec.gpu_ids is not None:
@@ -806,6 +830,7 @@ def host_config_args(spec: HostSpec, network: str, isolated: bool) -> dict[str, 
         "device_requests": device_requests,
         "extra_hosts": None if isolated else {HOST_GATEWAY: "host-gateway"},
         "shm_size": "1g",
+        **(options or {}),
     }
 
 
@@ -838,6 +863,11 @@ def compose_document(
         }
         if not isolated:
             service["extra_hosts"] = [f"{HOST_GATEWAY}:host-gateway"]
+        # ~/.sagemaker/config.yaml local.container_config: Compose's own option names.
+        config = _sagemaker_config.load_local_mode()
+        if config is not None and config.container_config:
+            _sagemaker_config.docker_host_options(config.container_config, config.path)
+            service.update(copy.deepcopy(config.container_config))
         if gpu and spec.gpu_ids is not None:
             device = {"driver": "nvidia", "device_ids": list(spec.gpu_ids), "capabilities": ["gpu"]}
             service["deploy"] = {"resources": {"reservations": {"devices": [device]}}}
