@@ -725,3 +725,98 @@ def host_options_for_docker(where: str, options: Mapping[str, Any]) -> dict[str,
     if "ulimits" in out:
         out["ulimits"] = _ulimits(out["ulimits"], where)
     return out
+
+
+# --------------------------------------------------------------------------- launchbay config show
+
+_LOCAL_NOTES = {
+    "container_config": "applied to every local Docker container (instance_type local/local_gpu)",
+    "local_code": "no effect: local jobs always use the code on this machine (file://)",
+    "container_root": "not applied: local job directories stay under $LAUNCHBAY_HOME/jobs "
+    "(set LAUNCHBAY_HOME to move them)",
+    "region_name": "not applied: launchbay takes the region from the session or AWS settings",
+    "serving_port": "not applied: launchbay does not serve models",
+}
+
+
+def describe() -> dict[str, Any]:
+    """What ``launchbay config show`` prints: sources, effective defaults and their origin."""
+    config = load()
+    defaults = []
+    for path in APPLIED_KEYS:
+        value = config.get(path)
+        if value is None:
+            continue
+        source = config.origin(path)
+        defaults.append(
+            {
+                "key": path,
+                "value": value,
+                "source": source.location if source else None,
+                "kind": source.kind if source else None,
+            }
+        )
+    applied = set(APPLIED_KEYS)
+    unused = sorted(
+        leaf
+        for leaf in config.origins
+        if leaf != "SchemaVersion"
+        and not any(leaf == k or leaf.startswith(k + ".") for k in applied)
+    )
+    local_path = local_mode_path()
+    local = load_local_mode()
+    local_values = []
+    if local is not None:
+        for name in (
+            "container_config",
+            "local_code",
+            "container_root",
+            "region_name",
+            "serving_port",
+        ):
+            value = getattr(local, name)
+            if value in (None, {}):
+                continue
+            local_values.append(
+                {"key": f"local.{name}", "value": value, "effect": _LOCAL_NOTES[name]}
+            )
+    return {
+        "sources": [
+            {
+                "kind": s.kind,
+                "location": s.location,
+                "variable": s.variable,
+                "loaded": s.loaded,
+            }
+            for s in config.sources
+        ],
+        "defaults": defaults,
+        "not_used_by_launchbay": unused,
+        "local_mode": {"path": local_path, "found": local is not None, "values": local_values},
+    }
+
+
+def describe_text(described: Mapping[str, Any]) -> list[str]:
+    """:func:`describe` as lines for people."""
+    lines = ["SageMaker SDK defaults files (admin first; the user file's values win):"]
+    for s in described["sources"]:
+        via = f" (from {s['variable']})" if s["variable"] else " (default location)"
+        state = "read" if s["loaded"] else "nothing to apply (missing or empty)"
+        lines.append(f"  {s['kind']:<5} {s['location']}{via}: {state}")
+    lines.append("Effective defaults:")
+    if not described["defaults"]:
+        lines.append("  (none)")
+    for d in described["defaults"]:
+        value = json.dumps(d["value"]) if not isinstance(d["value"], str) else d["value"]
+        lines.append(f"  {d['key']} = {value}  [{d['kind']}: {d['source']}]")
+    if described["not_used_by_launchbay"]:
+        lines.append("In the files but not used by launchbay (training jobs only):")
+        lines.extend(f"  {key}" for key in described["not_used_by_launchbay"])
+    local = described["local_mode"]
+    lines.append(
+        f"SDK v2 local mode file: {local['path']}: " + ("read" if local["found"] else "not found")
+    )
+    for v in local["values"]:
+        value = json.dumps(v["value"]) if not isinstance(v["value"], str) else v["value"]
+        lines.append(f"  {v['key']} = {value}  [{v['effect']}]")
+    return lines

@@ -18,6 +18,7 @@
                            [--reuse]
     launchbay images push IMAGE --repository URI [--tag T]
     launchbay images base [--tag T] [--suite S] [--sources FILE ...] [--rebuild]
+    launchbay config show [--output text|json]
 
 Exit codes (what a CI step can rely on):
 
@@ -240,7 +241,27 @@ def build_parser() -> argparse.ArgumentParser:
     output_option(show)
     show.set_defaults(func=_cmd_vpc_show)
     _images_parser(commands)
+    config = commands.add_parser(
+        "config", help="SageMaker SDK defaults files launchbay applies (docs/ci.md)"
+    )
+    config_actions = config.add_subparsers(dest="config_command", metavar="ACTION", required=True)
+    config_show = config_actions.add_parser(
+        "show", help="print the effective defaults and the file each came from"
+    )
+    output_option(config_show)
+    config_show.set_defaults(func=_cmd_config_show)
     return parser
+
+
+def _cmd_config_show(args: argparse.Namespace) -> int:
+    from launchbay import _sagemaker_config
+
+    described = _sagemaker_config.describe()
+    if args.output == "json":
+        _print_json(described)
+    else:
+        print("\n".join(_sagemaker_config.describe_text(described)))
+    return EXIT_OK
 
 
 def _images_parser(commands: Any) -> None:

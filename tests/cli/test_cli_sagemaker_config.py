@@ -1,0 +1,142 @@
+"""The job spec and the ``launchbay`` command honour the SageMaker SDK defaults files (issue 26).
+
+Real ``launchbay`` processes; the files are named by ``SAGEMAKER_USER_CONFIG_OVERRIDE``
+and ``SAGEMAKER_ADMIN_CONFIG_OVERRIDE`` in their environment.
+"""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import yaml
+
+ROLE = "arn:aws:iam::123456789012:role/FromConfigFile"
+USER = {
+    "SchemaVersion": "1.0",
+    "SageMaker": {
+        "TrainingJob": {
+            "RoleArn": ROLE,
+            "Tags": [{"Key": "team", "Value": "platform"}],
+            "Environment": {"ORG": "1"},
+            "VpcConfig": {"Subnets": ["subnet-1"], "SecurityGroupIds": ["sg-1"]},
+        },
+        "PythonSDK": {
+            "Modules": {
+                "Session": {"DefaultS3Bucket": "org-bucket", "DefaultS3ObjectKeyPrefix": "ml"}
+            }
+        },
+        "ProcessingJob": {"RoleArn": ROLE},
+    },
+}
+ADMIN = {
+    "SchemaVersion": "1.0",
+    "SageMaker": {"TrainingJob": {"EnableInterContainerTrafficEncryption": True}},
+}
+
+SPEC = """
+framework: pytorch
+framework_version: "2.3"
+py_version: py311
+entry_point: train.py
+source_dir: src
+instance_type: ml.m5.xlarge
+instance_count: 1
+tags:
+  run: nightly
+"""
+
+
+def _files(tmp_path: Path, env: dict[str, str]) -> dict[str, str]:
+    (tmp_path / "user").mkdir()
+    (tmp_path / "user" / "config.yaml").write_text(yaml.safe_dump(USER))
+    (tmp_path / "admin.yaml").write_text(yaml.safe_dump(ADMIN))
+    (tmp_path / "local.yaml").write_text(
+        yaml.safe_dump({"local": {"container_config": {"shm_size": "8g"}, "local_code": True}})
+    )
+    return {
+        **env,
+        "SAGEMAKER_USER_CONFIG_OVERRIDE": str(tmp_path / "user"),
+        "SAGEMAKER_ADMIN_CONFIG_OVERRIDE": str(tmp_path / "admin.yaml"),
+        "LAUNCHBAY_SAGEMAKER_LOCAL_CONFIG": str(tmp_path / "local.yaml"),
+    }
+
+
+def test_submit_dry_run_applies_the_files(run_cli, project, moto_env, tmp_path):
+    env = _files(tmp_path, moto_env)
+    spec = project.spec(SPEC)
+    done = run_cli("submit", spec, "--dry-run", "--output", "json", env=env)
+    assert done.returncode == 0, done.stderr
+    request = json.loads(done.stdout)
+    assert request["RoleArn"] == ROLE
+    assert request["Tags"] == [
+        {"Key": "run", "Value": "nightly"},
+        {"Key": "team", "Value": "platform"},
+    ]
+    assert request["Environment"] == {"ORG": "1"}
+    assert request["VpcConfig"] == {"Subnets": ["subnet-1"], "SecurityGroupIds": ["sg-1"]}
+    assert request["EnableInterContainerTrafficEncryption"] is True
+    assert request["OutputDataConfig"]["S3OutputPath"] == "s3://org-bucket/ml/"
+    # one INFO line per applied key, on stderr (stdout is the JSON object)
+    assert "Applied value from config key = SageMaker.TrainingJob.RoleArn" in done.stderr
+    assert "Applied value(s) from config key = SageMaker.TrainingJob.Tags" in done.stderr
+
+
+def test_validate_without_the_files_needs_a_role(run_cli, project, moto_env):
+    spec = project.spec(SPEC)
+    done = run_cli("validate", spec, env=moto_env)
+    assert done.returncode == 2
+    assert "role" in done.stderr
+
+
+def test_validate_refuses_an_invalid_file(run_cli, project, moto_env, tmp_path):
+    bad = tmp_path / "bad.yaml"
+    bad.write_text("SchemaVersion: '1.0'\nSageMaker:\n  TrainingJob:\n    RoleArn: nope\n")
+    spec = project.spec(SPEC)
+    done = run_cli("validate", spec, env={**moto_env, "SAGEMAKER_USER_CONFIG_OVERRIDE": str(bad)})
+    assert done.returncode == 2, done.stderr
+    assert str(bad) in done.stderr
+    assert "SageMaker.TrainingJob.RoleArn" in done.stderr
+    assert "Accepted:" in done.stderr
+
+
+def test_config_show_text(run_cli, cli_env, tmp_path):
+    env = _files(tmp_path, cli_env)
+    done = run_cli("config", "show", env=env)
+    assert done.returncode == 0, done.stderr
+    out = done.stdout
+    assert f"user  {tmp_path / 'user'} (from SAGEMAKER_USER_CONFIG_OVERRIDE): read" in out
+    assert f"admin {tmp_path / 'admin.yaml'} (from SAGEMAKER_ADMIN_CONFIG_OVERRIDE): read" in out
+    assert f"SageMaker.TrainingJob.RoleArn = {ROLE}  [user: {tmp_path / 'user'}]" in out
+    assert (
+        "SageMaker.TrainingJob.EnableInterContainerTrafficEncryption = true  "
+        f"[admin: {tmp_path / 'admin.yaml'}]"
+    ) in out
+    assert "SageMaker.ProcessingJob.RoleArn" in out  # listed as not used
+    assert f"SDK v2 local mode file: {tmp_path / 'local.yaml'}: read" in out
+    assert 'local.container_config = {"shm_size": "8g"}' in out
+
+
+def test_config_show_json(run_cli, cli_env, tmp_path):
+    env = _files(tmp_path, cli_env)
+    done = run_cli("config", "show", "--output", "json", env=env)
+    assert done.returncode == 0, done.stderr
+    shown = json.loads(done.stdout)
+    by_key = {d["key"]: d for d in shown["defaults"]}
+    assert by_key["SageMaker.TrainingJob.RoleArn"]["kind"] == "user"
+    assert by_key["SageMaker.PythonSDK.Modules.Session.DefaultS3Bucket"]["value"] == "org-bucket"
+    assert by_key["SageMaker.TrainingJob.EnableInterContainerTrafficEncryption"]["source"] == str(
+        tmp_path / "admin.yaml"
+    )
+    assert [s["kind"] for s in shown["sources"]] == ["admin", "user"]
+    assert shown["not_used_by_launchbay"] == ["SageMaker.ProcessingJob.RoleArn"]
+    assert shown["local_mode"]["found"] is True
+
+
+def test_config_show_with_no_files(run_cli, cli_env):
+    done = run_cli("config", "show", "--output", "json", env=cli_env)
+    assert done.returncode == 0, done.stderr
+    shown = json.loads(done.stdout)
+    assert shown["defaults"] == []
+    assert all(not s["loaded"] for s in shown["sources"])
+    assert shown["local_mode"]["found"] is False
