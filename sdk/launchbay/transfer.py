@@ -19,17 +19,25 @@ choose the S3 cache, channel and checkpoint directories.
 The runner uses plain threads rather than ``concurrent.futures``: executors
 refuse work once the interpreter is shutting down, and a local job stopped from
 an ``atexit`` hook must still save its outputs (if no thread can be started at
-all, the jobs run one after the other). Objects smaller than
+all, the calling thread runs the jobs one after the other). Objects smaller than
 :data:`MULTIPART_THRESHOLD` go with one request each, on up to ``workers``
 threads; larger ones go through boto3's managed transfer (multipart, several
-threads per object), one at a time in the calling thread. The first failure, or
-Ctrl-C, stops a batch: no new transfer starts, downloads in flight stop at
-their next chunk, and the runner waits for the transfers still running before
-it re-raises (a ``KeyboardInterrupt`` wins over transfer errors). A download is
-written to a temporary ``.launchbay-*.part`` file beside its destination and
-renamed into place, so a destination holds the whole object or nothing; an
-interrupted multipart upload is aborted by boto3, and S3 shows a PUT whole or
-not at all.
+threads per object), one at a time on one more thread. The calling thread only
+waits, in an interruptible wait, so Ctrl-C (or SIGTERM turned into it) reaches
+it at once, never stuck behind a transfer. The first failure or Ctrl-C stops a
+batch: no new transfer starts, and transfers in flight stop at their next
+chunk (downloads every 64 KiB; uploads at the next block the socket takes, as
+their bodies and boto3's progress callbacks look at the batch's stop event,
+and a request aborted so is never retried). After a failure the runner waits
+for the threads and re-raises it; after Ctrl-C it waits at most
+:data:`STOP_GRACE` seconds, then re-raises the ``KeyboardInterrupt`` (which
+wins over transfer errors) while the threads finish stopping. Transfers run
+off the main thread (a local job's, on its supervisor thread) stop the same way
+when an event given to :func:`cancelled_by` is set. A download is written to a
+temporary ``.launchbay-*.part`` file beside its destination and renamed into
+place, so a destination holds the whole object or nothing (a process that exits
+right after Ctrl-C may leave such a temporary file); an interrupted multipart
+upload is aborted by boto3, and S3 shows a PUT whole or not at all.
 
 boto3 is imported only inside functions, so importing this module (and
 ``launchbay``) stays fast.
@@ -38,7 +46,9 @@ boto3 is imported only inside functions, so importing this module (and
 from __future__ import annotations
 
 import collections
+import contextlib
 import dataclasses
+import io
 import logging
 import os
 import posixpath
@@ -46,7 +56,7 @@ import stat
 import tempfile
 import threading
 import time
-from collections.abc import Callable, Mapping, Sequence
+from collections.abc import Callable, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any, BinaryIO
 
@@ -72,6 +82,8 @@ __all__ = [
     "resolve_workers",
     "tune_client",
     "run_parallel",
+    "cancelled_by",
+    "STOP_GRACE",
     "list_objects",
     "object_exists",
     "ensure_bucket",
@@ -111,7 +123,14 @@ POOL_CONNECTIONS = MAX_WORKERS + LARGE_FILE_CONCURRENCY
 #: Error codes S3 answers for a missing key or bucket.
 NOT_FOUND_CODES = frozenset({"404", "NoSuchKey", "NotFound", "NoSuchBucket"})
 
-_READ_CHUNK = 1024 * 1024
+#: Bytes a download reads between two looks at its batch's stop event: small
+#: enough that a stopped batch ends within a second even through a slow link.
+_READ_CHUNK = 64 * 1024
+#: Seconds the calling thread waits for the worker threads after Ctrl-C (or an
+#: outside cancellation) before it raises anyway; they stop at their next chunk.
+STOP_GRACE = 1.0
+#: Seconds between two looks of a waiting runner at the events of :func:`cancelled_by`.
+_POLL = 0.1
 #: Failed files a partial-upload error names.
 _FAILURES_SHOWN = 5
 
@@ -138,6 +157,9 @@ class Limits:
             multipart_chunksize=self.multipart_chunksize,
             max_concurrency=self.large_file_concurrency,
             use_threads=use_threads,
+            # boto3's threads look at a cancelled transfer between reads of this
+            # size, and the interpreter waits for them at exit (no measurable cost)
+            io_chunksize=_READ_CHUNK,
         )
 
 
@@ -156,7 +178,88 @@ class S3Object:
 
 
 class _Cancelled(Exception):
-    """A transfer stopped because its batch was stopped (never re-raised by the runner)."""
+    """A transfer stopped because its batch was stopped (never re-raised by the runner).
+
+    Raised from the reads of a request body, the progress callbacks of boto3's
+    managed transfers and the chunk loop of downloads, once the batch's stop
+    event is set. botocore wraps it in a retryable ``HTTPClientError`` when it
+    comes out of a body read; :func:`_no_retry_when_cancelled` unwraps it
+    before any retry.
+    """
+
+
+_cancel_context = threading.local()
+
+
+@contextlib.contextmanager
+def cancelled_by(event: threading.Event, reason: str) -> Iterator[None]:
+    """Stop the transfers this thread starts inside the block soon after ``event`` is set.
+
+    For transfers run outside the main thread, which Ctrl-C never reaches (a
+    local job's channels and outputs, staged by its supervisor thread): once
+    ``event`` is set, no new transfer starts, those in flight stop at their
+    next chunk, and the batch raises ``TransferError`` naming ``reason`` within
+    about :data:`STOP_GRACE` seconds.
+    """
+    outer = getattr(_cancel_context, "events", ())
+    _cancel_context.events = (*outer, (event, reason))
+    try:
+        yield
+    finally:
+        _cancel_context.events = outer
+
+
+def _cancel_reason(events: Sequence[tuple[threading.Event, str]]) -> str | None:
+    return next((reason for event, reason in events if event.is_set()), None)
+
+
+def _no_retry_when_cancelled(caught_exception: BaseException | None = None, **_: Any) -> None:
+    """``needs-retry`` hook: a request that a stopped batch aborted is not retried.
+
+    botocore wraps whatever a body read raises in a retryable
+    ``HTTPClientError``; the :class:`_Cancelled` inside is raised instead.
+    """
+    inner = getattr(caught_exception, "kwargs", {}).get("error")
+    if isinstance(inner, _Cancelled):
+        raise inner
+
+
+def _watch_cancellation(client: Any) -> None:
+    """Install :func:`_no_retry_when_cancelled` on ``client`` (once; later calls do nothing)."""
+    client.meta.events.register_first(
+        "needs-retry.s3", _no_retry_when_cancelled, unique_id="launchbay-no-retry-when-cancelled"
+    )
+
+
+class _StopAwareBody:
+    """A request body whose reads raise :class:`_Cancelled` once ``stop`` is set.
+
+    http.client sends a file-like body a block (8-16 KiB) at a time, so a
+    stopped batch stops its uploads in flight at the next block instead of
+    after the whole body.
+    """
+
+    def __init__(self, raw: BinaryIO, stop: threading.Event, uri: str) -> None:
+        self._raw = raw
+        self._stop = stop
+        self._uri = uri
+
+    def read(self, size: int = -1) -> bytes:
+        if self._stop.is_set():
+            raise _Cancelled(self._uri)
+        return self._raw.read(size)
+
+    def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
+        return self._raw.seek(offset, whence)
+
+    def tell(self) -> int:
+        return self._raw.tell()
+
+    def seekable(self) -> bool:
+        return True
+
+    def readable(self) -> bool:
+        return True
 
 
 # --------------------------------------------------------------------------- boto3 and errors
@@ -291,63 +394,104 @@ def run_parallel(
     large: Sequence[Callable[[], None]] = (),
     stop: threading.Event | None = None,
 ) -> None:
-    """Run ``jobs`` on up to ``workers`` threads while ``large`` ones run here, one at a time.
+    """Run ``jobs`` on up to ``workers`` threads, and ``large`` ones one at a time on one more.
 
-    The first failure (or a ``KeyboardInterrupt`` in this thread) sets ``stop``:
-    jobs not started are dropped, and jobs that watch ``stop`` end early. Once
-    every thread has finished, the first exception is re-raised (a
-    ``KeyboardInterrupt`` or ``SystemExit`` before any other).
+    The calling thread only waits, and stays interruptible: Ctrl-C (a
+    ``KeyboardInterrupt`` or ``SystemExit`` in it) sets ``stop``, waits at most
+    :data:`STOP_GRACE` seconds for the threads and re-raises at once; the
+    threads stop at their next chunk. The first failure of a job also sets
+    ``stop``: jobs not started are dropped, jobs that watch ``stop`` end early,
+    and once every thread has finished the first exception is re-raised (a
+    ``KeyboardInterrupt`` or ``SystemExit`` before any other). Inside
+    :func:`cancelled_by`, a set event stops the batch the same way, which then
+    raises ``TransferError`` naming the reason. If no thread can be started
+    (interpreter shutdown), the calling thread runs the jobs itself.
     """
     stop = stop if stop is not None else threading.Event()
     pending = collections.deque(jobs)
+    heavy = collections.deque(large)
     errors: list[BaseException] = []
     lock = threading.Lock()
+    events = getattr(_cancel_context, "events", ())
+    lanes = [pending] * min(workers, len(pending)) + ([heavy] if heavy else [])
+    running = [0]  # threads still working
+    finished = threading.Event()
 
     def fail(exc: BaseException) -> None:
         with lock:
             errors.append(exc)
         stop.set()
 
-    def work() -> None:
+    def work(queue: collections.deque[Callable[[], None]]) -> None:
         while not stop.is_set():
             with lock:
-                if not pending:
+                if not queue:
                     return
-                job = pending.popleft()
+                job = queue.popleft()
             try:
                 job()
             except BaseException as exc:  # re-raised in the calling thread
                 fail(exc)
 
-    # The calling thread takes jobs too once the large ones are done: one thread
-    # fewer when there are none, so no more than ``workers`` run at once.
-    count = min(workers, len(pending)) - (0 if large else 1)
-    threads: list[threading.Thread] = []
-    for _ in range(count if len(pending) > 1 or large else 0):
-        thread = threading.Thread(target=work, name="launchbay-s3", daemon=True)
+    def lane(queue: collections.deque[Callable[[], None]]) -> None:
         try:
-            thread.start()
-        except RuntimeError:  # interpreter shutdown: no new threads; this one does the rest
-            break
-        threads.append(thread)
+            work(queue)
+        finally:
+            with lock:
+                running[0] -= 1
+                if running[0] <= 0:
+                    finished.set()
+
+    running[0] = len(lanes)  # counted before any starts: the first to end must not be the last
+    started = 0
+    cancelled: str | None = None
     try:
         try:
-            for job in large:
-                if stop.is_set():
+            for queue in lanes:
+                thread = threading.Thread(
+                    target=lane, args=(queue,), name="launchbay-s3", daemon=True
+                )
+                try:
+                    thread.start()
+                except RuntimeError:  # interpreter shutdown: no new threads; this one does the rest
                     break
-                job()
-            work()
-        except BaseException as exc:
-            fail(exc)
-        for thread in threads:
-            thread.join()
-    except BaseException as exc:  # Ctrl-C while waiting: stop the others, wait once more
+                started += 1
+        finally:
+            with lock:
+                running[0] -= len(lanes) - started
+                if running[0] <= 0:
+                    finished.set()
+        if started < len(lanes):
+            work(heavy)  # the last lane: not started
+            work(pending)
+        # Event.wait is interruptible: Ctrl-C lands here, never in a transfer
+        while not finished.wait(_POLL if events else None):
+            cancelled = _cancel_reason(events)
+            if cancelled is not None:
+                logger.info("Stopping the transfers in flight: %s", cancelled)
+                stop.set()
+                finished.wait(STOP_GRACE)
+                break
+    except BaseException as exc:  # Ctrl-C (even while threads start): stop them, wait a moment
         fail(exc)
-        for thread in threads:
-            thread.join()
-    if errors:
-        first = next((e for e in errors if not isinstance(e, Exception)), errors[0])
-        raise first
+        _wait_briefly(finished)
+        raise
+    with lock:
+        errors_now = list(errors)
+    real = [e for e in errors_now if not isinstance(e, _Cancelled)]
+    if real:
+        raise next((e for e in real if not isinstance(e, Exception)), real[0])
+    if cancelled is not None or errors_now:
+        raise TransferError(
+            f"Transfers stopped before they finished: {cancelled or 'the batch was stopped'}. "
+            "No file is left half-written."
+        )
+
+
+def _wait_briefly(finished: threading.Event) -> None:
+    """Give the threads :data:`STOP_GRACE` seconds to stop (a second Ctrl-C ends it sooner)."""
+    if not finished.wait(STOP_GRACE):
+        logger.debug("Transfer threads still stopping; not waiting for them")
 
 
 # --------------------------------------------------------------------------- small requests
@@ -578,6 +722,13 @@ def upload_files(
     done: list[str] = []
     failed: list[tuple[str, TransferError]] = []
     lock = threading.Lock()
+    stop = threading.Event()
+    _watch_cancellation(client)
+
+    def progress(amount: int) -> None:  # boto3's callback: a stopped batch aborts its parts
+        if stop.is_set():
+            raise _Cancelled(f"s3://{bucket}/")
+        bar.update(amount)
 
     def opened(local: str, key: str) -> BinaryIO | None:
         if open_file is None:
@@ -594,7 +745,7 @@ def upload_files(
     def send_fileobj(body: BinaryIO, key: str, config: Any) -> None:
         body.seek(0)
         client.upload_fileobj(
-            body, bucket, key, ExtraArgs=managed_args, Callback=bar.update, Config=config
+            body, bucket, key, ExtraArgs=managed_args, Callback=progress, Config=config
         )
 
     def send(local: str, key: str, size: int) -> None:
@@ -608,7 +759,7 @@ def upload_files(
             checked.close()
             _managed(
                 lambda config: client.upload_file(
-                    local, bucket, key, ExtraArgs=managed_args, Callback=bar.update, Config=config
+                    local, bucket, key, ExtraArgs=managed_args, Callback=progress, Config=config
                 ),
                 limits,
             )
@@ -624,6 +775,9 @@ def upload_files(
                 bar.update(0, 1)
                 return
             data: Any = body.read() if size <= SMALL_BODY_LIMIT else body
+            if size > _READ_CHUNK:  # sent a block at a time, stopping with the batch
+                raw = io.BytesIO(data) if isinstance(data, bytes) else data
+                data = _StopAwareBody(raw, stop, f"s3://{bucket}/{key}")
             client.put_object(Bucket=bucket, Key=key, Body=data, **put_args)
         bar.update(size, 1)
 
@@ -646,7 +800,7 @@ def upload_files(
         )
     try:
         with bar:
-            run_parallel(small, limits.workers, large=large)
+            run_parallel(small, limits.workers, large=large, stop=stop)
     except TransferError as exc:
         if len(files) <= 1 or not summarize:
             raise
@@ -715,6 +869,13 @@ def download_objects(
         "download", total_bytes=total, total_files=len(items), enabled=progress_enabled(progress)
     )
     stop = threading.Event()
+    _watch_cancellation(client)
+
+    def progress(amount: int) -> None:  # boto3's callback: a stopped batch aborts its parts
+        if stop.is_set():
+            raise _Cancelled("download")
+        bar.update(amount)
+
     small: list[Callable[[], None]] = []
     large: list[Callable[[], None]] = []
     for obj, destination in items:
@@ -737,19 +898,24 @@ def download_objects(
                     obj.key,
                     tmp,
                     ExtraArgs=extra or None,
-                    Callback=bar.update,
+                    Callback=progress,
                     Config=config,
                 ),
                 part_limits,
             )
             return
         response = client.get_object(Bucket=obj.bucket, Key=obj.key, **extra)
-        with open(tmp, "wb") as out:
-            for chunk in response["Body"].iter_chunks(_READ_CHUNK):
-                if stop.is_set():
-                    raise _Cancelled(obj.uri)
-                out.write(chunk)
-                bar.update(len(chunk))
+        body = response["Body"]
+        try:
+            with open(tmp, "wb") as out:
+                for chunk in body.iter_chunks(_READ_CHUNK):
+                    if stop.is_set():
+                        raise _Cancelled(obj.uri)
+                    out.write(chunk)
+                    bar.update(len(chunk))
+        except BaseException:
+            body.close()  # the connection is dropped, not reused half-read
+            raise
 
     def job(obj: S3Object, destination: str) -> None:
         tmp = None

@@ -10,6 +10,7 @@ from __future__ import annotations
 import hashlib
 import json
 import os
+import signal
 import subprocess
 import sys
 import threading
@@ -320,22 +321,39 @@ def test_the_first_failure_stops_the_batch_and_leaves_no_partial_file(
     assert len(gets) < len(plan), "transfers not started when the first one failed never start"
 
 
+def ctrl_c_once() -> Any:
+    """An event hook that presses Ctrl-C once: SIGINT to this process, raised in the main thread.
+
+    The transfers run on worker threads; the main thread only waits, and gets
+    the ``KeyboardInterrupt`` there.
+    """
+    sent = threading.Event()
+
+    def interrupt(**_: Any) -> None:
+        if not sent.is_set():
+            sent.set()
+            os.kill(os.getpid(), signal.SIGINT)
+
+    return interrupt
+
+
 def test_ctrl_c_stops_a_download_and_leaves_no_partial_file(s3: Any, tmp_path: Path) -> None:
     bodies = put_many(s3, "k/", 80, size=128 * 1024)
     objects = transfer.list_objects(s3, BUCKET, "k/")
     out = tmp_path / "out"
 
-    def interrupt(**_: Any) -> None:  # Ctrl-C as the calling thread receives it
-        if threading.current_thread() is threading.main_thread():
-            raise KeyboardInterrupt
-
-    s3.meta.events.register("after-call.s3.GetObject", interrupt)
+    s3.meta.events.register("after-call.s3.GetObject", ctrl_c_once())
     with pytest.raises(KeyboardInterrupt):
         transfer.download_objects(
             s3, [(o, str(out / o.key)) for o in objects], limits=Limits(workers=4), progress=True
         )
+    # Ctrl-C is raised within STOP_GRACE; the workers stop at their next chunk and
+    # remove their temporary files (on a loaded machine, maybe just after)
+    deadline = time.monotonic() + 30
+    while [t for t in threading.enumerate() if t.name == "launchbay-s3"]:
+        assert time.monotonic() < deadline, "the transfer threads never stopped"
+        time.sleep(0.05)
     assert assert_whole_or_absent(out, bodies) < len(bodies)
-    assert not [t for t in threading.enumerate() if t.name == "launchbay-s3"], "all joined"
 
 
 def test_ctrl_c_stops_an_upload(s3: Any, tmp_path: Path) -> None:
@@ -344,11 +362,7 @@ def test_ctrl_c_stops_an_upload(s3: Any, tmp_path: Path) -> None:
         (tmp_path / f"u{i}").write_bytes(b"u")
         files.append((str(tmp_path / f"u{i}"), f"u/{i}", 1))
 
-    def interrupt(**_: Any) -> None:
-        if threading.current_thread() is threading.main_thread():
-            raise KeyboardInterrupt
-
-    s3.meta.events.register("before-call.s3.PutObject", interrupt)
+    s3.meta.events.register("before-call.s3.PutObject", ctrl_c_once())
     with pytest.raises(KeyboardInterrupt):
         transfer.upload_files(s3, BUCKET, files, limits=Limits(workers=3), progress=False)
     assert len(transfer.list_objects(s3, BUCKET, "u/")) < 40
@@ -387,23 +401,59 @@ def test_runner_raises_ctrl_c_before_a_failure_of_another_thread() -> None:
     both_running = threading.Barrier(2, timeout=30)
 
     def job() -> None:
-        both_running.wait()
-        if threading.current_thread() is threading.main_thread():
-            raise KeyboardInterrupt
+        if both_running.wait() == 0:
+            os.kill(os.getpid(), signal.SIGINT)  # Ctrl-C reaches the waiting main thread
+        time.sleep(0.3)
         raise TransferError("a worker's failure")
 
     with pytest.raises(KeyboardInterrupt):
         transfer.run_parallel([job, job], 2)
 
 
-def test_runner_runs_large_jobs_in_the_calling_thread() -> None:
+def test_runner_does_not_wait_for_a_job_that_cannot_stop_after_ctrl_c() -> None:
+    """A transfer stuck in a call that never looks at ``stop`` does not hold Ctrl-C back."""
+    release = threading.Event()
+    running = threading.Event()
+
+    def stuck() -> None:
+        running.set()
+        release.wait(60)
+
+    def press() -> None:
+        running.wait(30)
+        os.kill(os.getpid(), signal.SIGINT)
+
+    threading.Thread(target=press, daemon=True).start()
+    started = time.monotonic()
+    try:
+        with pytest.raises(KeyboardInterrupt):
+            transfer.run_parallel([stuck], 2, large=[stuck])
+        assert time.monotonic() - started < transfer.STOP_GRACE + 10
+    finally:
+        release.set()
+
+
+def test_runner_runs_large_jobs_one_at_a_time_beside_the_small_ones() -> None:
     where: list[str] = []
+    large_at_once = [0, 0]
+    lock = threading.Lock()
+
+    def big() -> None:
+        with lock:
+            large_at_once[0] += 1
+            large_at_once[1] = max(large_at_once)
+        where.append("large:" + threading.current_thread().name)
+        time.sleep(0.01)
+        with lock:
+            large_at_once[0] -= 1
+
     transfer.run_parallel(
         [lambda: where.append(threading.current_thread().name) for _ in range(4)],
         2,
-        large=[lambda: where.append("large:" + threading.current_thread().name)],
+        large=[big, big, big],
     )
-    assert f"large:{threading.main_thread().name}" in where and len(where) == 5
+    assert len(where) == 7 and large_at_once[1] == 1
+    assert threading.main_thread().name not in {w.split(":")[-1] for w in where}
 
 
 # -- interpreter shutdown ------------------------------------------------------------------------

@@ -47,6 +47,7 @@ import time
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any, TextIO
 
+from launchbay import transfer
 from launchbay._home import unusable_home_error, usable_local_home
 from launchbay._logs import LogPrinter, show_logs
 from launchbay.backends import _detached
@@ -1498,7 +1499,9 @@ class LocalBackend(Backend):
         finally:
             try:
                 self._teardown(job)
-                self._finish(job, *outcome)
+                # a second Ctrl-C or SIGTERM stops the uploads at once
+                with transfer.cancelled_by(job.force_kill, "the job was killed at once"):
+                    self._finish(job, *outcome)
             finally:
                 if not job.done.is_set():  # _finish itself failed: still end the job
                     with job.lock:
@@ -1512,7 +1515,8 @@ class LocalBackend(Backend):
 
     def _run_job(self, job: LocalJob) -> tuple[str, str | None]:
         job._set_secondary("Downloading", "Downloading input data")
-        self._prepare(job)
+        with transfer.cancelled_by(job.stop_requested, "the job was stopped"):
+            self._prepare(job)  # channel and checkpoint downloads stop with the job
         if job.stop_requested.is_set():
             return STOPPED, None
         job._set_secondary("Training", "Training image download completed. Training in progress.")
