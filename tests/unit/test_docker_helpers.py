@@ -12,6 +12,7 @@ from launchbay.backends.docker import (
     container_endpoint,
     materialize_channel,
 )
+from launchbay.runtime.names import MAX_LOG_LINE
 
 
 def test_loopback_endpoints_point_at_the_docker_host():
@@ -29,6 +30,14 @@ def test_lines_split_across_chunks_and_characters():
     assert list(_split_lines(chunks)) == ["première ligne", "seconde", "last without newline"]
     assert list(_split_lines([b""])) == []
     assert list(_split_lines([b"a\n", b"\n"])) == ["a", ""]
+
+
+def test_a_carriage_return_ends_a_line_and_long_lines_come_in_bounded_pieces():
+    """A progress bar is shown as it moves; a line without end is held in bounded pieces."""
+    assert list(_split_lines([b"10%\r20%\r", b"\n30%\r\ndone\n"])) == ["10%", "20%", "30%", "done"]
+    big = b"x" * (3 * MAX_LOG_LINE + 5)
+    pieces = list(_split_lines(big[i : i + 4096] for i in range(0, len(big), 4096)))
+    assert [len(p) for p in pieces] == [MAX_LOG_LINE] * 3 + [5]
 
 
 def test_a_channel_is_materialized_as_its_own_files(tmp_path):

@@ -58,6 +58,7 @@ import json
 import logging
 import os
 import posixpath
+import re
 import shlex
 import shutil
 import signal
@@ -87,7 +88,7 @@ from launchbay.errors import DockerError, ImageNotFoundError, JobError
 from launchbay.runtime._procs import is_alive
 from launchbay.runtime.code import fetch_code
 from launchbay.runtime.contract import write_host_config
-from launchbay.runtime.names import DOCKER_INSTANCE_TYPES, HP, LOCAL, LOCAL_GPU
+from launchbay.runtime.names import DOCKER_INSTANCE_TYPES, HP, LOCAL, LOCAL_GPU, MAX_LOG_LINE
 from launchbay.s3uri import is_file_uri, is_s3_uri
 
 __all__ = ["DockerBackend", "compose_document", "COMPOSE_FILE"]
@@ -228,17 +229,36 @@ def _write_text_atomic(path: str, text: str) -> None:
 
 
 def _split_lines(chunks: Iterable[bytes]) -> Iterator[str]:
-    """Lines of a byte stream whose chunks may end mid-line (or mid-character)."""
+    """Lines of a byte stream whose chunks may end mid-line (or mid-character).
+
+    A carriage return ends a line too (``\r\n`` is one end), so a progress bar is
+    shown as it moves, as the ``local_process`` log reader does. A line never
+    grows past :data:`~launchbay.runtime.names.MAX_LOG_LINE` characters: a
+    longer one comes out in pieces of that size, so a container that prints
+    hundreds of megabytes without a newline costs the client no more memory
+    than short lines.
+    """
     decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
     pending = ""
+    carriage = False  # the last chunk ended with "\r": a "\n" next is the same end
     for chunk in chunks:
-        pending += decoder.decode(chunk)
-        *lines, pending = pending.split("\n")
-        for line in lines:
-            yield line.rstrip("\r")
+        text = decoder.decode(chunk)
+        if carriage and text.startswith("\n"):
+            text = text[1:]
+        carriage = text.endswith("\r")
+        pending += text
+        *lines, pending = _LINE_ENDS.split(pending)
+        yield from lines
+        while len(pending) > MAX_LOG_LINE:
+            yield pending[:MAX_LOG_LINE]
+            pending = pending[MAX_LOG_LINE:]
     pending += decoder.decode(b"", final=True)
     if pending:
-        yield pending.rstrip("\r")
+        yield pending
+
+
+#: What ends a line of a container's output.
+_LINE_ENDS = re.compile("\r\n|\r|\n")
 
 
 class DockerBackend(LocalBackend):
