@@ -3,8 +3,40 @@
 Source: sagemaker==2.257.7 (image_uri_config/*.json, training scope).
 """
 
+from __future__ import annotations
+
+from typing import Any, TypedDict
+
+
+class SmpCuda(TypedDict):
+    """CUDA tag suffix of SMP images: per framework minor version, else by family."""
+
+    by_minor: dict[str, str]
+    p5: str
+    default: str
+
+
+class ImageData(TypedDict):
+    """The shape of DATA; an image table (images[framework][scope]) stays a plain dict."""
+
+    source: str
+    domains: list[list[str]]
+    default_domain: str
+    accounts: dict[str, dict[str, str]]
+    repository_accounts: dict[str, str]
+    region_sets: dict[str, list[str]]
+    images: dict[str, dict[str, dict[str, Any]]]
+    graviton_families: list[str]
+    smp_cuda: SmpCuda
+    p2_retired_from: dict[str, str]
+    auto_container_suffix: dict[str, str]
+    py2_latest: dict[str, str]
+    py2_refused_after: dict[str, str]
+    legacy_mode_through: dict[str, str]
+
+
 # fmt: off
-DATA = {
+DATA: ImageData = {
     "source": "sagemaker==2.257.7",
     "domains": [["cn-", "amazonaws.com.cn"], ["us-isob-", "sc2s.sgov.gov"], ["us-isof-", "csp.hci.ic.gov"], ["us-iso-", "c2s.ic.gov"]],
     "default_domain": "amazonaws.com",

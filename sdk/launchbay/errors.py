@@ -29,6 +29,7 @@ from __future__ import annotations
 
 import difflib
 from collections.abc import Iterable
+from typing import TypeVar
 
 __all__ = [
     "LaunchbayError",
@@ -53,6 +54,10 @@ class LaunchbayError(Exception):
     """Root of every launchbay exception."""
 
 
+#: ``ImageNotFoundError.invalid(...)`` is an ImageNotFoundError, not just a ConfigurationError.
+_ConfigErrorT = TypeVar("_ConfigErrorT", bound="ConfigurationError")
+
+
 class ConfigurationError(LaunchbayError, ValueError):
     """An argument has a value launchbay cannot accept."""
 
@@ -63,8 +68,8 @@ class ConfigurationError(LaunchbayError, ValueError):
 
     @classmethod
     def invalid(
-        cls, argument: str, value: object, accepted: str, *, reason: str = ""
-    ) -> ConfigurationError:
+        cls: type[_ConfigErrorT], argument: str, value: object, accepted: str, *, reason: str = ""
+    ) -> _ConfigErrorT:
         """Build the standard message: argument, value given, what is accepted."""
         why = f" {reason.rstrip('.')}." if reason else ""
         return cls(

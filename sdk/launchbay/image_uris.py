@@ -385,7 +385,7 @@ def training_image_uri(
     pythons = entry["py"]
     if py_version is None and len(pythons) == 1:
         py_version = pythons[0]
-    elif py_version not in pythons:
+    if py_version is None or py_version not in pythons:
         raise ImageNotFoundError.invalid(
             "py_version",
             py_version,
