@@ -656,10 +656,8 @@ def _cannot_ask(backend: Backend) -> str | None:
 
 
 def _backend_name(estimator: Any) -> str:
-    """The registry name of the backend that runs ``estimator``'s jobs."""
-    groups = estimator.instance_groups or []
-    instance_type = estimator.instance_type or next((g.instance_type for g in groups), None)
-    return registry.backend_name_for(instance_type)
+    """The registry name of the backend that runs ``estimator``'s jobs (the one rule)."""
+    return str(estimator.placement.backend)
 
 
 # --------------------------------------------------------------------------- submit

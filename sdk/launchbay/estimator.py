@@ -42,6 +42,7 @@ from launchbay.debugger import DebuggerHookConfig
 from launchbay.distribution import Distribution, parse_distribution
 from launchbay.errors import ConfigurationError
 from launchbay.inputs import channels_from_inputs, check_uri
+from launchbay.plan import Placement, place
 from launchbay.runtime.code import ENTRY_POINT_ACCEPTED, entry_point_problem
 from launchbay.runtime.names import HP, LOCAL_GPU, LOCAL_INSTANCE_TYPES, LOCAL_PROCESS
 from launchbay.s3uri import is_s3_uri, parse_s3_uri
@@ -193,8 +194,7 @@ class EstimatorBase:
         raw = arguments.bind(type(self), args, kwargs, stacklevel=3)
         # SageMaker SDK defaults files fill what was not given, as in SDK v2 (issue 26).
         raw = _sagemaker_config.estimator_defaults(type(self), args, kwargs, raw)
-        local = raw.get("instance_type") in LOCAL_INSTANCE_TYPES
-        values = arguments.check(declared, raw, local)
+        values = arguments.check(declared, raw, _local_before_checks(raw))
         for argument in declared:
             setattr(self, argument.attribute, values[argument.name])
         self.latest_training_job: Any = None
@@ -209,9 +209,19 @@ class EstimatorBase:
     # -- construction helpers -------------------------------------------------
 
     @property
+    def placement(self) -> Placement:
+        """Where this estimator's jobs run: the one rule of :mod:`launchbay.plan`.
+
+        Raises:
+            ConfigurationError: instance groups that no one backend runs (local
+                and ``ml.*`` mixed, or two local types).
+        """
+        return place(self.instance_type, self.instance_groups)
+
+    @property
     def is_local(self) -> bool:
-        """True for the instance types that run on this machine."""
-        return getattr(self, "instance_type", None) in LOCAL_INSTANCE_TYPES
+        """True when the jobs run on this machine (a local instance type, or local groups)."""
+        return self.placement.local
 
     def _check_rules(self) -> None:
         """The rules that involve several arguments, for every estimator class, in one place."""
@@ -224,6 +234,7 @@ class EstimatorBase:
                     argument="instance_groups",
                     value=self.instance_groups,
                 )
+            self.placement  # noqa: B018 - refuses groups that no one backend runs
         else:
             if self.instance_type is None:
                 raise ConfigurationError(
@@ -633,12 +644,12 @@ class EstimatorBase:
 
     def _check_local_capacity(self, *, gpus: bool = True) -> None:
         """Refuse a local job this machine cannot run: too many ranks, too few GPUs (docs/local.md)."""
-        groups = self.instance_groups or []
-        local_groups = [g for g in groups if g.instance_type in LOCAL_INSTANCE_TYPES]
-        if not self.is_local and not local_groups:
+        placement = self.placement
+        if not placement.local or placement.instance_type is None:
             return
+        groups = self.instance_groups or []
         hosts = sum(g.instance_count for g in groups) if groups else self.instance_count
-        instance_type = self.instance_type or local_groups[0].instance_type
+        instance_type = placement.instance_type
         config = self.distribution_config
         per_host, where = None, "processes_per_host"
         for section, sub in (("torch_distributed", config.torch_distributed),
@@ -762,8 +773,9 @@ class EstimatorBase:
         request, bundle, code_uri = self._plan(inputs, job_name, for_run=True)
         if self.instance_type == LOCAL_PROCESS:
             self._check_installed_framework()
-        session = self.sagemaker_session if self.is_local else self.session
-        backend = backends.backend_for(self.instance_type, session)
+        placement = self.placement
+        session = self.sagemaker_session if placement.local else self.session
+        backend = backends.backend_for(placement.instance_type, session)
         self._stage(request, bundle, code_uri)
         job = backend.run(request)
         self.latest_training_job = job
@@ -1016,6 +1028,18 @@ class Framework(EstimatorBase):
             self._region(),
             distribution=self.distribution,
         )
+
+
+def _local_before_checks(raw: Mapping[str, Any]) -> bool:
+    """Whether the arguments as given ask for a local job (before they are checked).
+
+    The rule of :func:`launchbay.plan.place`; arguments it cannot read yet (a
+    wrong type) count as not local, and their own check names them.
+    """
+    try:
+        return place(raw.get("instance_type"), raw.get("instance_groups")).local
+    except (ConfigurationError, TypeError, AttributeError):
+        return raw.get("instance_type") in LOCAL_INSTANCE_TYPES
 
 
 def local_home_uri(*parts: str) -> str:
