@@ -48,6 +48,7 @@ from __future__ import annotations
 import collections
 import contextlib
 import dataclasses
+import functools
 import io
 import logging
 import os
@@ -725,7 +726,7 @@ def upload_files(
     stop = threading.Event()
     _watch_cancellation(client)
 
-    def progress(amount: int) -> None:  # boto3's callback: a stopped batch aborts its parts
+    def on_bytes(amount: int) -> None:  # boto3's callback: a stopped batch aborts its parts
         if stop.is_set():
             raise _Cancelled(f"s3://{bucket}/")
         bar.update(amount)
@@ -745,7 +746,7 @@ def upload_files(
     def send_fileobj(body: BinaryIO, key: str, config: Any) -> None:
         body.seek(0)
         client.upload_fileobj(
-            body, bucket, key, ExtraArgs=managed_args, Callback=progress, Config=config
+            body, bucket, key, ExtraArgs=managed_args, Callback=on_bytes, Config=config
         )
 
     def send(local: str, key: str, size: int) -> None:
@@ -759,7 +760,7 @@ def upload_files(
             checked.close()
             _managed(
                 lambda config: client.upload_file(
-                    local, bucket, key, ExtraArgs=managed_args, Callback=progress, Config=config
+                    local, bucket, key, ExtraArgs=managed_args, Callback=on_bytes, Config=config
                 ),
                 limits,
             )
@@ -795,9 +796,7 @@ def upload_files(
     small: list[Callable[[], None]] = []
     large: list[Callable[[], None]] = []
     for local, key, size in files:
-        (large if limits.is_large(size) else small).append(
-            lambda a=local, b=key, c=size: job(a, b, c)
-        )
+        (large if limits.is_large(size) else small).append(functools.partial(job, local, key, size))
     try:
         with bar:
             run_parallel(small, limits.workers, large=large, stop=stop)
@@ -871,24 +870,10 @@ def download_objects(
     stop = threading.Event()
     _watch_cancellation(client)
 
-    def progress(amount: int) -> None:  # boto3's callback: a stopped batch aborts its parts
+    def on_bytes(amount: int) -> None:  # boto3's callback: a stopped batch aborts its parts
         if stop.is_set():
             raise _Cancelled("download")
         bar.update(amount)
-
-    small: list[Callable[[], None]] = []
-    large: list[Callable[[], None]] = []
-    for obj, destination in items:
-        (large if limits.is_large(obj.size) else small).append(
-            lambda o=obj, d=destination: job(o, d)
-        )
-    # Large objects download side by side, the part threads shared among them: a
-    # server that serves one object's parts one after another (moto does) is then
-    # busy on several, and S3 loses nothing (measured: bench/scale.py, data).
-    large_at_once = max(1, min(LARGE_OBJECTS_AT_ONCE, len(large)))
-    part_limits = dataclasses.replace(
-        limits, large_file_concurrency=-(-limits.large_file_concurrency // large_at_once)
-    )
 
     def fetch(obj: S3Object, tmp: str) -> None:
         if limits.is_large(obj.size):
@@ -898,7 +883,7 @@ def download_objects(
                     obj.key,
                     tmp,
                     ExtraArgs=extra or None,
-                    Callback=progress,
+                    Callback=on_bytes,
                     Config=config,
                 ),
                 part_limits,
@@ -936,6 +921,20 @@ def download_objects(
                 except OSError:
                     pass
         bar.update(0, 1)
+
+    small: list[Callable[[], None]] = []
+    large: list[Callable[[], None]] = []
+    for obj, destination in items:
+        (large if limits.is_large(obj.size) else small).append(
+            functools.partial(job, obj, destination)
+        )
+    # Large objects download side by side, the part threads shared among them: a
+    # server that serves one object's parts one after another (moto does) is then
+    # busy on several, and S3 loses nothing (measured: bench/scale.py, data).
+    large_at_once = max(1, min(LARGE_OBJECTS_AT_ONCE, len(large)))
+    part_limits = dataclasses.replace(
+        limits, large_file_concurrency=-(-limits.large_file_concurrency // large_at_once)
+    )
 
     together = [lambda: run_parallel(large, large_at_once, stop=stop)] if large else []
     with bar:
