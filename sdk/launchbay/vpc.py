@@ -37,7 +37,7 @@ import os
 import sys
 import time
 from collections.abc import Iterable, Mapping, Sequence
-from typing import Any, TextIO
+from typing import Any, TextIO, TypedDict
 
 from launchbay.display import Display, progress_enabled
 from launchbay.errors import ConfigurationError, ProvisioningError
@@ -298,7 +298,7 @@ class _Events:
 
 def _event_line(event: Mapping[str, Any]) -> str:
     stamp = event.get("Timestamp")
-    clock = stamp.strftime("%H:%M:%S") if hasattr(stamp, "strftime") else ""
+    clock = stamp.strftime("%H:%M:%S") if stamp is not None and hasattr(stamp, "strftime") else ""
     reason = event.get("ResourceStatusReason") or ""
     text = (
         f"{clock} {event.get('LogicalResourceId', ''):<30} "
@@ -308,6 +308,14 @@ def _event_line(event: Mapping[str, Any]) -> str:
 
 
 # --------------------------------------------------------------------------- waiting
+
+
+class _WaitArgs(TypedDict):
+    """The keyword arguments of :func:`_wait` that one ``ensure_vpc`` call passes to each wait."""
+
+    timeout: float
+    poll_interval: float
+    events: _Events
 
 
 def _wait(
@@ -511,7 +519,7 @@ def provision(
 
     stack = _Stack(stack_name, region, session)
     events = _Events(stack, progress)
-    wait = {"timeout": timeout, "poll_interval": poll_interval, "events": events}
+    wait: _WaitArgs = {"timeout": timeout, "poll_interval": poll_interval, "events": events}
     description = stack.find()
 
     if description is not None and description["StackStatus"] == "DELETE_IN_PROGRESS":
@@ -540,7 +548,7 @@ def provision(
     return _config_from(stack, stack.find() or description)
 
 
-def _create(stack: _Stack, body: str, wanted: Mapping[str, str], wait: dict[str, Any]) -> VpcConfig:
+def _create(stack: _Stack, body: str, wanted: Mapping[str, str], wait: _WaitArgs) -> VpcConfig:
     logger.info("Creating %s", stack.where)
     created = stack.call(
         "create",
@@ -562,7 +570,7 @@ def _update_if_changed(
     description: Mapping[str, Any],
     body: str,
     wanted: Mapping[str, str],
-    wait: dict[str, Any],
+    wait: _WaitArgs,
 ) -> None:
     current = {
         p["ParameterKey"]: p.get("ParameterValue", "") for p in description.get("Parameters") or []
@@ -578,7 +586,7 @@ def _update_if_changed(
         stack.where,
         ", ".join(f"{k}={v}" for k, v in changed.items()) or "new template",
     )
-    events: _Events = wait["events"]
+    events = wait["events"]
     events.prime(description["StackId"])
     keys = set(current) | set(wanted)
     params: list[dict[str, Any]] = []
