@@ -70,7 +70,7 @@ logger = logging.getLogger("launchbay.distribution")
 MP_PARAMETERS = "mp_parameters"  # modelparallel's hyperparameter (not a sagemaker_* key)
 
 # Facts from the reference SDK: which versions its images support for each strategy.
-SMDDP_FRAMEWORK_VERSIONS = {
+SMDDP_FRAMEWORK_VERSIONS: dict[str, tuple[str, ...]] = {
     "tensorflow": (
         "2.3", "2.3.1", "2.3.2", "2.4", "2.4.1", "2.4.3", "2.5", "2.5.0", "2.5.1", "2.6",
         "2.6.0", "2.6.2", "2.6.3", "2.7", "2.7.1", "2.8", "2.8.0", "2.9", "2.9.1", "2.9.2",
@@ -82,11 +82,11 @@ SMDDP_FRAMEWORK_VERSIONS = {
         "2.0.0", "2.0.1", "2.1.0", "2.1.2", "2.2.0",
     ),
 }  # fmt: skip
-TORCH_DISTRIBUTED_GPU_VERSIONS = (
+TORCH_DISTRIBUTED_GPU_VERSIONS: tuple[str, ...] = (
     "1.13.1", "2.0.0", "2.0.1", "2.1.0", "2.1.2", "2.2.0", "2.3.0", "2.3.1", "2.4.1",
     "2.5.1", "2.6.0", "2.7.1", "2.8.0",
 )  # fmt: skip
-TORCH_DISTRIBUTED_TRAINIUM_VERSIONS = (
+TORCH_DISTRIBUTED_TRAINIUM_VERSIONS: tuple[str, ...] = (
     "1.11", "1.11.0", "1.12", "1.12.0", "1.12.1", "1.13.1", "2.0.0",
 )  # fmt: skip
 SMDDP_INCOMPATIBLE_IMAGE_TAGS = ("2.0.1-gpu-py310-cu121",)
@@ -384,16 +384,17 @@ class Distribution:
 
     def to_hyperparameters(self) -> dict[str, Any]:
         """The ``sagemaker_*`` (and ``mp_parameters``) hyperparameters, not yet JSON-encoded."""
-        torch_enabled = bool(self.torch_distributed and self.torch_distributed.enabled)
-        if self.framework == "pytorch" and torch_enabled:
+        torch = self.torch_distributed
+        torch_enabled = torch if torch is not None and torch.enabled else None
+        if self.framework == "pytorch" and torch_enabled is not None:
             # The reference SDK sends only the torch keys here, plus the smdistributed
             # ones when both are given (torch_distributed + modelparallel on p5).
             hps: dict[str, Any] = self._generic() if self.smdistributed else {}
-            hps.update(self.torch_distributed.to_hyperparameters(self.instance_type))
+            hps.update(torch_enabled.to_hyperparameters(self.instance_type))
             return hps
         hps = self._generic()
-        if torch_enabled:  # generic estimator with a custom image
-            hps.update(self.torch_distributed.to_hyperparameters(self.instance_type))
+        if torch_enabled is not None:  # generic estimator with a custom image
+            hps.update(torch_enabled.to_hyperparameters(self.instance_type))
         return hps
 
     def _generic(self) -> dict[str, Any]:
@@ -548,7 +549,10 @@ def _smdistributed(
 
 def _group_names(names: Sequence[str], estimator_groups: Sequence[Any] | None) -> tuple[str, ...]:
     where = _path("instance_groups")
-    known = {getattr(g, "instance_group_name", None): g for g in (estimator_groups or [])}
+    # Names as the groups carry them: strings, once the estimator's arguments are checked.
+    known: dict[Any, Any] = {
+        getattr(g, "instance_group_name", None): g for g in (estimator_groups or [])
+    }
     if names and not known:
         raise DistributionError(
             f"Invalid {where}={names!r}: the estimator has no instance_groups. "
