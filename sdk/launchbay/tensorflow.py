@@ -2,7 +2,7 @@
 
 from __future__ import annotations
 
-from typing import Any
+from typing import Any, Literal
 
 from launchbay import arguments
 from launchbay.estimator import Framework
@@ -24,6 +24,9 @@ class TensorFlow(Framework):
 
     _owners = (arguments.BASE, arguments.FRAMEWORK, arguments.TENSORFLOW)
     _positional = ("py_version", "framework_version", "model_dir", "image_uri", "distribution")
+
+    # Bound from arguments.TENSORFLOW (checked by arguments._check_model_dir).
+    model_dir: str | Literal[False] | None
 
     def _debugger_allowed(self) -> bool:
         ps = self.distribution_config.parameter_server
