@@ -150,10 +150,11 @@ def _http_status(exc: BaseException) -> int:
     return int(response.get("ResponseMetadata", {}).get("HTTPStatusCode") or 0)
 
 
-def _botocore_errors() -> tuple[type[BaseException], ...]:
+def _botocore_errors(*also: type[BaseException]) -> tuple[type[BaseException], ...]:
+    """botocore's errors (imported when an ``except`` clause is reached), and ``also``."""
     from botocore.exceptions import BotoCoreError, ClientError
 
-    return (ClientError, BotoCoreError)
+    return (*also, ClientError, BotoCoreError)
 
 
 def _is_transient(exc: BaseException) -> bool:
@@ -926,7 +927,7 @@ class SageMakerBackend(Backend):
             if description is None:
                 description = self.describe(name)
             return self._failure_log_tail(name, description, lines)
-        except (LaunchbayError, *_botocore_errors()) as exc:
+        except _botocore_errors(LaunchbayError) as exc:
             logger.debug("Could not read the last log lines of %s: %s", name, exc)
             return None
 
@@ -949,13 +950,13 @@ class SageMakerBackend(Backend):
                 for event in response.get("events", [])
                 for line in _lines_of(event["message"])
             ]
-        stream = pick_failed_stream(
+        failed = pick_failed_stream(
             windows, tailer.hosts, str(description.get("FailureReason", ""))
         )
-        if stream is None:
+        if failed is None:
             return None
-        tail = [line for _, line in windows[stream]][-lines:]
-        return LogTail(tailer.hosts[stream], f"CloudWatch Logs {LOG_GROUP}, stream {stream}", tail)
+        tail = [line for _, line in windows[failed]][-lines:]
+        return LogTail(tailer.hosts[failed], f"CloudWatch Logs {LOG_GROUP}, stream {failed}", tail)
 
 
 def pick_failed_stream(
