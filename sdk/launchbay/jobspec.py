@@ -323,8 +323,8 @@ class _Composer:
                 mark = exc.problem_mark or exc.context_mark
                 line = mark.line + 1 if mark else None
                 where = f"{self.locations.filename}:{line}" if line else self.locations.filename
-                problem = " ".join(str(p) for p in (exc.context, exc.problem) if p)
-                raise JobSpecError([Problem(where, "", f"invalid YAML: {problem}", line)]) from exc
+                message = " ".join(str(p) for p in (exc.context, exc.problem) if p)
+                raise JobSpecError([Problem(where, "", f"invalid YAML: {message}", line)]) from exc
             except yaml.YAMLError as exc:
                 raise JobSpecError(
                     [Problem(self.locations.filename, "", f"invalid YAML: {exc}")]
@@ -419,6 +419,12 @@ class _Composer:
         return value
 
 
+def _event_line(event: yaml.Event, filename: str) -> tuple[int | None, str]:
+    """The 1-based line of a parser event and ``file:line`` (the parser marks every event)."""
+    line = event.start_mark.line + 1 if event.start_mark is not None else None
+    return line, f"{filename}:{line}" if line is not None else filename
+
+
 def _limit_problem(text: str, filename: str) -> Problem | None:
     """The first limit ``text`` breaks (size, NUL, nesting depth, aliases), else ``None``.
 
@@ -449,19 +455,19 @@ def _limit_problem(text: str, filename: str) -> Problem | None:
             if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
                 depth += 1
                 if depth > MAX_DEPTH:
-                    line = event.start_mark.line + 1
-                    return Problem(f"{filename}:{line}", "", f"lists and mappings nest more "
+                    at, where = _event_line(event, filename)
+                    return Problem(where, "", f"lists and mappings nest more "
                                    f"than {MAX_DEPTH} levels deep; accepted: at most "
-                                   f"{MAX_DEPTH}", line)  # fmt: skip
+                                   f"{MAX_DEPTH}", at)  # fmt: skip
             elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
                 depth -= 1
             elif isinstance(event, yaml.AliasEvent):
                 aliases += 1
                 if aliases > MAX_ALIASES:
-                    line = event.start_mark.line + 1
-                    return Problem(f"{filename}:{line}", "", f"more than {MAX_ALIASES} YAML "
+                    at, where = _event_line(event, filename)
+                    return Problem(where, "", f"more than {MAX_ALIASES} YAML "
                                    f"aliases (*name); accepted: at most {MAX_ALIASES}",
-                                   line)  # fmt: skip
+                                   at)  # fmt: skip
     except yaml.YAMLError:
         return None  # reported by the composer, with its line
     finally:
@@ -881,9 +887,9 @@ class JobSpec:
                 else:
                     out[channel] = FileSystemInput(**value)
             except ConfigurationError as exc:
-                argument = getattr(exc, "argument", None)
+                argument = exc.argument
                 path: KeyPath = ("inputs", channel)
-                if argument in value:
+                if argument is not None and argument in value:
                     path = (*path, argument)
                 problems.append(self.problem(path, str(exc)))
         if problems:
@@ -1051,18 +1057,18 @@ def loads(
         if not isinstance(current, str):
             continue
         if len(path) == 1 and current.strip() in _NULLS:
-            value: Any = None
+            coerced: Any = None
         elif _accepts_string(path):
             continue
         else:
             try:
-                value = _scalar_from_text(
+                coerced = _scalar_from_text(
                     current, collections=path not in composer.whole_references
                 )
             except ValueError as exc:  # a YAML limit (nesting, aliases, size)
                 problems.append(locations.problem(path, str(exc)))
                 continue
-        _assign(data, path, value)
+        _assign(data, path, coerced)
     if problems:
         raise JobSpecError(problems)
     data = {k: v for k, v in data.items() if v is not None}
