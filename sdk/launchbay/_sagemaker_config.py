@@ -679,7 +679,8 @@ def _ulimits(value: Any, where: str) -> list[Any]:
     out = []
     for name, limit in value.items():
         if isinstance(limit, Mapping):
-            out.append(Ulimit(name=name, soft=limit.get("soft"), hard=limit.get("hard")))
+            soft, hard = limit.get("soft"), limit.get("hard")
+            out.append(Ulimit(name=name, soft=soft, hard=hard))  # type: ignore[arg-type]  # docker takes None (unset bound); types-docker says int
         else:
             out.append(Ulimit(name=name, soft=limit, hard=limit))
     return out
