@@ -24,6 +24,7 @@ Standard library only; nothing is imported until a check runs.
 from __future__ import annotations
 
 import os
+from collections.abc import Mapping
 from dataclasses import dataclass
 
 from launchbay.errors import ConfigurationError
@@ -75,14 +76,14 @@ def _soft_limit(name: str) -> int | None:
     return None if soft == resource.RLIM_INFINITY or soft < 0 else soft
 
 
-def local_capacity(environ: dict[str, str] | None = None) -> LocalCapacity:
+def local_capacity(environ: Mapping[str, str] | None = None) -> LocalCapacity:
     """The most ranks (hosts x processes per host) one local job may start on this machine.
 
     Raises:
         ConfigurationError: ``$LAUNCHBAY_MAX_LOCAL_RANKS`` is set but not an integer >= 1.
     """
-    environ = os.environ if environ is None else environ
-    override = environ.get(MAX_RANKS_ENV, "").strip()
+    env = os.environ if environ is None else environ
+    override = env.get(MAX_RANKS_ENV, "").strip()
     if override:
         try:
             value = int(override)

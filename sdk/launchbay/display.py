@@ -35,7 +35,7 @@ import os
 import sys
 import threading
 import time
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from typing import Any, TextIO
 
 __all__ = [
@@ -243,9 +243,7 @@ class Display:
         """
         self.print_lines([parts], cut=cut)
 
-    def print_lines(
-        self, lines: list[tuple[Part, ...]] | list[list[Part]], *, cut: bool = False
-    ) -> None:
+    def print_lines(self, lines: Sequence[Sequence[Part]], *, cut: bool = False) -> None:
         """Print several whole lines at once, each a sequence of parts (``cut``: as :meth:`print`)."""
         if not lines:
             return
