@@ -378,8 +378,10 @@ def main(argv: list[str] | None = None) -> None:
         _redirect_output(io_dir, identity["rank"])
     for stream in (sys.stdout, sys.stderr):
         # One write per line: prompt, and never split mid-line (mpirun tags each write).
+        reconfigure = getattr(stream, "reconfigure", None)  # io.TextIOWrapper's, not TextIO's
         with contextlib.suppress(AttributeError, ValueError):
-            stream.reconfigure(line_buffering=True, write_through=False)
+            if reconfigure is not None:
+                reconfigure(line_buffering=True, write_through=False)
     ranks_dir = os.environ.get("LAUNCHBAY_RANKS_DIR")
     rank = identity["rank"]
 

@@ -579,7 +579,7 @@ def _listed_gpus(root: str = "/") -> list[tuple[str, str]]:
     except (OSError, subprocess.SubprocessError):
         return []
     else:
-        found = []
+        found: list[tuple[str, str]] = []
         for line in output.split("\n"):
             if not line.startswith("GPU "):
                 continue
