@@ -41,6 +41,8 @@ from functools import cache, lru_cache
 from importlib import resources
 from typing import Any
 
+from launchbay import arguments
+from launchbay._patterns import INSTANCE_TYPE_RE, JOB_NAME_RE  # re-exported
 from launchbay.errors import ConfigurationError
 from launchbay.runtime.contract import (
     CHANNEL_NAME_ACCEPTED,
@@ -53,58 +55,24 @@ __all__ = [
     "check_request",
     "check_value",
     "shape",
-    "ARGUMENTS",
     "INSTANCE_TYPE_RE",
     "JOB_NAME_RE",
 ]
 
-#: ``TrainingJobName``: the model's pattern (``[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}``),
-#: anchored as the service applies it; written out so that using it reads no JSON
-#: (``tests/unit/test_request_rules.py`` pins it to the model).
-JOB_NAME_RE = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
-#: A SageMaker training instance type. The model has an enum, not a pattern, and
-#: its list lags behind new types, so any ``ml.<family>.<size>`` is accepted here.
-INSTANCE_TYPE_RE = re.compile(r"^ml\.[a-z0-9\-]+\.[a-z0-9]+$")
-
 INT32 = (-(2**31), 2**31 - 1)
 INT64 = (-(2**63), 2**63 - 1)
 
-#: Request field -> the estimator argument that fills it (the longest prefix wins).
-ARGUMENTS: dict[tuple[str, ...], str] = {
-    ("TrainingJobName",): "job_name",
-    ("HyperParameters",): "hyperparameters",
-    ("AlgorithmSpecification", "TrainingImage"): "image_uri",
-    ("AlgorithmSpecification", "TrainingInputMode"): "input_mode",
-    ("AlgorithmSpecification", "MetricDefinitions"): "metric_definitions",
-    ("AlgorithmSpecification", "EnableSageMakerMetricsTimeSeries"): "enable_sagemaker_metrics",
-    ("AlgorithmSpecification", "ContainerEntrypoint"): "container_entry_point",
-    ("AlgorithmSpecification", "ContainerArguments"): "container_arguments",
-    ("RoleArn",): "role",
-    ("InputDataConfig",): "inputs",
-    ("OutputDataConfig", "KmsKeyId"): "output_kms_key",
-    ("OutputDataConfig", "S3OutputPath"): "output_path",
-    ("OutputDataConfig", "CompressionType"): "disable_output_compression",
-    ("ResourceConfig", "InstanceType"): "instance_type",
-    ("ResourceConfig", "InstanceCount"): "instance_count",
-    ("ResourceConfig", "VolumeSizeInGB"): "volume_size",
-    ("ResourceConfig", "VolumeKmsKeyId"): "volume_kms_key",
-    ("ResourceConfig", "KeepAlivePeriodInSeconds"): "keep_alive_period_in_seconds",
-    ("ResourceConfig", "InstanceGroups"): "instance_groups",
-    ("VpcConfig", "SecurityGroupIds"): "security_group_ids",
-    ("VpcConfig", "Subnets"): "subnets",
-    ("StoppingCondition", "MaxRuntimeInSeconds"): "max_run",
-    ("StoppingCondition", "MaxWaitTimeInSeconds"): "max_wait",
-    ("Tags",): "tags",
-    ("EnableNetworkIsolation",): "enable_network_isolation",
-    ("EnableInterContainerTrafficEncryption",): "encrypt_inter_container_traffic",
-    ("EnableManagedSpotTraining",): "use_spot_instances",
-    ("CheckpointConfig", "S3Uri"): "checkpoint_s3_uri",
-    ("CheckpointConfig", "LocalPath"): "checkpoint_local_path",
-    ("DebugHookConfig",): "debugger_hook_config",
-    ("ProfilerConfig",): "disable_profiler",
-    ("Environment",): "environment",
-    ("RetryStrategy", "MaximumRetryAttempts"): "max_retry_attempts",
-}
+#: Request fields that no estimator argument declares: ``fit()``'s own arguments.
+_FIT_ARGUMENTS = {("TrainingJobName",): "job_name", ("InputDataConfig",): "inputs"}
+
+
+def _field_arguments() -> dict[tuple[str, ...], str]:
+    """Request field -> the argument that fills it: the argument table's ``request``
+    paths (:data:`launchbay.arguments.ARGUMENTS`) and ``fit()``'s own (the longest
+    prefix wins). Read from the table on each call: it is the only source."""
+    fields = {tuple(a.request.split(".")): a.name for a in arguments.ARGUMENTS if a.request}
+    return {**fields, **_FIT_ARGUMENTS}
+
 
 #: Words for the shapes people meet most; the rest are described by their constraints.
 _DESCRIPTIONS = {
@@ -192,9 +160,10 @@ def _matcher(pattern: str) -> Callable[[str], bool] | None:
 def _argument(path: Sequence[Any], base: str | None) -> str:
     """``("Tags", 3, "Key")`` -> ``tags[3]['Key']`` (the estimator argument, then the rest)."""
     names = tuple(p for p in path if isinstance(p, str) and not p.startswith("\0"))
+    fields = _field_arguments()
     for end in range(len(names), 0, -1):
-        if names[:end] in ARGUMENTS:
-            argument, consumed = ARGUMENTS[names[:end]], end
+        if names[:end] in fields:
+            argument, consumed = fields[names[:end]], end
             break
     else:
         argument, consumed = base or "request", 0

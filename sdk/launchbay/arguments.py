@@ -43,7 +43,7 @@ import warnings
 from collections.abc import Callable, Iterable, Mapping, Sequence
 from typing import Any
 
-from launchbay._request_rules import INSTANCE_TYPE_RE, JOB_NAME_RE
+from launchbay._patterns import INSTANCE_TYPE_RE, JOB_NAME_RE
 from launchbay.debugger import CollectionConfig, DebuggerHookConfig
 from launchbay.errors import ConfigurationError, UnknownArgumentError
 from launchbay.inputs import INPUT_MODES, InstanceGroup, check_uri
@@ -779,7 +779,8 @@ ARGUMENTS: tuple[Argument, ...] = (
     A("image_uri", Str("a Docker image URI"),
       "Training image URI. Required without framework; with framework it replaces the "
       "official image.",
-      v1="image_name",  # request: resolved (training_image_uri())
+      v1="image_name", request="AlgorithmSpecification.TrainingImage",
+      resolved=True, from_request=lambda v: MISSING,  # training_image_uri(); attach: by hand
       example="123456789012.dkr.ecr.us-west-2.amazonaws.com/my-image:1"),
     A("framework_version", Custom(_NON_EMPTY, _check_version),
       "Framework version, e.g. '2.3' (quote it: 2.10 unquoted is the number 2.1).",
@@ -913,7 +914,9 @@ ARGUMENTS: tuple[Argument, ...] = (
     # -- what the script gets (hyperparameters are sent JSON-encoded, with sagemaker_* keys)
     A("hyperparameters", Custom({"type": "object"}, _check_hyperparameters),
       "Hyperparameters: any YAML scalars, lists or mappings (sent JSON-encoded).",
-      attr="_hyperparameters", to_spec=lambda value, ctx: dict(value) or None,
+      attr="_hyperparameters", request="HyperParameters", resolved=True,
+      from_request=lambda v: MISSING,  # sent JSON-encoded with sagemaker_* keys; attach: by hand
+      to_spec=lambda value, ctx: dict(value) or None,
       example={"epochs": 2}),
     A("distribution", Custom({"$ref": "#/$defs/distribution"}),  # distribution.schema_defs()
       "The distribution dict, as the Estimator takes it, e.g. {torch_distributed: {enabled: "

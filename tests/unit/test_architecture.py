@@ -177,6 +177,7 @@ LAYERS = {
     "launchbay._home": 1,
     "launchbay.s3uri": 1,
     "launchbay._instances": 1,
+    "launchbay._patterns": 1,
     "launchbay._image_data": 1,
     "launchbay.display": 1,
     "launchbay._docker": 1,

@@ -302,3 +302,21 @@ def test_job_name_pattern_is_the_models_and_instance_types_follow_the_models_lis
     types = rules.shape("ResourceConfig", "InstanceType")["enum"]
     assert types and all(rules.INSTANCE_TYPE_RE.match(t) for t in types)
     assert not rules.INSTANCE_TYPE_RE.match("local_process")
+
+
+def test_errors_name_the_argument_the_table_says_fills_the_field(monkeypatch):
+    """The field -> argument map is the argument table's (issue 21): no second list to drift."""
+    from launchbay import arguments
+
+    for argument in arguments.ARGUMENTS:
+        if argument.request:
+            path = tuple(argument.request.split("."))
+            assert rules._argument((*path, "Sub"), None) == f"{argument.name}['Sub']"
+    assert rules._argument(("TrainingJobName",), None) == "job_name"
+    assert (
+        rules._argument(("InputDataConfig", 0, "ChannelName"), None) == "inputs[0]['ChannelName']"
+    )
+    # A field the table gains is named at once.
+    extra = arguments.Argument("new_one", arguments.Kind(), "doc.", request="Brand.NewField")
+    monkeypatch.setattr(arguments, "ARGUMENTS", (*arguments.ARGUMENTS, extra))
+    assert rules._argument(("Brand", "NewField"), None) == "new_one"

@@ -33,6 +33,7 @@ script's own ``tempfile`` calls write; it is removed when the job ends.
 from __future__ import annotations
 
 import contextlib
+import functools
 import json
 import logging
 import os
@@ -178,6 +179,11 @@ def _killpg(pgid: int, sig: int) -> None:
         os.killpg(pgid, sig)
 
 
+def _still_running(proc: subprocess.Popen[bytes]) -> bool:
+    """Whether ``proc`` has not exited yet (what a host's log watcher asks)."""
+    return proc.poll() is None
+
+
 # --------------------------------------------------------------------------- the backend
 
 
@@ -223,7 +229,7 @@ class ProcessBackend(LocalBackend):
                 finally:
                     os.close(log_fd)
                 job.procs[host] = proc
-                start_watcher(job, host, lambda proc=proc: proc.poll() is None)
+                start_watcher(job, host, functools.partial(_still_running, proc))
 
     def _host_tmpdir(self, job: LocalJob, host: str) -> str:
         """A fresh temporary directory for ``host``, in the caller's ``$TMPDIR``; removed with the job.
