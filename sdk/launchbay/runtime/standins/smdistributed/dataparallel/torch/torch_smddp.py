@@ -12,9 +12,13 @@ from __future__ import annotations
 
 import datetime
 import os
+from typing import TYPE_CHECKING
 
 import torch
 import torch.distributed as dist
+
+if TYPE_CHECKING:  # the c10d class NCCL and gloo derive from (not dist.Backend, a name string)
+    from torch._C._distributed_c10d import Backend as C10dBackend
 
 __all__ = ["BACKEND", "create_backend", "uses_cuda"]
 
@@ -36,7 +40,7 @@ def _local_device() -> None:
 
 def create_backend(
     store: dist.Store, rank: int, world_size: int, timeout: datetime.timedelta
-) -> dist.ProcessGroup:
+) -> C10dBackend:
     """The process-group backend ``init_process_group(backend="smddp")`` gets."""
     if uses_cuda():
         _local_device()
