@@ -389,13 +389,15 @@ def _managed(call: Callable[[Any], None], limits: Limits) -> None:
 
 
 def run_parallel(
-    jobs: Sequence[Callable[[], None]],
+    jobs: Sequence[Callable[[], object]],
     workers: int,
     *,
-    large: Sequence[Callable[[], None]] = (),
+    large: Sequence[Callable[[], object]] = (),
     stop: threading.Event | None = None,
 ) -> None:
     """Run ``jobs`` on up to ``workers`` threads, and ``large`` ones one at a time on one more.
+
+    What a job returns is ignored.
 
     The calling thread only waits, and stays interruptible: Ctrl-C (a
     ``KeyboardInterrupt`` or ``SystemExit`` in it) sets ``stop``, waits at most
@@ -423,7 +425,7 @@ def run_parallel(
             errors.append(exc)
         stop.set()
 
-    def work(queue: collections.deque[Callable[[], None]]) -> None:
+    def work(queue: collections.deque[Callable[[], object]]) -> None:
         while not stop.is_set():
             with lock:
                 if not queue:
@@ -434,7 +436,7 @@ def run_parallel(
             except BaseException as exc:  # re-raised in the calling thread
                 fail(exc)
 
-    def lane(queue: collections.deque[Callable[[], None]]) -> None:
+    def lane(queue: collections.deque[Callable[[], object]]) -> None:
         try:
             work(queue)
         finally:
