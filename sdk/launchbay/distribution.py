@@ -367,21 +367,6 @@ class Distribution:
     def smdistributed(self) -> SMDataParallelConfig | SMModelParallelConfig | None:
         return self.dataparallel or self.modelparallel
 
-    @property
-    def launcher(self) -> str:
-        """The launcher this distribution asks for: torchrun, mpi, smddp, ps, mwms or plain."""
-        if self.torch_distributed and self.torch_distributed.enabled:
-            return "torchrun"
-        if self.dataparallel and self.dataparallel.enabled:
-            return "smddp"
-        if self.mpi and self.mpi.enabled:
-            return "mpi"
-        if self.parameter_server and self.parameter_server.enabled:
-            return "parameter_server"
-        if self.multi_worker_mirrored_strategy and self.multi_worker_mirrored_strategy.enabled:
-            return "multi_worker_mirrored_strategy"
-        return "plain"
-
     def to_hyperparameters(self) -> dict[str, Any]:
         """The ``sagemaker_*`` (and ``mp_parameters``) hyperparameters, not yet JSON-encoded."""
         torch = self.torch_distributed

@@ -111,15 +111,26 @@ def test_tensorflow_strategies():
     ) == {"sagemaker_multi_worker_mirrored_strategy_enabled": True}
 
 
-def test_launcher_names():
-    def launcher(d, **kw):
-        return parse_distribution(d, instance_type="local_process", **{**PT, **kw}).launcher
+def test_each_launcher_is_asked_for_by_its_hyperparameter():
+    """The runtime picks the launcher from these keys (runtime/launchers); the client only sends them."""
 
-    assert launcher({}) == "plain"
-    assert launcher({"torch_distributed": {"enabled": True}}) == "torchrun"
-    assert launcher({"mpi": {"enabled": True}}) == "mpi"
-    assert launcher({"pytorchddp": {"enabled": True}}) == "smddp"
-    assert launcher({"parameter_server": {"enabled": True}}, **TF) == "parameter_server"
+    def enabled(d, **kw):
+        got = parse_distribution(d, instance_type="local_process", **{**PT, **kw})
+        return sorted(
+            k for k, v in got.to_hyperparameters().items() if k.endswith("_enabled") and v
+        )
+
+    assert enabled({}) == []
+    assert enabled({"torch_distributed": {"enabled": True}}) == [
+        "sagemaker_torch_distributed_enabled"
+    ]
+    assert enabled({"mpi": {"enabled": True}}) == ["sagemaker_mpi_enabled"]
+    assert enabled({"pytorchddp": {"enabled": True}}) == [
+        "sagemaker_distributed_dataparallel_enabled"
+    ]
+    assert enabled({"parameter_server": {"enabled": True}}, **TF) == [
+        "sagemaker_parameter_server_enabled"
+    ]
     assert isinstance(parse_distribution({}, framework=None), Distribution)
 
 

@@ -81,12 +81,12 @@ def test_distributions_is_honoured_on_pytorch_and_tensorflow(src):
     with pytest.warns(DeprecationWarning):
         est = pytorch(instance_type="ml.p4d.24xlarge", framework_version="2.3.0",
                       distributions={"torch_distributed": {"enabled": True}})  # fmt: skip
-    assert est.distribution_config.launcher == "torchrun"
+    assert est.distribution_config.torch_distributed.enabled
     with pytest.warns(DeprecationWarning):
         tf = TensorFlow(entry_point="train.py", source_dir="src", role=ROLE, instance_count=2,
                         instance_type="ml.c5.xlarge", framework_version="2.14", py_version="py310",
                         distributions={"parameter_server": {"enabled": True}})  # fmt: skip
-    assert tf.distribution_config.launcher == "parameter_server"
+    assert tf.distribution_config.parameter_server.enabled
 
 
 def test_script_mode_is_accepted_ignored_and_warned(src):
