@@ -63,7 +63,10 @@ INT32 = (-(2**31), 2**31 - 1)
 INT64 = (-(2**63), 2**63 - 1)
 
 #: Request fields that no estimator argument declares: ``fit()``'s own arguments.
-_FIT_ARGUMENTS = {("TrainingJobName",): "job_name", ("InputDataConfig",): "inputs"}
+_FIT_ARGUMENTS: dict[tuple[str, ...], str] = {
+    ("TrainingJobName",): "job_name",
+    ("InputDataConfig",): "inputs",
+}
 
 
 def _field_arguments() -> dict[tuple[str, ...], str]:
