@@ -672,7 +672,7 @@ def _cmd_validate(args: argparse.Namespace) -> int:
     spec = _load_spec(args)
     estimator = Estimator.from_spec(spec, resolve_vpc=False)  # validate makes no AWS call
     try:  # a local job this machine cannot run is refused here too (docs/local.md)
-        estimator._check_local_capacity()
+        estimator.resources()
     except ConfigurationError as exc:
         raise spec.error_for(exc) from exc
     if not estimator.is_local:

@@ -34,15 +34,20 @@ from launchbay import (
 )
 from launchbay._home import local_home, usable_local_home
 from launchbay._instances import version_tuple
-from launchbay._local_limits import check_local_ranks
 from launchbay._logs import show_logs
 from launchbay._request_rules import JOB_NAME_RE
-from launchbay.backends._gpus import split_gpus
+from launchbay.backends.plan import (
+    JobPlan,
+    Placement,
+    Resources,
+    place,
+    plan_request,
+    resolve_resources,
+)
 from launchbay.debugger import DebuggerHookConfig
 from launchbay.distribution import Distribution, parse_distribution
 from launchbay.errors import ConfigurationError
 from launchbay.inputs import channels_from_inputs, check_uri
-from launchbay.plan import Placement, place
 from launchbay.runtime.code import ENTRY_POINT_ACCEPTED, entry_point_problem
 from launchbay.runtime.names import HP, LOCAL_GPU, LOCAL_INSTANCE_TYPES, LOCAL_PROCESS
 from launchbay.s3uri import is_s3_uri, parse_s3_uri
@@ -536,16 +541,15 @@ class EstimatorBase:
             return f"{root}/source/{bundle.sha256}/sourcedir.tar.gz"
         return code.code_s3_uri(root, prefix, bundle)
 
-    def _plan(
-        self, inputs: Any, job_name: str | None, *, for_run: bool = False
-    ) -> tuple[dict[str, Any], Any, str | None]:
-        """Resolve everything and build the request: (request, code bundle, code URI).
+    def _plan(self, inputs: Any, job_name: str | None) -> tuple[JobPlan, Any, str | None]:
+        """Resolve everything and build the job's plan: (plan, code bundle, code URI).
 
-        ``for_run``: the request goes to a backend now, which finds this machine's
-        GPUs and shares them out before anything starts; they are not also looked
-        for here (a job finds them once).
+        Where the job runs and on which hosts comes first
+        (:func:`launchbay.backends.plan.resolve_resources`): a local job this
+        machine cannot run (too many ranks, too few GPUs) is refused before its
+        code is packaged, and the GPUs are looked for once.
         """
-        self._check_local_capacity(gpus=not for_run)
+        resources = self.resources()
         name = self._job_name(job_name)
         region = self._region()
         output_path, from_default = self._default_output_path()
@@ -616,7 +620,7 @@ class EstimatorBase:
             request, _sagemaker_config.config_for(self.sagemaker_session)
         )
         self._check_request(request)
-        return request, bundle, code_uri
+        return plan_request(request, resources=resources), bundle, code_uri
 
     def _request_spec(self, **resolved: Any) -> _request.RequestSpec:
         """The request spec: the fields this estimator's arguments fill, and what was resolved.
@@ -642,16 +646,20 @@ class EstimatorBase:
             )
         _request_rules.check_request(request, local=self.is_local)
 
-    def _check_local_capacity(self, *, gpus: bool = True) -> None:
-        """Refuse a local job this machine cannot run: too many ranks, too few GPUs (docs/local.md)."""
-        placement = self.placement
-        if not placement.local or placement.instance_type is None:
-            return
-        groups = self.instance_groups or []
-        hosts = sum(g.instance_count for g in groups) if groups else self.instance_count
-        instance_type = placement.instance_type
+    def resources(self) -> Resources:
+        """Where the jobs run and on which hosts; refuses a local job this machine cannot run.
+
+        :func:`launchbay.backends.plan.resolve_resources` for this estimator's
+        instance type and count (or groups) and its distribution's processes per
+        host (named in errors by its key), without building a request: what
+        ``launchbay validate`` checks, and the first step of the dry run and ``fit()``.
+
+        Raises:
+            ConfigurationError: more ranks than this machine runs, or too few GPUs
+                for a local job (docs/local.md).
+        """
         config = self.distribution_config
-        per_host, where = None, "processes_per_host"
+        per_host, where = None, None
         for section, sub in (("torch_distributed", config.torch_distributed),
                              ("smdistributed", config.dataparallel), ("mpi", config.mpi)):  # fmt: skip
             if sub is not None and sub.processes_per_host:
@@ -662,17 +670,18 @@ class EstimatorBase:
                     else f"distribution[{section!r}]['processes_per_host']"
                 )
                 break
-        check_local_ranks(
-            instance_type,
-            hosts,
-            per_host,
-            hosts_argument="instance_count",
-            processes_argument=where,
-        )
-        # Each host its own GPUs: refuse here too (fit, submit, validate) what the
-        # backend would refuse when it shares them out (docs/local.md).
-        if gpus:
-            split_gpus(instance_type, hosts, per_host, processes_argument=where)
+        if self.instance_groups:
+            resources: dict[str, Any] = {
+                "InstanceGroups": [g.to_request_dict() for g in self.instance_groups]
+            }
+        else:
+            resources = {"InstanceType": self.instance_type, "InstanceCount": self.instance_count}
+        return resolve_resources(resources, per_host, processes_argument=where)
+
+    def _backend(self, plan: JobPlan) -> Any:
+        """The backend the plan is placed on, with this estimator's session."""
+        session = self.sagemaker_session if plan.local else self.session
+        return backends.backend_for_plan(plan, session)
 
     def _region(self) -> str:
         if self.is_local and self.sagemaker_session is None:
@@ -735,8 +744,9 @@ class EstimatorBase:
         The code tarball is packaged in memory to compute its content hash, which
         names its S3 key; nothing is written to S3 and no bucket is created.
         """
-        request, _, _ = self._plan(inputs, job_name)
-        return request
+        plan, _, _ = self._plan(inputs, job_name)
+        self._backend(plan).check(plan)  # the refusals fit() would meet, before anything starts
+        return dict(plan.request)
 
     # -- running -----------------------------------------------------------------
 
@@ -770,14 +780,13 @@ class EstimatorBase:
             inputs = self.spec_inputs
         if job_name is None:
             job_name = self.spec_job_name
-        request, bundle, code_uri = self._plan(inputs, job_name, for_run=True)
-        if self.instance_type == LOCAL_PROCESS:
+        plan, bundle, code_uri = self._plan(inputs, job_name)
+        if plan.placement.instance_type == LOCAL_PROCESS:
             self._check_installed_framework()
-        placement = self.placement
-        session = self.sagemaker_session if placement.local else self.session
-        backend = backends.backend_for(placement.instance_type, session)
-        self._stage(request, bundle, code_uri)
-        job = backend.run(request)
+        backend = self._backend(plan)
+        backend.check(plan)  # every refusal before the code is staged
+        self._stage(dict(plan.request), bundle, code_uri)
+        job = backend.run(plan)
         self.latest_training_job = job
         self._current_job_name = job.name
         if wait:

@@ -17,8 +17,8 @@ import os
 import pytest
 
 from launchbay import ConfigurationError, Estimator
+from launchbay.backends.plan import plan_request
 from launchbay.inputs import InstanceGroup
-from launchbay.plan import plan_request
 from launchbay.pytorch import PyTorch
 
 pytestmark = pytest.mark.filterwarnings("ignore:framework_version=:UserWarning")

@@ -27,6 +27,7 @@ import pytest
 
 from job_outputs import file_uri
 from launchbay import ConfigurationError, JobFailedError
+from launchbay.backends.plan import plan_request
 from launchbay.backends.process import ProcessBackend
 from launchbay.pytorch import PyTorch
 
@@ -227,7 +228,7 @@ def test_channel_names_dot_and_dotdot_are_refused_before_anything_is_removed(hom
     request["InputDataConfig"][0]["ChannelName"] = name
     backend = ProcessBackend(job_root=str(home / "jobs"))
     with pytest.raises(ConfigurationError, match=f"Invalid channel name {name!r}"):
-        backend.run(request)
+        backend.run(plan_request(request))
     assert not (home / "jobs" / "dot-channel").exists()
     assert (data / "a.txt").read_text() == "a"
 
@@ -280,7 +281,7 @@ def test_a_checkpoint_path_that_leaves_or_overlaps_the_contract_is_refused(
     request = est.create_training_job_request(job_name="bad-checkpoint")
     request["CheckpointConfig"]["LocalPath"] = path
     with pytest.raises(ConfigurationError, match=r"Invalid checkpoint_local_path="):
-        ProcessBackend(job_root=str(home / "jobs")).run(request)
+        ProcessBackend(job_root=str(home / "jobs")).run(plan_request(request))
     assert not (home / "jobs" / "bad-checkpoint").exists()
 
 

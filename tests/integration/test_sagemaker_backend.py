@@ -28,6 +28,7 @@ from botocore.stub import Stubber
 
 from launchbay import ConfigurationError, JobError, JobFailedError
 from launchbay._logs import LogPrinter, show_logs
+from launchbay.backends.plan import plan_request
 from launchbay.backends.sagemaker import (
     LOG_GROUP,
     MAX_TRANSIENT_POLLS,
@@ -224,7 +225,9 @@ def test_fit_submits_to_moto_and_the_job_handle_works(session, src):
 
 def test_fit_wait_false_returns_at_once_without_polling(session, src, monkeypatch):
     fake = FakeTime()
-    monkeypatch.setattr("launchbay.backends.backend_for", lambda _type, s: make_backend(s, fake))
+    monkeypatch.setattr(
+        "launchbay.backends.backend_for_plan", lambda _plan, s: make_backend(s, fake)
+    )
     describes = count_calls(session.sagemaker_client, "DescribeTrainingJob")
     creates = count_calls(session.sagemaker_client, "CreateTrainingJob")
     started = time.monotonic()
@@ -240,7 +243,7 @@ def test_a_request_meant_for_local_runs_is_refused_before_any_call(session, src)
     local_output = dict(request, OutputDataConfig={"S3OutputPath": "file:///tmp/out"})
     with Stubber(session.sagemaker_client):  # no response queued: any call would fail
         with pytest.raises(ConfigurationError, match=r"S3OutputPath='file:///tmp/out'.*local"):
-            SageMakerBackend(session).run(local_output)
+            SageMakerBackend(session).run(plan_request(local_output))
     bad_type = dict(request, ResourceConfig={"InstanceType": "local_process", "InstanceCount": 1})
     with pytest.raises(ConfigurationError, match="ResourceConfig.InstanceType"):
         check_request(bad_type)
@@ -280,7 +283,7 @@ def test_list_jobs_newest_first_with_status_filter(session):
     }
     backend = SageMakerBackend(session)
     for name in ("list-a", "list-b", "list-c"):
-        backend.run(dict(request, TrainingJobName=name))
+        backend.run(plan_request(dict(request, TrainingJobName=name)))
         time.sleep(0.01)  # distinct CreationTime
     listed = [j["TrainingJobName"] for j in backend.list_jobs()]
     assert listed == ["list-c", "list-b", "list-a"]
@@ -316,7 +319,7 @@ def test_botocore_errors_become_job_errors_with_the_next_step(session):
             "StoppingCondition": {"MaxRuntimeInSeconds": 60},
         }
         with pytest.raises(JobError, match=r"'dup-1'.*already exists.*another job_name"):
-            backend.run(request)
+            backend.run(plan_request(request))
         stub.add_client_error("stop_training_job", "AccessDeniedException", "not allowed")
         with pytest.raises(JobError, match=r"sagemaker:StopTrainingJob"):
             backend.stop("dup-1")
@@ -528,7 +531,7 @@ def test_fit_of_a_failing_job_raises_with_reason_and_failing_host_traceback(
     fake = FakeTime()
     out = io.StringIO()
     monkeypatch.setattr(
-        "launchbay.backends.backend_for", lambda _type, s: make_backend(s, fake, out)
+        "launchbay.backends.backend_for_plan", lambda _plan, s: make_backend(s, fake, out)
     )
     reason = "AlgorithmError: ExecuteUserScriptError: exit code 1"
     est = torch_estimator(session)

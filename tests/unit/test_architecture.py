@@ -201,7 +201,6 @@ LAYERS = {
     # 3: backends run a finished request
     "launchbay.backends": 3,
     "launchbay.backends._gpus": 3,
-    "launchbay.plan": 3,
     # 4: the user's API: arguments -> request -> backend
     "launchbay.estimator": 4,
     "launchbay._attach": 4,

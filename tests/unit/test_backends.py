@@ -37,7 +37,11 @@ def test_registry_imports_a_backend_only_when_it_is_used():
         """
     )
     before, names, after, cls, gpu, boto3, docker_pkg = json.loads(out)
-    assert before == ["launchbay.backends.base", "launchbay.backends.registry"]
+    assert before == [
+        "launchbay.backends.base",
+        "launchbay.backends.plan",
+        "launchbay.backends.registry",
+    ]
     assert names == ["local_process", "docker", "sagemaker"]
     assert "launchbay.backends.docker" in after and "launchbay.backends.sagemaker" not in after
     assert (cls, gpu, boto3, docker_pkg) == ("DockerBackend", True, False, False)
@@ -146,7 +150,9 @@ class MemoryBackend(Backend):
 
 def test_a_registered_backend_is_asked_before_sagemaker(monkeypatch, tmp_path):
     monkeypatch.setattr(registry, "_BACKENDS", dict(registry._BACKENDS))
-    monkeypatch.setattr(registry, "_INSTANCE_TYPES", dict(registry._INSTANCE_TYPES))
+    from launchbay.backends import plan
+
+    monkeypatch.setattr(plan, "INSTANCE_TYPE_BACKENDS", dict(plan.INSTANCE_TYPE_BACKENDS))
     monkeypatch.setattr(registry, "_loaded", {})
     monkeypatch.setenv("LAUNCHBAY_HOME", str(tmp_path))
     registry.register("memory", f"{__name__}:MemoryBackend", instance_types=("memory",))

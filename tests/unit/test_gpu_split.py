@@ -14,8 +14,9 @@ import json
 import pytest
 
 from launchbay import ConfigurationError
-from launchbay.backends._gpus import split_for_request, split_gpus
+from launchbay.backends._gpus import split_gpus
 from launchbay.backends.docker import DockerBackend, compose_document, host_config_args
+from launchbay.backends.plan import plan_request
 from launchbay.backends.process import ProcessBackend
 from launchbay.pytorch import PyTorch
 
@@ -49,7 +50,7 @@ def test_callers_cuda_visible_devices_is_the_set_split(fake_gpus, monkeypatch):
     fake_gpus(4)
     monkeypatch.setenv("CUDA_VISIBLE_DEVICES", "1,3")
     request = {"ResourceConfig": {"InstanceType": "local_process", "InstanceCount": 2}}
-    assert split_for_request(request, ["algo-1", "algo-2"]) == {"algo-1": ["1"], "algo-2": ["3"]}
+    assert plan_request(request).gpus == {"algo-1": ("1",), "algo-2": ("3",)}
 
 
 def test_no_gpu_leaves_a_local_process_job_on_cpu(src, tmp_path, monkeypatch):
@@ -119,11 +120,11 @@ def test_the_backend_refuses_before_making_the_job_directory(fake_gpus, src, tmp
     backend = ProcessBackend(job_root=tmp_path / "jobs")
     request["ResourceConfig"]["InstanceCount"] = 3
     with pytest.raises(ConfigurationError, match="Invalid instance_count=3"):
-        backend.run(request)
+        backend.run(plan_request(request))
     request["ResourceConfig"]["InstanceCount"] = 2
     request["HyperParameters"]["sagemaker_mpi_num_of_processes_per_host"] = json.dumps(2)
     with pytest.raises(ConfigurationError) as info:
-        backend.run(request)
+        backend.run(plan_request(request))
     assert "hyperparameter sagemaker_mpi_num_of_processes_per_host)=2" in str(info.value)
     assert not (tmp_path / "jobs" / "short").exists()
 
@@ -133,7 +134,7 @@ def test_local_gpu_containers_each_get_their_own_device_ids(fake_gpus, src, tmp_
     request = estimator(src, instance_type="local_gpu").create_training_job_request(job_name="gpus")
     hosts = ["algo-1", "algo-2"]
     backend = DockerBackend(job_root=tmp_path / "jobs", gpu=True)
-    split = backend._split_gpus(request, hosts)
+    split = {h: list(ids) for h, ids in (plan_request(request).gpus or {}).items()}
     assert split == {"algo-1": ["0", "1"], "algo-2": ["2", "3"]}
     specs = backend.host_specs(
         request, str(tmp_path / "jobs" / "gpus"), hosts, local_code=True, grace=5, gpus=split
@@ -149,7 +150,8 @@ def test_local_gpu_containers_each_get_their_own_device_ids(fake_gpus, src, tmp_
         [{"driver": "nvidia", "device_ids": ["2", "3"], "capabilities": ["gpu"]}],
     ]
     cpu = DockerBackend(job_root=tmp_path / "jobs")  # instance_type='local'
-    assert cpu._split_gpus(request, hosts) is None
+    cpu_request = dict(request, ResourceConfig={"InstanceType": "local", "InstanceCount": 2})
+    assert plan_request(cpu_request).gpus is None
     (spec, _) = cpu.host_specs(
         request, str(tmp_path / "jobs" / "gpus"), hosts, local_code=True, grace=5
     )

@@ -19,6 +19,7 @@ from launchbay._local_limits import (
     check_local_ranks,
     local_capacity,
 )
+from launchbay.backends.plan import plan_request
 from launchbay.backends.process import ProcessBackend
 from launchbay.pytorch import PyTorch
 
@@ -109,7 +110,7 @@ def test_within_the_limit_and_sagemaker_jobs_are_untouched(src, monkeypatch):
         role="arn:aws:iam::123456789012:role/R", instance_type="ml.p4d.24xlarge",
         instance_count=500, distribution={"mpi": {"enabled": True, "processes_per_host": 64}},
     )  # fmt: skip
-    remote._check_local_capacity()  # no limit from this machine for SageMaker jobs
+    remote.resources()  # no limit from this machine for SageMaker jobs
 
 
 def test_backend_refuses_a_request_before_making_the_job_directory(src, tmp_path):
@@ -118,14 +119,14 @@ def test_backend_refuses_a_request_before_making_the_job_directory(src, tmp_path
     backend = ProcessBackend(job_root=tmp_path / "jobs")
     request["ResourceConfig"]["InstanceCount"] = 1_000_000
     with pytest.raises(ConfigurationError, match="Invalid instance_count=1000000"):
-        backend.run(request)
+        backend.run(plan_request(request))
     request["ResourceConfig"]["InstanceCount"] = 2
     request["HyperParameters"]["sagemaker_mpi_num_of_processes_per_host"] = json.dumps(10**6)
     with pytest.raises(ConfigurationError) as info:
-        backend.run(request)
+        backend.run(plan_request(request))
     assert "sagemaker_mpi_num_of_processes_per_host" in str(info.value)
     assert "= 2000000 ranks" in str(info.value)
     request["HyperParameters"]["sagemaker_mpi_num_of_processes_per_host"] = '"lots"'
     with pytest.raises(ConfigurationError, match="an integer 1 or more"):
-        backend.run(request)
+        backend.run(plan_request(request))
     assert not (tmp_path / "jobs" / "too-big").exists()

@@ -1,6 +1,8 @@
-"""Backends run a finished CreateTrainingJob request; they never see the estimator.
+"""Backends check and run a job's plan (:mod:`launchbay.backends.plan`); they never see the estimator.
 
-Each implements the one interface of :mod:`launchbay.backends.base`
+A job is resolved once into a :class:`~launchbay.backends.plan.JobPlan` (the
+finished CreateTrainingJob request, where it runs, its hosts, processes per host
+and GPU shares); each backend implements the one interface of :mod:`launchbay.backends.base`
 (:class:`Backend`, an ``abc.ABC``) and returns a
 :class:`launchbay.job.TrainingJob` whose statuses are SageMaker's. They are found
 by name through :mod:`launchbay.backends.registry`, which imports a backend's
@@ -19,6 +21,14 @@ its staging (:mod:`~launchbay.backends._local`) and detached runners
 from __future__ import annotations
 
 from launchbay.backends.base import Backend
-from launchbay.backends.registry import backend_for, backend_for_job
+from launchbay.backends.plan import JobPlan, plan_request
+from launchbay.backends.registry import backend_for, backend_for_job, backend_for_plan
 
-__all__ = ["Backend", "backend_for", "backend_for_job"]
+__all__ = [
+    "Backend",
+    "JobPlan",
+    "backend_for",
+    "backend_for_job",
+    "backend_for_plan",
+    "plan_request",
+]

@@ -18,16 +18,14 @@ hosts than GPUs, ``local_gpu`` with no GPU at all, or an explicit
 
 from __future__ import annotations
 
-import json
 import os
 from collections.abc import Mapping, Sequence
-from typing import Any
 
 from launchbay.errors import ConfigurationError
 from launchbay.runtime.contract import detect_gpus
-from launchbay.runtime.names import HP, LOCAL_GPU, LOCAL_PROCESS
+from launchbay.runtime.names import LOCAL_GPU, LOCAL_PROCESS
 
-__all__ = ["split_gpus", "split_for_request"]
+__all__ = ["split_gpus"]
 
 _GPU_TYPES = (LOCAL_PROCESS, LOCAL_GPU)
 
@@ -93,38 +91,6 @@ def split_gpus(
             value=processes_per_host,
         )
     return [found[i * share : (i + 1) * share] for i in range(hosts)]
-
-
-def split_for_request(
-    request: Mapping[str, Any],
-    hosts: Sequence[str],
-    environ: Mapping[str, str] | None = None,
-    *,
-    instance_type: str | None = None,
-) -> dict[str, list[str]] | None:
-    """:func:`split_gpus` for a local job's request: host name -> its GPU device ids.
-
-    ``instance_type`` (default: the request's) is the kind of host that runs it.
-    The request has passed :func:`launchbay.backends._local.check_request`, so its
-    ``processes_per_host`` hyperparameter, if any, is a valid integer.
-    """
-    if instance_type is None:
-        resources = request.get("ResourceConfig") or {}
-        groups = resources.get("InstanceGroups") or []
-        instance_type = str(
-            resources.get("InstanceType")
-            or next((g.get("InstanceType") for g in groups), LOCAL_PROCESS)
-        )
-    raw = (request.get("HyperParameters") or {}).get(HP.MPI_PROCESSES_PER_HOST)
-    per_host = json.loads(raw) if isinstance(raw, str) else raw
-    split = split_gpus(
-        instance_type,
-        len(hosts),
-        per_host,
-        environ=environ,
-        processes_argument=f"processes_per_host (hyperparameter {HP.MPI_PROCESSES_PER_HOST})",
-    )
-    return None if split is None else dict(zip(hosts, split, strict=True))
 
 
 def _visible_set(environ: Mapping[str, str] | None) -> bool:

@@ -70,7 +70,6 @@ from typing import Any
 
 from launchbay import transfer
 from launchbay._home import local_home
-from launchbay._local_limits import check_local_ranks
 from launchbay.errors import ConfigurationError, InputError, TransferError
 from launchbay.runtime._confine import (
     TreeEntry,
@@ -83,7 +82,6 @@ from launchbay.runtime._confine import (
 )
 from launchbay.runtime.contract import checkpoint_config_for, debug_hook_config_for
 from launchbay.runtime.launchers.mpi import HOST_ENV_FILE
-from launchbay.runtime.names import HP, LOCAL_PROCESS
 from launchbay.s3uri import is_file_uri, is_s3_uri, parse_s3_uri
 from launchbay.session import Session
 from launchbay.transfer import S3Object
@@ -161,8 +159,6 @@ def check_request(request: Mapping[str, Any]) -> None:
         InputError: a ``file://`` channel, output path or checkpoint URI that is
             neither ``file://`` nor ``s3://``, or a ``file://`` channel whose path
             does not exist.
-        ConfigurationError: more hosts x processes per host than this machine runs
-            in one job (:func:`launchbay._local_limits.local_capacity`).
     """
     default_mode = (request.get("AlgorithmSpecification") or {}).get("TrainingInputMode", "File")
     for channel in request.get("InputDataConfig") or []:
@@ -216,41 +212,6 @@ def check_request(request: Mapping[str, Any]) -> None:
     checkpoint = (request.get("CheckpointConfig") or {}).get("S3Uri")
     if checkpoint and not (is_file_uri(checkpoint) or is_s3_uri(checkpoint)):
         raise InputError.invalid("checkpoint_s3_uri", checkpoint, "an s3:// or file:// URI")
-    _check_ranks(request)
-
-
-def _check_ranks(request: Mapping[str, Any]) -> None:
-    """Refuse more hosts x ranks than this machine runs (see :mod:`launchbay._local_limits`)."""
-    resources = request.get("ResourceConfig") or {}
-    groups = resources.get("InstanceGroups") or []
-    counts = [g.get("InstanceCount") for g in groups] or [resources.get("InstanceCount") or 1]
-    for count in counts:
-        if isinstance(count, bool) or not isinstance(count, int) or count < 0:
-            raise ConfigurationError.invalid(
-                "instance_count", count, "an integer 1 or more (one local host each)"
-            )
-    instance_type = resources.get("InstanceType") or next(
-        (g.get("InstanceType") for g in groups), LOCAL_PROCESS
-    )
-    raw = (request.get("HyperParameters") or {}).get(HP.MPI_PROCESSES_PER_HOST)
-    per_host = None
-    if raw is not None:
-        try:
-            per_host = json.loads(raw) if isinstance(raw, str) else raw
-        except ValueError:
-            per_host = None
-        if isinstance(per_host, bool) or not isinstance(per_host, int) or per_host < 1:
-            raise ConfigurationError.invalid(
-                f"processes_per_host (hyperparameter {HP.MPI_PROCESSES_PER_HOST})",
-                raw,
-                "an integer 1 or more",
-            )
-    check_local_ranks(
-        str(instance_type),
-        sum(counts),
-        per_host,
-        processes_argument=f"processes_per_host (hyperparameter {HP.MPI_PROCESSES_PER_HOST})",
-    )
 
 
 @dataclass(frozen=True)

@@ -51,7 +51,6 @@ from launchbay import transfer
 from launchbay._home import unusable_home_error, usable_local_home
 from launchbay._logs import LogPrinter, show_logs
 from launchbay.backends import _detached
-from launchbay.backends._gpus import split_for_request
 from launchbay.backends._local import (
     JobLayout,
     LocalStager,
@@ -61,6 +60,7 @@ from launchbay.backends._local import (
     host_names,
 )
 from launchbay.backends.base import Backend, DetachedRun
+from launchbay.backends.plan import JobPlan
 from launchbay.errors import ConfigurationError, JobError, LaunchbayError
 from launchbay.job import LogTail, TrainingJob
 from launchbay.runtime import _records
@@ -941,8 +941,27 @@ class LocalBackend(Backend):
         return self._stager
 
     # -- the Backend interface ----------------------------------------------------
-    def run(self, request: dict[str, Any]) -> TrainingJob:
-        """Start the job in the background and return its handle at once.
+    def check(self, plan: JobPlan) -> None:
+        """Every refusal of a local job, before anything is made.
+
+        The plan has already refused what this machine cannot run (more ranks
+        than it runs, too few GPUs: :func:`launchbay.backends.plan.plan_request`).
+
+        Raises:
+            ConfigurationError: the request asks for something that cannot run
+                locally (FileSystemInput channels, Pipe mode ...), a channel named
+                ``.`` or ``..``, a checkpoint ``LocalPath`` a host's tree cannot
+                take, or a grace period that is not a finite number of seconds
+                from 0 to 3600.
+            InputError: a ``file://`` channel path does not exist.
+        """
+        super().check(plan)
+        check_request(plan.request)
+        _check_host_paths(plan.request)
+        grace_from(plan.request, self.grace_seconds)
+
+    def run(self, plan: JobPlan) -> TrainingJob:
+        """Check the plan, start the job in the background and return its handle at once.
 
         Raises:
             ConfigurationError: the request asks for something that cannot run
@@ -953,13 +972,12 @@ class LocalBackend(Backend):
             InputError: a ``file://`` channel path does not exist.
             JobError: a job of that name is still running here.
         """
-        request = copy.deepcopy(dict(request))
+        self.check(plan)
+        request = copy.deepcopy(dict(plan.request))
         name = request["TrainingJobName"]
-        check_request(request)
-        _check_host_paths(request)
         grace = grace_from(request, self.grace_seconds)
-        hosts = host_names(request)
-        gpus = self._split_gpus(request, hosts)  # refuses a job with too few GPUs
+        hosts = list(plan.hosts)
+        gpus = {h: list(ids) for h, ids in plan.gpus.items()} if plan.gpus is not None else None
         self._check_can_run(request, hosts)
         name_lock = self._claim_name(name)
         try:
@@ -1592,12 +1610,6 @@ class LocalBackend(Backend):
     # -- what subclasses implement ----------------------------------------------------
     def _check_can_run(self, request: Mapping[str, Any], hosts: list[str]) -> None:
         """Refuse, before anything is made, a request this backend cannot run."""
-
-    def _split_gpus(
-        self, request: Mapping[str, Any], hosts: list[str]
-    ) -> dict[str, list[str]] | None:
-        """Each host's share of this machine's GPUs, or None; refuses a job short of GPUs."""
-        return split_for_request(request, hosts)
 
     def _start_hosts(self, job: LocalJob) -> None:
         """Start every host; fill ``job.procs`` and start ``job.readers`` (:func:`start_reader` or :func:`start_watcher`)."""

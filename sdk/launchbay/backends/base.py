@@ -1,7 +1,9 @@
-"""The one interface every backend implements: run a finished request, then follow the job.
+"""The one interface every backend implements: check and run a job's plan, then follow the job.
 
-A backend receives a complete CreateTrainingJob request (a plain dict, built by
-the estimator) and never sees the estimator. Every backend answers with the same
+A backend receives a :class:`~launchbay.backends.plan.JobPlan`: the complete
+CreateTrainingJob request (a plain dict, built by the estimator) with where it
+runs, its hosts, processes per host and GPU shares, resolved once by
+:func:`~launchbay.backends.plan.plan_request`. It never sees the estimator. Every backend answers with the same
 shapes: a :class:`launchbay.job.TrainingJob` handle and DescribeTrainingJob-shaped
 dicts whose ``TrainingJobStatus`` is one of SageMaker's values
 (:data:`launchbay.runtime.names.JOB_STATUSES`: ``InProgress``, ``Completed``,
@@ -11,10 +13,13 @@ exception, until :meth:`launchbay.job.TrainingJob.wait` turns it into
 
 What each method must do (abstract unless marked *hook*, which has a default):
 
-``run(request)``
-    Check the request (refusing what this backend cannot run with a
-    :class:`~launchbay.errors.ConfigurationError` naming the request field, the
-    value and what is accepted), start the job and return its
+``check(plan)``
+    Every refusal of this backend, before anything starts and without side
+    effects: a :class:`~launchbay.errors.ConfigurationError` (or
+    :class:`~launchbay.errors.InputError`) naming the request field or argument,
+    the value and what is accepted. The dry run and ``fit()`` both call it.
+``run(plan)``
+    Check the plan, start the job and return its
     :class:`~launchbay.job.TrainingJob` at once. A duplicate name raises
     :class:`~launchbay.errors.JobError`.
 ``describe(name)``
@@ -62,6 +67,8 @@ import abc
 from collections.abc import Mapping, Sequence
 from typing import Any, ClassVar, NamedTuple, TextIO
 
+from launchbay.backends.plan import JobPlan
+from launchbay.errors import ConfigurationError
 from launchbay.job import LogTail, TrainingJob
 
 __all__ = ["Backend", "DetachedRun"]
@@ -102,9 +109,25 @@ class Backend(abc.ABC):
         """The backend for jobs of ``instance_type`` (the registry calls this)."""
         return cls(session)  # type: ignore[call-arg]
 
+    def check(self, plan: JobPlan) -> None:
+        """Refuse what this backend cannot run, before anything starts (no side effects).
+
+        Backends add their own refusals after this one's: a plan placed on
+        another backend is refused here.
+        """
+        if plan.backend != self.name:
+            raise ConfigurationError(
+                f"Job {plan.name!r} is placed on the {plan.backend!r} backend "
+                f"(instance type {plan.placement.instance_type!r}), not on {self.name!r}. "
+                "Accepted: run it with the backend its plan names "
+                "(launchbay.backends.registry.backend_for_plan).",
+                argument="instance_type",
+                value=plan.placement.instance_type,
+            )
+
     @abc.abstractmethod
-    def run(self, request: dict[str, Any]) -> TrainingJob:
-        """Start the job the request describes; return its handle at once."""
+    def run(self, plan: JobPlan) -> TrainingJob:
+        """Check the plan, start the job; return its handle at once."""
 
     @abc.abstractmethod
     def describe(self, name: str) -> dict[str, Any]:

@@ -71,7 +71,6 @@ from typing import Any
 
 from launchbay import _sagemaker_config
 from launchbay._docker import docker_client, docker_errors
-from launchbay.backends._gpus import split_for_request
 from launchbay.backends._local import JobLayout, file_uri_path
 from launchbay.backends._localjob import (
     CLIENT_ID,
@@ -88,7 +87,7 @@ from launchbay.errors import DockerError, ImageNotFoundError, JobError
 from launchbay.runtime._procs import is_alive
 from launchbay.runtime.code import fetch_code
 from launchbay.runtime.contract import write_host_config
-from launchbay.runtime.names import DOCKER_INSTANCE_TYPES, HP, LOCAL, LOCAL_GPU, MAX_LOG_LINE
+from launchbay.runtime.names import DOCKER_INSTANCE_TYPES, HP, LOCAL_GPU, MAX_LOG_LINE
 from launchbay.s3uri import is_file_uri, is_s3_uri
 
 __all__ = ["DockerBackend", "compose_document", "COMPOSE_FILE"]
@@ -312,12 +311,6 @@ class DockerBackend(LocalBackend):
             return self._client
 
     # -- before anything is made ----------------------------------------------------
-    def _split_gpus(
-        self, request: Mapping[str, Any], hosts: list[str]
-    ) -> dict[str, list[str]] | None:
-        # The backend's own kind decides: local_gpu containers get GPUs, local ones none.
-        return split_for_request(request, hosts, instance_type=LOCAL_GPU if self.gpu else LOCAL)
-
     def _check_can_run(self, request: Mapping[str, Any], hosts: list[str]) -> None:
         container_options()  # an invalid ~/.sagemaker/config.yaml is refused before anything starts
         self.remove_orphans()
@@ -430,7 +423,7 @@ class DockerBackend(LocalBackend):
     ) -> list[HostSpec]:
         """What each container is made of: mounts, environment and GPUs.
 
-        ``gpus`` is each host's share of the GPUs (:func:`launchbay.backends._gpus.split_for_request`);
+        ``gpus`` is each host's share of the GPUs (the plan's, :func:`launchbay.backends.plan.plan_request`);
         a ``local_gpu`` backend refuses to make containers without it.
         """
         if self.gpu and gpus is None:

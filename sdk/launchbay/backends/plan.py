@@ -15,19 +15,41 @@ both apply the same rule, so they cannot disagree:
 
 :func:`plan_request` turns a finished request into a :class:`JobPlan`: the wire
 request as it is, plus the placement, the hosts and each host's instance type,
-so a backend never derives them again.
+the processes per host (read once from the request) and, for a local job, each
+host's share of this machine's GPUs (looked for once), so a backend never
+derives them again. A backend's ``check(plan)`` then refuses what it cannot run,
+and ``run(plan)`` runs it; the dry run, ``fit()``, the CLI and ``attach`` all go
+through :func:`plan_request`.
 """
 
 from __future__ import annotations
 
+import json
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from launchbay._local_limits import check_local_ranks
 from launchbay.errors import ConfigurationError
-from launchbay.runtime.names import LOCAL_INSTANCE_TYPES
+from launchbay.runtime.names import HP, LOCAL, LOCAL_GPU, LOCAL_INSTANCE_TYPES, LOCAL_PROCESS
 
-__all__ = ["Placement", "JobPlan", "place", "place_request", "plan_request"]
+#: How a request names its processes per host, when no estimator argument does.
+PROCESSES_HYPERPARAMETER = f"processes_per_host (hyperparameter {HP.MPI_PROCESSES_PER_HOST})"
+
+__all__ = [
+    "Placement",
+    "JobPlan",
+    "PROCESSES_HYPERPARAMETER",
+    "INSTANCE_TYPE_BACKENDS",
+    "REMOTE_BACKEND",
+    "backend_name_for",
+    "place",
+    "place_request",
+    "plan_request",
+    "Resources",
+    "resolve_resources",
+    "processes_per_host_of",
+]
 
 
 @dataclass(frozen=True)
@@ -50,13 +72,24 @@ class JobPlan:
 
     ``request`` is exactly what ``create_training_job`` takes (SDK v2 parity);
     ``hosts`` are ``algo-1`` ... ``algo-N`` in order, and ``host_types`` the
-    instance type of each, group by group.
+    instance type of each, group by group. ``processes_per_host`` is the
+    distribution's (``None``: the launcher's default), named in errors as
+    ``processes_argument``. ``gpus`` is each local host's GPU device ids
+    (``None``: the job's hosts get no GPUs; always ``None`` on SageMaker).
     """
 
     request: Mapping[str, Any]
     placement: Placement
     hosts: tuple[str, ...]
     host_types: tuple[str, ...]
+    processes_per_host: int | None = None
+    processes_argument: str = PROCESSES_HYPERPARAMETER
+    gpus: Mapping[str, tuple[str, ...]] | None = None
+
+    @property
+    def name(self) -> str:
+        """The job's name (``TrainingJobName``)."""
+        return str(self.request["TrainingJobName"])
 
     @property
     def backend(self) -> str:
@@ -69,10 +102,33 @@ class JobPlan:
         return self.placement.local
 
 
-def _backend_of(instance_type: str) -> str:
-    from launchbay.backends import registry  # small; the backends themselves load on use
+#: Instance type -> backend name for the types of this machine (the registry adds
+#: those of backends it registers); every ``ml.*`` type goes to :data:`REMOTE_BACKEND`.
+INSTANCE_TYPE_BACKENDS: dict[str, str] = {
+    LOCAL_PROCESS: "local_process",
+    LOCAL: "docker",
+    LOCAL_GPU: "docker",
+}
+REMOTE_BACKEND = "sagemaker"
 
-    return registry.backend_name_for(instance_type)
+
+def backend_name_for(instance_type: str | None) -> str:
+    """The name of the backend that runs ``instance_type``.
+
+    ``None`` (a job described by instance groups of ``ml.*`` types) is SageMaker's.
+
+    Raises:
+        ConfigurationError: an instance type no backend runs, naming the accepted ones.
+    """
+    if instance_type is None or (
+        isinstance(instance_type, str) and instance_type.startswith("ml.")
+    ):
+        return REMOTE_BACKEND
+    name = INSTANCE_TYPE_BACKENDS.get(instance_type) if isinstance(instance_type, str) else None
+    if name is None:
+        accepted = ", ".join([*INSTANCE_TYPE_BACKENDS, "or an ml.* type such as ml.m5.xlarge"])
+        raise ConfigurationError.invalid("instance_type", instance_type, accepted)
+    return name
 
 
 def place(instance_type: str | None, instance_groups: Sequence[Any] | None) -> Placement:
@@ -90,11 +146,11 @@ def place(instance_type: str | None, instance_groups: Sequence[Any] | None) -> P
                 "'local_process', 'local', 'local_gpu'.",
                 argument="instance_type",
             )
-        backend = _backend_of(instance_type)
+        backend = backend_name_for(instance_type)
         return Placement(backend, instance_type, instance_type in LOCAL_INSTANCE_TYPES)
     groups = [(_group_field(g, "name"), _group_field(g, "type")) for g in instance_groups]
     types = [t for _, t in groups]
-    backends = {t: _backend_of(t) for t in types}
+    backends = {t: backend_name_for(t) for t in types}
     local = [t for t in types if t in LOCAL_INSTANCE_TYPES]
     described = ", ".join(f"{n!r}: {t!r}" for n, t in groups)
     if local and len(local) != len(types):
@@ -142,16 +198,131 @@ def place_request(request: Mapping[str, Any]) -> Placement:
     return place(resources.get("InstanceType"), resources.get("InstanceGroups") or None)
 
 
-def plan_request(request: Mapping[str, Any]) -> JobPlan:
-    """The :class:`JobPlan` of a finished request: placement, hosts and their types."""
-    placement = place_request(request)
-    resources = request.get("ResourceConfig") or {}
-    groups = resources.get("InstanceGroups") or []
-    host_types: list[str] = []
-    if groups:
-        for group in groups:
-            host_types += [str(group.get("InstanceType"))] * int(group.get("InstanceCount") or 0)
-    else:
-        host_types = [str(resources.get("InstanceType"))] * int(resources.get("InstanceCount") or 1)
+@dataclass(frozen=True)
+class Resources:
+    """A job's placement and hosts, checked against this machine when it runs here.
+
+    What :func:`resolve_resources` makes from the request's ``ResourceConfig`` and
+    processes per host, before anything else of the job is resolved: the
+    estimator asks for it first, so a job this machine cannot run is refused
+    before its code is packaged; :func:`plan_request` then keeps it in the plan.
+    """
+
+    placement: Placement
+    hosts: tuple[str, ...]
+    host_types: tuple[str, ...]
+    processes_per_host: int | None
+    processes_argument: str
+    gpus: Mapping[str, tuple[str, ...]] | None
+
+
+def resolve_resources(
+    resource_config: Mapping[str, Any],
+    processes_per_host: int | None,
+    *,
+    processes_argument: str | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> Resources:
+    """Placement, hosts and, for a local job, its rank limit and GPU shares (looked for once).
+
+    ``processes_argument`` names the processes per host in errors (the estimator
+    gives its distribution key); ``environ`` is where ``CUDA_VISIBLE_DEVICES``
+    is read (default: this process's).
+
+    Raises:
+        ConfigurationError: resources no one backend runs (:func:`place`), an
+            instance count that is not an integer 1 or more, more ranks than this
+            machine runs, or GPUs that cannot give each local host its own share.
+    """
+    placement = place(
+        resource_config.get("InstanceType"), resource_config.get("InstanceGroups") or None
+    )
+    groups = resource_config.get("InstanceGroups") or []
+    counted = [(str(g.get("InstanceType")), g.get("InstanceCount")) for g in groups] or [
+        (str(resource_config.get("InstanceType")), resource_config.get("InstanceCount", 1))
+    ]
+    for _, count in counted:
+        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+            raise ConfigurationError.invalid(
+                "instance_count", count, "an integer 1 or more (one host each)"
+            )
+    where = processes_argument or PROCESSES_HYPERPARAMETER
+    gpus = None
+    if placement.local and placement.instance_type is not None:
+        # Every rank runs on this machine: refused before a host is even named.
+        check_local_ranks(
+            placement.instance_type,
+            sum(count for _, count in counted),
+            processes_per_host,
+            hosts_argument="instance_count",
+            processes_argument=where,
+        )
+    host_types = tuple(t for t, count in counted for _ in range(count))
     hosts = tuple(f"algo-{i}" for i in range(1, len(host_types) + 1))
-    return JobPlan(request, placement, hosts, tuple(host_types))
+    if placement.local and placement.instance_type is not None:
+        from launchbay.backends._gpus import split_gpus  # reads the runtime's contract
+
+        split = split_gpus(
+            placement.instance_type,
+            len(hosts),
+            processes_per_host,
+            environ=environ,
+            processes_argument=where,
+        )
+        if split is not None:
+            gpus = {host: tuple(ids) for host, ids in zip(hosts, split, strict=True)}
+    return Resources(placement, hosts, host_types, processes_per_host, where, gpus)
+
+
+def plan_request(
+    request: Mapping[str, Any],
+    *,
+    resources: Resources | None = None,
+    processes_argument: str | None = None,
+    environ: Mapping[str, str] | None = None,
+) -> JobPlan:
+    """The :class:`JobPlan` of a finished request: placement, hosts, processes and GPUs.
+
+    ``resources``: what :func:`resolve_resources` already made for this request
+    (the estimator's early check); otherwise they are resolved from the request
+    here, with ``processes_argument`` and ``environ`` as there.
+
+    Raises:
+        ConfigurationError: as :func:`resolve_resources`, and a processes per host
+            hyperparameter that is not an integer 1 or more.
+    """
+    if resources is None:
+        where = processes_argument or PROCESSES_HYPERPARAMETER
+        resources = resolve_resources(
+            request.get("ResourceConfig") or {},
+            processes_per_host_of(request, where),
+            processes_argument=where,
+            environ=environ,
+        )
+    return JobPlan(
+        request,
+        resources.placement,
+        resources.hosts,
+        resources.host_types,
+        resources.processes_per_host,
+        resources.processes_argument,
+        resources.gpus,
+    )
+
+
+def processes_per_host_of(request: Mapping[str, Any], argument: str) -> int | None:
+    """The request's processes per host (its hyperparameter, JSON-encoded), read once.
+
+    Raises:
+        ConfigurationError: a value that is not an integer 1 or more, named ``argument``.
+    """
+    raw = (request.get("HyperParameters") or {}).get(HP.MPI_PROCESSES_PER_HOST)
+    if raw is None:
+        return None
+    try:
+        value = json.loads(raw) if isinstance(raw, str) else raw
+    except ValueError:
+        value = raw
+    if isinstance(value, bool) or not isinstance(value, int) or value < 1:
+        raise ConfigurationError.invalid(argument, raw, "an integer 1 or more")
+    return value

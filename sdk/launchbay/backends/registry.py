@@ -20,8 +20,9 @@ from __future__ import annotations
 import importlib
 from typing import TYPE_CHECKING, Any
 
+from launchbay.backends import plan as _plan
+from launchbay.backends.plan import REMOTE_BACKEND, JobPlan, backend_name_for
 from launchbay.errors import ConfigurationError
-from launchbay.runtime.names import LOCAL, LOCAL_GPU, LOCAL_PROCESS
 
 if TYPE_CHECKING:  # the backends' modules are imported on first use only
     from launchbay.backends.base import Backend
@@ -30,6 +31,7 @@ __all__ = [
     "backend_class",
     "backend_for",
     "backend_for_job",
+    "backend_for_plan",
     "backend_name_for",
     "create",
     "names",
@@ -42,13 +44,7 @@ _BACKENDS: dict[str, str] = {
     "docker": "launchbay.backends.docker:DockerBackend",
     "sagemaker": "launchbay.backends.sagemaker:SageMakerBackend",
 }
-#: The instance types of this machine; every ``ml.*`` type goes to ``sagemaker``.
-_INSTANCE_TYPES: dict[str, str] = {
-    LOCAL_PROCESS: "local_process",
-    LOCAL: "docker",
-    LOCAL_GPU: "docker",
-}
-_REMOTE = "sagemaker"
+_REMOTE = REMOTE_BACKEND
 _loaded: dict[str, type[Backend]] = {}
 
 
@@ -73,7 +69,8 @@ def register(name: str, target: str, *, instance_types: tuple[str, ...] = ()) ->
         _BACKENDS[name] = target
         _BACKENDS[_REMOTE] = remote
     for instance_type in instance_types:
-        _INSTANCE_TYPES[instance_type] = name
+        # The instance types live with the one rule that reads them (launchbay.backends.plan).
+        _plan.INSTANCE_TYPE_BACKENDS[instance_type] = name
 
 
 def backend_class(name: str) -> type[Backend]:
@@ -90,26 +87,15 @@ def backend_class(name: str) -> type[Backend]:
     return cls
 
 
-def backend_name_for(instance_type: str | None) -> str:
-    """The name of the backend that runs ``instance_type``.
-
-    ``None`` (a job described by instance groups of ``ml.*`` types) is SageMaker's.
-    """
-    if instance_type is None or (
-        isinstance(instance_type, str) and instance_type.startswith("ml.")
-    ):
-        return _REMOTE
-    name = _INSTANCE_TYPES.get(instance_type) if isinstance(instance_type, str) else None
-    if name is None:
-        accepted = ", ".join([*_INSTANCE_TYPES, "or an ml.* type such as ml.m5.xlarge"])
-        raise ConfigurationError.invalid("instance_type", instance_type, accepted)
-    return name
-
-
 def backend_for(instance_type: str | None, session: Any = None) -> Backend:
     """A backend that runs jobs of ``instance_type``, with ``session`` for S3 and AWS calls."""
     name = backend_name_for(instance_type)
     return backend_class(name).for_instance_type(instance_type, session)
+
+
+def backend_for_plan(plan: JobPlan, session: Any = None) -> Backend:
+    """The backend a job's plan is placed on (:mod:`launchbay.backends.plan`)."""
+    return backend_class(plan.backend).for_instance_type(plan.placement.instance_type, session)
 
 
 def create(name: str, session: Any = None) -> Backend:

@@ -77,6 +77,7 @@ from launchbay import _request_rules
 from launchbay._logs import LogPrinter, show_logs
 from launchbay._request_rules import INSTANCE_TYPE_RE, JOB_NAME_RE
 from launchbay.backends.base import Backend
+from launchbay.backends.plan import JobPlan
 from launchbay.errors import ConfigurationError, JobError, LaunchbayError
 from launchbay.job import LogTail, TrainingJob
 from launchbay.runtime.names import IN_PROGRESS, JOB_STATUSES, TERMINAL_STATUSES
@@ -770,14 +771,24 @@ class SageMakerBackend(Backend):
         return stream or self.stream or sys.stdout
 
     # -- the Backend interface ------------------------------------------------------
-    def run(self, request: dict[str, Any]) -> TrainingJob:
-        """Create the training job and return its handle at once.
+    def check(self, plan: JobPlan) -> None:
+        """Refuse a request SageMaker must not get (:func:`check_request`), without a call.
 
         Raises:
-            ConfigurationError: the request cannot go to SageMaker (:func:`check_request`).
+            ConfigurationError: naming the request field, the value and what is accepted.
+        """
+        super().check(plan)
+        check_request(plan.request)
+
+    def run(self, plan: JobPlan) -> TrainingJob:
+        """Check the plan, create the training job and return its handle at once.
+
+        Raises:
+            ConfigurationError: the request cannot go to SageMaker (:meth:`check`).
             JobError: CreateTrainingJob failed (the message says what to do next).
         """
-        check_request(request)
+        self.check(plan)
+        request = dict(plan.request)
         name = request["TrainingJobName"]
         response = self._call("CreateTrainingJob", name, **request)
         region = self._region()
