@@ -71,7 +71,7 @@ import uuid
 import weakref
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
-from typing import TYPE_CHECKING, Any, BinaryIO
+from typing import TYPE_CHECKING, Any, BinaryIO, Protocol
 
 from launchbay._home import local_home
 from launchbay.errors import ConfigurationError
@@ -544,7 +544,15 @@ def _sort_key(arcname: str) -> tuple[str, ...]:
     return tuple(arcname.split("/"))
 
 
-def _build_archive(entries: Iterable[_Entry], out: BinaryIO) -> None:
+class _Writable(Protocol):
+    """Where an archive is written: a binary file, or a :class:`_HashingWriter` around one."""
+
+    def write(self, data: bytes, /) -> int: ...
+
+    def flush(self) -> None: ...
+
+
+def _build_archive(entries: Iterable[_Entry], out: _Writable) -> None:
     """Write the deterministic archive of ``entries`` to ``out``, compressing as it goes."""
     with (
         gzip.GzipFile(
@@ -729,7 +737,7 @@ def _build_to_file(entries: Iterable[_Entry], directory: str | None) -> tuple[st
     try:
         with os.fdopen(fd, "wb") as out:
             writer = _HashingWriter(out)
-            _build_archive(entries, writer)  # type: ignore[arg-type]
+            _build_archive(entries, writer)
     except BaseException:
         _unlink_quietly(tmp)
         raise

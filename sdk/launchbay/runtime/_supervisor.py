@@ -648,9 +648,9 @@ class Supervisor:
                     if self._all_gone():
                         break
                 else:
-                    if not gate_open:
+                    if not gate_open and plan.gate is not None:  # closed only while there is a gate
                         try:
-                            gate_open = plan.gate.poll(mono)  # type: ignore[union-attr]
+                            gate_open = plan.gate.poll(mono)
                         except TrainingSetupError as exc:
                             outcome.setup_error = str(exc)
                             self._failure("failure", time.time())
@@ -663,8 +663,9 @@ class Supervisor:
             if started:
                 mains_done = self._mains_done()
                 wait_for_waiter = not stopping or plan.stop_via_shared_dir
-                if not waiter_done and mains_done and wait_for_waiter:
-                    code = plan.waiter.poll(mono)  # type: ignore[union-attr]
+                # waiter_done is False only while there is a waiter
+                if not waiter_done and mains_done and wait_for_waiter and plan.waiter is not None:
+                    code = plan.waiter.poll(mono)
                     if code is not None:
                         waiter_done = True
                         outcome.waiter_code = code

@@ -251,9 +251,9 @@ def tcp_reachable(address: str, port: int, timeout: float = 1.0) -> bool:
         return False
 
 
-def _write_json(path: str, obj: object) -> None:
+def _write_json(path: str, obj: dict[str, object]) -> None:
     os.makedirs(os.path.dirname(path), exist_ok=True)
-    _records.write_record(path, obj)  # type: ignore[arg-type]
+    _records.write_record(path, obj)
 
 
 def _require_mpi(ctx: LaunchContext) -> None:
