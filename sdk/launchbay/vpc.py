@@ -632,7 +632,7 @@ def _cfn_loader() -> type:
         elif isinstance(node, yaml.SequenceNode):
             value = loader.construct_sequence(node, deep=True)
         else:
-            value = loader.construct_mapping(node, deep=True)  # type: ignore[arg-type]
+            value = loader.construct_mapping(node, deep=True)  # type: ignore[arg-type]  # not scalar nor sequence: a MappingNode
         return {suffix: value}
 
     Loader.add_multi_constructor("!", construct)
