@@ -88,6 +88,7 @@ from launchbay.runtime._procs import is_alive
 from launchbay.runtime.code import fetch_code
 from launchbay.runtime.contract import write_host_config
 from launchbay.runtime.names import DOCKER_INSTANCE_TYPES, HP, LOCAL_GPU, MAX_LOG_LINE
+from launchbay.runtime.settings import RuntimeSettings
 from launchbay.s3uri import is_file_uri, is_s3_uri
 
 __all__ = ["DockerBackend", "compose_document", "COMPOSE_FILE"]
@@ -434,9 +435,9 @@ class DockerBackend(LocalBackend):
             {
                 "TRAINING_JOB_NAME": name,
                 "TRAINING_JOB_ARN": job_arn(name),
-                "LAUNCHBAY_GRACE_SECONDS": f"{grace:g}",
-                # Local stand-ins of SageMaker-only libraries (docs/smddp.md).
-                "LAUNCHBAY_STANDINS": "1",
+                # The grace period, and local stand-ins of SageMaker-only libraries
+                # (docs/smddp.md), as the containers' runtime reads them.
+                **RuntimeSettings(grace_seconds=grace, standins=True).to_environ(),
             }
         )
         secret_names: list[str] = []

@@ -34,7 +34,6 @@ from __future__ import annotations
 
 import contextlib
 import functools
-import json
 import logging
 import os
 import shutil
@@ -61,6 +60,7 @@ from launchbay.backends._localjob import (
 from launchbay.runtime._hostnames import write_hosts_file
 from launchbay.runtime._procs import descendants
 from launchbay.runtime.names import LOCAL_PROCESS
+from launchbay.runtime.settings import RuntimeSettings
 
 __all__ = ["ProcessBackend", "DEFAULT_GRACE_SECONDS"]
 
@@ -246,17 +246,18 @@ class ProcessBackend(LocalBackend):
         env = dict(os.environ)
         env.update({str(k): str(v) for k, v in (job.request.get("Environment") or {}).items()})
         port = free_port_block(2 * len(job.hosts) + 2)
+        settings = RuntimeSettings(
+            local_process=True,
+            standins=True,
+            host_addresses={h: "127.0.0.1" for h in job.hosts},
+            hosts_file=write_hosts_file(os.path.join(layout.job_dir, "hosts"), job.hosts),
+            master_port=port,
+            shared_dir=layout.shared_dir,
+            grace_seconds=job.grace,
+        )
+        env.update(settings.to_environ())
         env.update(
             {
-                "LAUNCHBAY_LOCAL_PROCESS": "1",
-                "LAUNCHBAY_STANDINS": "1",
-                "LAUNCHBAY_HOST_ADDRESSES": json.dumps({h: "127.0.0.1" for h in job.hosts}),
-                "LAUNCHBAY_HOSTS_FILE": write_hosts_file(
-                    os.path.join(layout.job_dir, "hosts"), job.hosts
-                ),
-                "LAUNCHBAY_MASTER_PORT": str(port),
-                "LAUNCHBAY_SHARED_DIR": layout.shared_dir,
-                "LAUNCHBAY_GRACE_SECONDS": f"{job.grace:g}",
                 "PYTHONUNBUFFERED": "1",
                 "TRAINING_JOB_NAME": job.name,
                 "TRAINING_JOB_ARN": job_arn(job.name, env),

@@ -39,6 +39,7 @@ import sys
 from collections.abc import Iterable, Mapping, MutableMapping
 
 from launchbay.runtime.errors import TrainingSetupError
+from launchbay.runtime.names import ENV
 
 __all__ = [
     "MODES",
@@ -242,7 +243,7 @@ def apply(environ: MutableMapping[str, str] | None = None) -> HostNames | None:
     when the mechanism it names cannot be used.
     """
     environ = os.environ if environ is None else environ
-    hosts_file = environ.get("LAUNCHBAY_HOSTS_FILE")
+    hosts_file = environ.get(ENV.HOSTS_FILE)
     raw_mode = environ.get("LAUNCHBAY_HOST_NAMES", "")
     mode = raw_mode.strip().lower() or "auto"
     if mode not in MODES:

@@ -15,6 +15,7 @@ from __future__ import annotations
 __all__ = [
     "COMPLETED",
     "DOCKER_INSTANCE_TYPES",
+    "ENV",
     "FAILED",
     "FAILED_STATUSES",
     "HP",
@@ -55,6 +56,26 @@ DOCKER_INSTANCE_TYPES = (LOCAL, LOCAL_GPU)
 #: log followers hold no more than this of a line not yet ended, so a script
 #: that prints a 300 MB line costs the client no more memory than a short one.
 MAX_LOG_LINE = 64 * 1024
+
+
+# ------------------------------------------------- backend -> runtime variables
+class ENV:
+    """The ``LAUNCHBAY_*`` variables a local backend sets for each host's runtime.
+
+    :class:`launchbay.runtime.settings.RuntimeSettings` is both their one reader
+    (``from_environ``) and their one writer (``to_environ``), side by side, so
+    the backends never spell a name or a format of their own.
+    """
+
+    LOCAL_PROCESS = "LAUNCHBAY_LOCAL_PROCESS"  # "1": the host is a process group here
+    SHARED_DIR = "LAUNCHBAY_SHARED_DIR"  # a directory every host of the job shares
+    HOST_ADDRESSES = "LAUNCHBAY_HOST_ADDRESSES"  # JSON: host name -> address
+    HOSTS_FILE = "LAUNCHBAY_HOSTS_FILE"  # a hosts file naming algo-N
+    MASTER_PORT = "LAUNCHBAY_MASTER_PORT"  # the first of the job's loopback ports
+    GRACE_SECONDS = "LAUNCHBAY_GRACE_SECONDS"  # SIGTERM -> SIGKILL, seconds
+    STANDINS = "LAUNCHBAY_STANDINS"  # "1": local stand-ins of SageMaker-only libraries
+    INSTALL_REQUIREMENTS = "LAUNCHBAY_INSTALL_REQUIREMENTS"  # install requirements.txt
+    STARTUP_TIMEOUT = "LAUNCHBAY_STARTUP_TIMEOUT"  # seconds for the hosts to come up
 
 
 # ------------------------------------------------------ hyperparameter keys

@@ -9,6 +9,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 
 from launchbay.runtime.errors import TrainingSetupError
+from launchbay.runtime.names import ENV
 
 __all__ = [
     "RuntimeSettings",
@@ -23,7 +24,7 @@ __all__ = [
 DEFAULT_GRACE_SECONDS = 10.0
 DEFAULT_STARTUP_TIMEOUT = 900.0
 #: The variable that sets the grace period between SIGTERM and SIGKILL (client and runtime).
-GRACE_ENV = "LAUNCHBAY_GRACE_SECONDS"
+GRACE_ENV = ENV.GRACE_SECONDS
 #: The longest grace period accepted: an hour (SageMaker itself gives 120 seconds).
 MAX_GRACE_SECONDS = 3600.0
 GRACE_ACCEPTED = (
@@ -104,13 +105,15 @@ class RuntimeSettings:
     install_requirements: str | None = None
     startup_timeout: float = DEFAULT_STARTUP_TIMEOUT
     standins: bool = False
+    #: A hosts file naming ``algo-N`` (read by :mod:`launchbay.runtime._hostnames`).
+    hosts_file: str | None = None
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str] | None = None) -> RuntimeSettings:
         """Parse ``LAUNCHBAY_*`` variables; a malformed value is a :class:`TrainingSetupError`."""
         environ = os.environ if environ is None else environ
         addresses: dict[str, str] = {}
-        raw_addresses = environ.get("LAUNCHBAY_HOST_ADDRESSES")
+        raw_addresses = environ.get(ENV.HOST_ADDRESSES)
         if raw_addresses:
             try:
                 addresses = {str(k): str(v) for k, v in json.loads(raw_addresses).items()}
@@ -119,21 +122,49 @@ class RuntimeSettings:
                     f"Invalid LAUNCHBAY_HOST_ADDRESSES={raw_addresses!r}. Accepted: a JSON object "
                     'mapping host names to addresses, e.g. {"algo-1": "127.0.0.1"}.'
                 ) from None
-        port = environ.get("LAUNCHBAY_MASTER_PORT")
+        port = environ.get(ENV.MASTER_PORT)
         if port not in (None, "") and not (port.isdigit() and 0 < int(port) < 65536):
             raise TrainingSetupError(
                 f"Invalid LAUNCHBAY_MASTER_PORT={port!r}. Accepted: a TCP port number (1-65535)."
             )
         return cls(
-            local_process=environ.get("LAUNCHBAY_LOCAL_PROCESS") == "1",
-            shared_dir=environ.get("LAUNCHBAY_SHARED_DIR") or None,
+            local_process=environ.get(ENV.LOCAL_PROCESS) == "1",
+            shared_dir=environ.get(ENV.SHARED_DIR) or None,
             host_addresses=addresses,
             master_port=int(port) if port else None,
             grace_seconds=_grace(environ),
-            install_requirements=environ.get("LAUNCHBAY_INSTALL_REQUIREMENTS"),
-            startup_timeout=_number(environ, "LAUNCHBAY_STARTUP_TIMEOUT", DEFAULT_STARTUP_TIMEOUT),
-            standins=environ.get("LAUNCHBAY_STANDINS") == "1",
+            install_requirements=environ.get(ENV.INSTALL_REQUIREMENTS),
+            startup_timeout=_number(environ, ENV.STARTUP_TIMEOUT, DEFAULT_STARTUP_TIMEOUT),
+            standins=environ.get(ENV.STANDINS) == "1",
+            hosts_file=environ.get(ENV.HOSTS_FILE) or None,
         )
+
+    def to_environ(self) -> dict[str, str]:
+        """The variables that make :meth:`from_environ` read these settings back.
+
+        What a local backend puts in each host's environment; a setting left at
+        its default is not written, so a value the caller's own environment
+        carries (``LAUNCHBAY_STARTUP_TIMEOUT``, ``LAUNCHBAY_INSTALL_REQUIREMENTS``)
+        passes through untouched.
+        """
+        env = {ENV.GRACE_SECONDS: f"{parse_grace_seconds(self.grace_seconds):g}"}
+        if self.local_process:
+            env[ENV.LOCAL_PROCESS] = "1"
+        if self.shared_dir:
+            env[ENV.SHARED_DIR] = self.shared_dir
+        if self.host_addresses:
+            env[ENV.HOST_ADDRESSES] = json.dumps(self.host_addresses)
+        if self.master_port is not None:
+            env[ENV.MASTER_PORT] = str(self.master_port)
+        if self.install_requirements is not None:
+            env[ENV.INSTALL_REQUIREMENTS] = self.install_requirements
+        if self.startup_timeout != DEFAULT_STARTUP_TIMEOUT:
+            env[ENV.STARTUP_TIMEOUT] = f"{self.startup_timeout:g}"
+        if self.standins:
+            env[ENV.STANDINS] = "1"
+        if self.hosts_file:
+            env[ENV.HOSTS_FILE] = self.hosts_file
+        return env
 
     def address(self, host: str) -> str:
         """The address to reach ``host`` at (``LAUNCHBAY_HOST_ADDRESSES``, else the name)."""

@@ -22,13 +22,15 @@ import os
 import sys
 from collections.abc import MutableMapping
 
+from launchbay.runtime.names import ENV
+
 __all__ = ["DIRECTORY", "ENV_FLAG", "enabled", "add_to_sys_path", "add_to_pythonpath"]
 
 #: The directory holding the stand-in top-level packages.
 DIRECTORY = os.path.dirname(os.path.abspath(__file__))
 
 #: Set to ``"1"`` by the local backends only.
-ENV_FLAG = "LAUNCHBAY_STANDINS"
+ENV_FLAG = ENV.STANDINS
 
 
 def enabled(environ: MutableMapping[str, str] | None = None) -> bool:
