@@ -684,7 +684,7 @@ class LocalStager:
                 self.s3, plan, limits=transfer.Limits(workers=self.max_workers), progress=False
             )
             copy_to = dirs[1:]
-        manifest: dict[str, dict[str, list[Any]]] = {}
+        manifest: dict[str, dict[str, list[Any] | None]] = {}
         restored_count = 0
         for directory in dirs:
             restored = manifest.setdefault(directory, {})
@@ -849,13 +849,15 @@ class LocalStager:
         """
         if is_file_uri(base_uri):
             root = file_uri_path(base_uri)
-            jobs: list[Callable[[], None]] = []
+            jobs: list[Callable[[], object]] = []
             for entry in files:
                 destination = _safe_join(root, entry.rel)
                 if entry.kind == "link":
-                    jobs.append(lambda e=entry, d=destination: _link_atomic(e.link, d))
+                    jobs.append(functools.partial(_link_atomic, entry.link, destination))
                 else:
-                    jobs.append(lambda e=entry, d=destination: _copy_atomic(e.path, d, e.base))
+                    jobs.append(
+                        functools.partial(_copy_atomic, entry.path, destination, entry.base)
+                    )
             transfer.run_parallel(jobs, self.max_workers)
             return
         uploads: dict[str, list[tuple[str, str]]] = {}
