@@ -6,9 +6,12 @@ subclasses:
 
 * its name, its default, and which class declares it (``owner``);
 * its SDK v1 alias, if any (``train_instance_count`` -> ``instance_count``);
-* its *kind*: what a value may be. A kind gives both the check the constructor
-  runs (with an error naming the argument, the value and what is accepted) and
-  the JSON Schema of the job-spec key of the same name;
+* its *kind*: what a value may be. A kind gives the check the constructor
+  runs (with an error naming the argument, the value and what is accepted),
+  the JSON Schema of the job-spec key of the same name, and the type of the
+  stored value, which the estimator classes declare as an annotation so that
+  mypy and editors see the bound attribute (a test keeps the two equal). The
+  kinds and checkers are in :mod:`launchbay._kinds`;
 * the CreateTrainingJob field it fills (``request``), a dotted path, with how a
   value is written there and read back from a DescribeTrainingJob response;
 * how it is written to and read from a YAML job spec, where that is not the
@@ -37,59 +40,89 @@ from __future__ import annotations
 import copy
 import inspect
 import logging
-import os
-import re
 import warnings
-from collections.abc import Callable, Iterable, Mapping, Sequence
+from collections.abc import Callable, Iterable, Mapping
 from typing import Any
 
-from launchbay._patterns import INSTANCE_TYPE_RE, JOB_NAME_RE
-from launchbay.debugger import CollectionConfig, DebuggerHookConfig
+from launchbay._kinds import (  # the kinds and checkers; the public ones re-exported
+    JOB_NAME_ACCEPTED,
+    JOB_NAME_PATTERN,
+    LOCAL_OR_ML_INSTANCE_TYPE_PATTERN,
+    LOG_LEVELS,
+    MISSING,
+    Bool,
+    Context,
+    Custom,
+    Enum,
+    Int,
+    Kind,
+    Path,
+    SpecContext,
+    Str,
+    StrList,
+    Uri,
+    attach_set,
+    attach_true,
+    attach_truthy,
+    check_checkpoint_local_path,
+    check_debugger,
+    check_dependencies,
+    check_environment,
+    check_hyperparameters,
+    check_instance_groups,
+    check_instance_type,
+    check_json,
+    check_log_level,
+    check_metric_definitions,
+    check_model_dir,
+    check_role,
+    check_version,
+    debugger_from_description,
+    debugger_from_spec,
+    debugger_to_spec,
+    dependencies_to_spec,
+    entry_point_to_spec,
+    environment_from_spec,
+    format_tags,
+    groups_from_request,
+    groups_from_spec,
+    groups_to_request,
+    groups_to_spec,
+    is_uri,
+    log_level_from_spec,
+    positive_int,
+    relative,
+    source_dir_to_spec,
+    str_list,
+    tags_from_spec,
+    tags_to_spec,
+    true_only,
+)
 from launchbay.errors import ConfigurationError, UnknownArgumentError
-from launchbay.inputs import INPUT_MODES, InstanceGroup, check_uri
-from launchbay.runtime.contract import CHECKPOINT_PATH_ACCEPTED, checkpoint_path_problem
-from launchbay.runtime.names import LOCAL_INSTANCE_TYPES
+from launchbay.inputs import INPUT_MODES
 
 __all__ = [
     "ARGUMENTS",
     "Argument",
     "MISSING",
+    "Kind",
     "bind",
+    "check",
+    "check_json",
     "declared",
     "from_description",
     "from_spec",
+    "is_uri",
+    "positive_int",
+    "relative",
     "request_fields",
     "signature",
     "spec_properties",
+    "str_list",
     "to_spec",
+    "bound_values",
 ]
 
-
-class _Missing:
-    def __repr__(self) -> str:
-        return "MISSING"
-
-
-#: "No value": the argument is absent from a spec or a job description.
-MISSING: Any = _Missing()
-
-
-#: CreateTrainingJob's TrainingJobName pattern (also a base_job_name's).
-JOB_NAME_PATTERN = JOB_NAME_RE.pattern
-#: An ml.* instance type, or one of the local types.
-LOCAL_OR_ML_INSTANCE_TYPE_PATTERN = (
-    "^(" + INSTANCE_TYPE_RE.pattern.strip("^$") + "|" + "|".join(LOCAL_INSTANCE_TYPES) + ")$"
-)
-LOG_LEVELS = {"CRITICAL": 50, "ERROR": 40, "WARNING": 30, "INFO": 20, "DEBUG": 10, "NOTSET": 0}
-URI_ACCEPTED = "an s3://bucket/prefix URI (or file:///path for local runs)"
-INSTANCE_TYPE_ACCEPTED = (
-    "an ml.* instance type such as 'ml.m5.xlarge' or 'ml.p4d.24xlarge', or one of the local "
-    "types 'local_process', 'local', 'local_gpu'"
-)
-JOB_NAME_ACCEPTED = (
-    "1-63 characters: letters, digits and hyphens, starting with a letter or digit "
-    "(pattern ^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62})"
-)
 
 # SDK v2 arguments launchbay deliberately leaves out: an error says so, rather than
 # "unknown argument", so a notebook author knows what to remove.
@@ -109,552 +142,6 @@ UNSUPPORTED_V2_ARGUMENTS = {
     "training_plan": "training plans",
     "instance_placement_config": "UltraServer placement",
 }
-
-
-class Context:
-    """What a check may depend on besides the value: whether the job runs on this machine."""
-
-    __slots__ = ("local",)
-
-    def __init__(self, local: bool) -> None:
-        self.local = local
-
-
-# --------------------------------------------------------------------------- kinds
-# A kind is what a value may be: ``check`` (Python value -> stored value, or a
-# ConfigurationError) and ``schema`` (the job-spec form of the same rule).
-
-
-def _is_int(value: Any) -> bool:
-    return isinstance(value, int) and not isinstance(value, bool)
-
-
-class Kind:
-    """A value rule: the constructor's check and the job spec's JSON Schema (``schema``)."""
-
-    __slots__ = ()
-
-    @property
-    def schema(self) -> dict[str, Any]:
-        return {}
-
-    def check(self, name: str, value: Any, ctx: Context) -> Any:
-        return value
-
-
-class Int(Kind):
-    """An integer from ``minimum`` (to ``maximum``)."""
-
-    __slots__ = ("maximum", "minimum")
-
-    def __init__(self, minimum: int = 1, maximum: int | None = None) -> None:
-        self.minimum, self.maximum = minimum, maximum
-
-    @property
-    def schema(self) -> dict[str, Any]:
-        schema: dict[str, Any] = {"type": "integer", "minimum": self.minimum}
-        if self.maximum is not None:
-            schema["maximum"] = self.maximum
-        return schema
-
-    def check(self, name: str, value: Any, ctx: Context) -> Any:
-        if value is None:
-            return None
-        return positive_int(name, value, minimum=self.minimum, maximum=self.maximum)
-
-
-def positive_int(argument: str, value: Any, *, minimum: int = 1, maximum: int | None = None) -> int:
-    """``value`` if it is an integer in range, else the standard error."""
-    if not _is_int(value) or value < minimum or (maximum is not None and value > maximum):
-        bound = f"from {minimum} to {maximum}" if maximum is not None else f"{minimum} or more"
-        raise ConfigurationError.invalid(argument, value, f"an integer {bound}")
-    return value
-
-
-class Bool(Kind):
-    """True or False; ``unset`` is what None (not given) is stored as."""
-
-    __slots__ = ("allow_none", "unset")
-
-    def __init__(self, unset: bool | None = False, allow_none: bool = True) -> None:
-        self.unset, self.allow_none = unset, allow_none
-
-    @property
-    def schema(self) -> dict[str, Any]:
-        return {"type": "boolean"}
-
-    def check(self, name: str, value: Any, ctx: Context) -> Any:
-        if value is None and self.allow_none:
-            return self.unset
-        if not isinstance(value, bool):
-            raise ConfigurationError.invalid(
-                name,
-                value,
-                "True or False" + (" (or None)" if self.allow_none else ""),
-                reason=(
-                    "A string would be sent as True whatever it says"
-                    if isinstance(value, str)
-                    else f"It is {type(value).__name__}, not a bool"
-                ),
-            )
-        return value
-
-
-class Str(Kind):
-    """A non-empty string (optionally matching ``pattern``)."""
-
-    __slots__ = ("accepted", "min_length", "pattern")
-
-    def __init__(
-        self, accepted: str = "a non-empty string", pattern: str | None = None, min_length: int = 1
-    ) -> None:
-        self.accepted, self.pattern, self.min_length = accepted, pattern, min_length
-
-    @property
-    def schema(self) -> dict[str, Any]:
-        schema: dict[str, Any] = {"type": "string"}
-        if self.min_length:
-            schema["minLength"] = self.min_length
-        if self.pattern:
-            schema["pattern"] = self.pattern
-            schema["x-accepted"] = self.accepted
-        return schema
-
-    def check(self, name: str, value: Any, ctx: Context) -> Any:
-        if value is None:
-            return None
-        if (
-            not isinstance(value, str)
-            or len(value) < self.min_length
-            or (self.pattern and not re.match(self.pattern, value))
-        ):
-            raise ConfigurationError.invalid(name, value, self.accepted)
-        return str(value)
-
-
-class Enum(Kind):
-    """One of ``values``."""
-
-    __slots__ = ("values",)
-
-    def __init__(self, values: tuple[str, ...]) -> None:
-        self.values = tuple(values)
-
-    @property
-    def schema(self) -> dict[str, Any]:
-        return {"enum": list(self.values)}
-
-    def check(self, name: str, value: Any, ctx: Context) -> Any:
-        if value not in self.values:
-            raise ConfigurationError.invalid(name, value, ", ".join(self.values))
-        return value
-
-
-class Uri(Kind):
-    """An ``s3://`` URI, or a ``file://`` one for jobs on this machine."""
-
-    __slots__ = ("accepted",)
-
-    def __init__(self, accepted: str = URI_ACCEPTED) -> None:
-        self.accepted = accepted
-
-    @property
-    def schema(self) -> dict[str, Any]:
-        return {"type": "string", "pattern": "^(s3|file)://.", "x-accepted": self.accepted}
-
-    def check(self, name: str, value: Any, ctx: Context) -> Any:
-        if value is None:
-            return None
-        return check_uri(value, name, allow_file=ctx.local)
-
-
-class Path(Kind):
-    """A local path (str or os.PathLike), stored as str."""
-
-    __slots__ = ("accepted",)
-
-    def __init__(self, accepted: str = "a path") -> None:
-        self.accepted = accepted
-
-    @property
-    def schema(self) -> dict[str, Any]:
-        return {"type": "string", "minLength": 1}
-
-    def check(self, name: str, value: Any, ctx: Context) -> Any:
-        if value is None:
-            return None
-        if isinstance(value, os.PathLike):
-            text = os.fspath(value)
-            if isinstance(text, str):
-                return text
-        if not isinstance(value, str) or not value:
-            raise ConfigurationError.invalid(name, value, self.accepted)
-        return value
-
-
-class StrList(Kind):
-    """A list of strings (empty strings allowed with ``allow_empty``)."""
-
-    __slots__ = ("allow_empty",)
-
-    def __init__(self, allow_empty: bool = False) -> None:
-        self.allow_empty = allow_empty
-
-    @property
-    def schema(self) -> dict[str, Any]:
-        items: dict[str, Any] = {"type": "string"}
-        if not self.allow_empty:
-            items["minLength"] = 1
-        return {"type": "array", "items": items}
-
-    def check(self, name: str, value: Any, ctx: Context) -> Any:
-        return str_list(name, value, allow_empty=self.allow_empty)
-
-
-def str_list(argument: str, value: Any, *, allow_empty: bool = False) -> list[str] | None:
-    """``value`` as a list of strings (None stays None), else the standard error."""
-    if value is None:
-        return None
-    if isinstance(value, (str, bytes)) or not isinstance(value, Sequence):
-        raise ConfigurationError.invalid(argument, value, "a list of strings")
-    for item in value:
-        if not isinstance(item, str):
-            raise ConfigurationError.invalid(argument, value, "a list of strings")
-        if not item and not allow_empty:
-            raise ConfigurationError.invalid(argument, value, "a list of non-empty strings")
-    return list(value)
-
-
-class Custom(Kind):
-    """A rule written as a function (objects such as DebuggerHookConfig), with its schema."""
-
-    __slots__ = ("checker", "spec")
-
-    def __init__(
-        self,
-        spec: Mapping[str, Any] | None = None,
-        checker: Callable[[str, Any, Context], Any] | None = None,
-    ) -> None:
-        self.spec, self.checker = dict(spec or {}), checker
-
-    @property
-    def schema(self) -> dict[str, Any]:
-        return copy.deepcopy(dict(self.spec))
-
-    def check(self, name: str, value: Any, ctx: Context) -> Any:
-        return value if self.checker is None else self.checker(name, value, ctx)
-
-
-# --------------------------------------------------------------------------- custom checks
-
-
-def _check_instance_type(name: str, value: Any, ctx: Context) -> Any:
-    if value is None:
-        return None
-    if value in LOCAL_INSTANCE_TYPES or (
-        isinstance(value, str) and re.match(LOCAL_OR_ML_INSTANCE_TYPE_PATTERN, value)
-    ):
-        return value
-    raise ConfigurationError.invalid(name, value, INSTANCE_TYPE_ACCEPTED)
-
-
-def _check_role(name: str, value: Any, ctx: Context) -> Any:
-    if value is None:
-        return None
-    if not isinstance(value, str) or not value:
-        raise ConfigurationError.invalid(name, value, "an IAM role ARN or role name")
-    return value  # kept as given: a LocalExecutionRole is checked by the rules, then str()ed
-
-
-def _check_instance_groups(name: str, value: Any, ctx: Context) -> Any:
-    if value is None:
-        return None
-    if (
-        isinstance(value, (str, bytes))
-        or not isinstance(value, Sequence)
-        or not value
-        or not all(isinstance(g, InstanceGroup) for g in value)
-    ):
-        raise ConfigurationError.invalid(name, value, "a non-empty list of InstanceGroup objects")
-    for group in value:
-        _check_instance_type("InstanceGroup.instance_type", group.instance_type, ctx)
-        positive_int("InstanceGroup.instance_count", group.instance_count)
-    return list(value)
-
-
-def _check_checkpoint_local_path(name: str, value: Any, ctx: Context) -> Any:
-    """The runtime's rule for a checkpoint directory (every instance type; see contract)."""
-    if value is None or value == "":
-        return value
-    problem = checkpoint_path_problem(value)
-    if problem:
-        raise ConfigurationError.invalid(
-            name, value, CHECKPOINT_PATH_ACCEPTED, reason=f"It {problem}"
-        )
-    return value
-
-
-def _check_environment(name: str, value: Any, ctx: Context) -> Any:
-    if value is None:
-        return None
-    if not isinstance(value, Mapping) or not all(
-        isinstance(k, str) and isinstance(v, str) for k, v in value.items()
-    ):
-        raise ConfigurationError.invalid(name, value, "a dict of str to str")
-    return dict(value)
-
-
-def format_tags(name: str, tags: Any, ctx: Context | None = None) -> list[dict[str, str]] | None:
-    """SDK v2's tags (a dict, or a list of ``{"Key", "Value"}``) as the request's list."""
-    accepted = "a dict, or a list of {'Key': ..., 'Value': ...} dicts"
-    if tags is None:
-        return None
-    if isinstance(tags, Mapping):
-        return [{"Key": str(k), "Value": str(v)} for k, v in tags.items()]
-    if isinstance(tags, Sequence) and not isinstance(tags, (str, bytes)):
-        out = []
-        for tag in tags:
-            if not isinstance(tag, Mapping) or set(tag) != {"Key", "Value"}:
-                raise ConfigurationError.invalid(name, tags, accepted)
-            out.append(dict(tag))
-        return out
-    raise ConfigurationError.invalid(name, tags, accepted)
-
-
-def _check_metric_definitions(name: str, value: Any, ctx: Context) -> Any:
-    if value is None:
-        return None
-    if not isinstance(value, Sequence) or not all(
-        isinstance(m, Mapping) and set(m) == {"Name", "Regex"} for m in value
-    ):
-        raise ConfigurationError.invalid(name, value, "a list of {'Name': ..., 'Regex': ...} dicts")
-    return [dict(m) for m in value]
-
-
-def _check_log_level(name: str, value: Any, ctx: Context) -> Any:
-    if not _is_int(value):
-        raise ConfigurationError.invalid(name, value, "a logging level such as logging.INFO (20)")
-    return value
-
-
-def _check_debugger(name: str, value: Any, ctx: Context) -> Any:
-    if value is True:
-        return None  # True means "the default hook", as None does
-    if value not in (None, False) and not isinstance(value, DebuggerHookConfig):
-        raise ConfigurationError.invalid(name, value, "a DebuggerHookConfig, True or False")
-    return value
-
-
-def check_json(hyperparameters: Mapping[str, Any], argument: str = "hyperparameters") -> None:
-    """Every key a non-empty string and every value JSON-serialisable, else the error."""
-    import json
-
-    for key, value in hyperparameters.items():
-        if not isinstance(key, str) or not key:
-            raise ConfigurationError.invalid(f"{argument} key", key, "non-empty string keys")
-        try:
-            json.dumps(value, allow_nan=False)
-        except (TypeError, ValueError) as exc:
-            raise ConfigurationError(
-                f"Invalid {argument}[{key!r}]={value!r}: it cannot be sent as JSON ({exc}). "
-                "Accepted: str, int, float (finite), bool, None, and lists/dicts of those.",
-                argument=f"{argument}[{key!r}]",
-                value=value,
-            ) from exc
-
-
-def _check_hyperparameters(name: str, value: Any, ctx: Context) -> Any:
-    # A private deep copy: the caller's dict is never touched.
-    if value is not None and not isinstance(value, Mapping):
-        raise ConfigurationError.invalid(name, value, "a dict")
-    if not value:
-        return {}
-    check_json(value)
-    return copy.deepcopy(dict(value))
-
-
-def _check_version(name: str, value: Any, ctx: Context) -> Any:
-    if value is not None and not isinstance(value, str):
-        raise ConfigurationError.invalid(name, value, "a string such as '2.3' or 'py311'")
-    return value
-
-
-def _check_model_dir(name: str, value: Any, ctx: Context) -> Any:
-    if value is not None and value is not False and not isinstance(value, str):
-        raise ConfigurationError.invalid(
-            name, value, "an S3 URI or container path, or False to leave it out"
-        )
-    return value
-
-
-def _check_dependencies(name: str, value: Any, ctx: Context) -> Any:
-    return str_list(name, value) or []
-
-
-# --------------------------------------------------------------------------- spec forms
-
-
-def _text(value: Any) -> str:
-    if isinstance(value, bool):
-        return "true" if value else "false"
-    return str(value)
-
-
-def _tags_to_spec(tags: list[dict[str, str]], ctx: SpecContext) -> Any:
-    keys = [t["Key"] for t in tags]
-    if len(set(keys)) == len(keys):
-        return {t["Key"]: t["Value"] for t in tags}
-    return copy.deepcopy(tags)
-
-
-def _tags_from_spec(value: Any) -> Any:
-    return {k: _text(v) for k, v in value.items()} if isinstance(value, dict) else value
-
-
-def _environment_from_spec(value: Any) -> Any:
-    return {k: _text(v) for k, v in value.items()} if isinstance(value, dict) else value
-
-
-def _log_level_from_spec(value: Any) -> Any:
-    return LOG_LEVELS[value.upper()] if isinstance(value, str) else value
-
-
-def _groups_to_spec(groups: list[InstanceGroup], ctx: SpecContext) -> Any:
-    return [
-        {
-            "instance_group_name": g.instance_group_name,
-            "instance_type": g.instance_type,
-            "instance_count": g.instance_count,
-        }
-        for g in groups
-    ]
-
-
-def _groups_from_spec(value: Any) -> Any:
-    return [InstanceGroup(**g) for g in value]
-
-
-def _groups_to_request(groups: list[InstanceGroup]) -> Any:
-    return [g.to_request_dict() for g in groups] if groups else None
-
-
-def _groups_from_request(groups: Any) -> Any:
-    if not groups:
-        return MISSING
-    return [
-        InstanceGroup(g["InstanceGroupName"], g["InstanceType"], g["InstanceCount"]) for g in groups
-    ]
-
-
-def _debugger_to_spec(hook: Any, ctx: SpecContext) -> Any:
-    if hook is False:
-        return False
-    config: dict[str, Any] = {}
-    if hook.s3_output_path:
-        config["s3_output_path"] = hook.s3_output_path
-    if hook.container_local_output_path is not None:
-        config["container_local_output_path"] = hook.container_local_output_path
-    if hook.hook_parameters is not None:
-        config["hook_parameters"] = dict(hook.hook_parameters)
-    if hook.collection_configs:
-        config["collection_configs"] = [
-            {"name": c.name, **({"parameters": dict(c.parameters)} if c.parameters else {})}
-            for c in hook.collection_configs
-        ]
-    return config or True
-
-
-def _debugger_from_spec(value: Any) -> Any:
-    if not isinstance(value, dict):
-        return value
-    return DebuggerHookConfig(
-        s3_output_path=value.get("s3_output_path"),
-        container_local_output_path=value.get("container_local_output_path"),
-        hook_parameters=value.get("hook_parameters"),
-        collection_configs=[
-            CollectionConfig(c["name"], c.get("parameters"))
-            for c in value.get("collection_configs") or []
-        ]
-        or None,
-    )
-
-
-class SpecContext:
-    """Where a spec is written (paths under it are written relative to it) and the estimator."""
-
-    __slots__ = ("base_dir", "estimator")
-
-    def __init__(self, base_dir: str, estimator: Any) -> None:
-        self.base_dir, self.estimator = base_dir, estimator
-
-
-def is_uri(value: str) -> bool:
-    """True for ``scheme://...`` (a URI: never resolved against a directory)."""
-    return "://" in value
-
-
-def relative(path: str, base_dir: str) -> str:
-    """``path`` relative to ``base_dir`` when it lies under it (URIs unchanged)."""
-    if is_uri(path):
-        return path
-    absolute = os.path.abspath(os.path.expanduser(path))
-    try:
-        rel = os.path.relpath(absolute, base_dir)
-    except ValueError:  # another drive (Windows)
-        return absolute
-    return absolute if rel.startswith("..") else rel
-
-
-def _entry_point_to_spec(entry: str, ctx: SpecContext) -> Any:
-    source_dir = ctx.estimator.source_dir
-    if source_dir is None:
-        return relative(entry, ctx.base_dir)
-    if os.path.isabs(entry) and not is_uri(source_dir):
-        return os.path.relpath(entry, os.path.abspath(source_dir))
-    return entry
-
-
-def _source_dir_to_spec(value: str, ctx: SpecContext) -> Any:
-    return relative(os.fspath(value), ctx.base_dir)
-
-
-def _dependencies_to_spec(value: list[str], ctx: SpecContext) -> Any:
-    return [relative(os.fspath(d), ctx.base_dir) for d in value] or None
-
-
-# --------------------------------------------------------------------------- request forms
-
-
-def _true_only(value: Any) -> Any:
-    """A flag the request carries only when it is on."""
-    return True if value else None
-
-
-def _attach_true(value: Any) -> Any:
-    return True if value else MISSING
-
-
-def _attach_truthy(value: Any) -> Any:
-    return value if value else MISSING
-
-
-def _attach_set(value: Any) -> Any:
-    return MISSING if value is None else value
-
-
-def _debugger_from_description(config: Any) -> Any:
-    if not config:
-        return False
-    collections = [
-        CollectionConfig(c["CollectionName"], c.get("CollectionParameters"))
-        for c in config.get("CollectionConfigurations") or []
-    ]
-    return DebuggerHookConfig(
-        s3_output_path=config.get("S3OutputPath"),
-        container_local_output_path=config.get("LocalPath"),
-        hook_parameters=config.get("HookParameters"),
-        collection_configs=collections or None,
-    )
 
 
 # --------------------------------------------------------------------------- the declaration
@@ -714,7 +201,7 @@ class Argument:
         attr: str | None = None,
         request: str | None = None,
         to_request: Callable[[Any], Any] | None = None,
-        from_request: Callable[[Any], Any] = _attach_set,
+        from_request: Callable[[Any], Any] = attach_set,
         resolved: bool = False,
         in_spec: bool = True,
         to_spec: Callable[[Any, SpecContext], Any] | None = None,
@@ -733,6 +220,11 @@ class Argument:
     @property
     def attribute(self) -> str:
         return self.attr or self.name
+
+    @property
+    def type(self) -> str:
+        """The stored value's type: the annotation of :attr:`attribute` on the estimator classes."""
+        return self.kind.type
 
 
 # The job-spec form of the arguments whose values are structures.
@@ -782,46 +274,48 @@ ARGUMENTS: tuple[Argument, ...] = (
       v1="image_name", request="AlgorithmSpecification.TrainingImage",
       resolved=True, from_request=lambda v: MISSING,  # training_image_uri(); attach: by hand
       example="123456789012.dkr.ecr.us-west-2.amazonaws.com/my-image:1"),
-    A("framework_version", Custom(_NON_EMPTY, _check_version),
+    A("framework_version", Custom(_NON_EMPTY, check_version, type="str | None"),
       "Framework version, e.g. '2.3' (quote it: 2.10 unquoted is the number 2.1).",
       owner=FRAMEWORK, example="2.3"),
     A("py_version", Custom({"type": "string", "pattern": "^py[0-9]+$",
-                            "x-accepted": "a Python version tag such as 'py311'"}, _check_version),
+                            "x-accepted": "a Python version tag such as 'py311'"}, check_version,
+                           type="str | None"),
       "Python version tag of the image, e.g. py311.", owner=FRAMEWORK, example="py311"),
     A("entry_point", Path("the path of a local script (a str or os.PathLike)"),
       "The training script: relative to source_dir when that is given, else to the spec "
-      "file's directory.", to_spec=_entry_point_to_spec),
+      "file's directory.", to_spec=entry_point_to_spec),
     A("source_dir", Path("the path of a local directory (a str or os.PathLike), or an s3:// "
                          "URI of a sourcedir.tar.gz"),
       "Directory packaged as sourcedir.tar.gz (relative to the spec file's directory), or the "
-      "s3:// URI of an archive already staged.", to_spec=_source_dir_to_spec),
-    A("dependencies", Custom(StrList().schema, _check_dependencies),
+      "s3:// URI of an archive already staged.", to_spec=source_dir_to_spec),
+    A("dependencies", Custom(StrList().schema, check_dependencies, type="list[str]"),
       "Extra files or directories put at the archive root (relative to the spec file's "
-      "directory).", to_spec=_dependencies_to_spec),
+      "directory).", to_spec=dependencies_to_spec),
     # -- identity and resources
-    A("role", Custom(_NON_EMPTY, _check_role),
+    A("role", Custom(_NON_EMPTY, check_role, type="str | None"),
       "IAM role ARN (or role name) SageMaker assumes. Required for ml.* instance types; "
       "optional locally.", request="RoleArn", resolved=True),
-    A("instance_type", Custom(_INSTANCE_TYPE, _check_instance_type),
+    A("instance_type", Custom(_INSTANCE_TYPE, check_instance_type, type="str | None"),
       "An ml.* instance type (a SageMaker job) or local_process / local / local_gpu (this "
       "machine).", v1="train_instance_type", request="ResourceConfig.InstanceType"),
     A("instance_count", Int(minimum=1), "Number of instances (hosts). Default 1.",
       v1="train_instance_count", request="ResourceConfig.InstanceCount"),
-    A("instance_groups", Custom(_INSTANCE_GROUPS, _check_instance_groups),
+    A("instance_groups", Custom(_INSTANCE_GROUPS, check_instance_groups,
+                                     type="list[InstanceGroup] | None"),
       "Heterogeneous cluster: instance groups instead of instance_type/instance_count.",
-      request="ResourceConfig.InstanceGroups", to_request=_groups_to_request,
-      from_request=_groups_from_request, to_spec=_groups_to_spec, from_spec=_groups_from_spec),
+      request="ResourceConfig.InstanceGroups", to_request=groups_to_request,
+      from_request=groups_from_request, to_spec=groups_to_spec, from_spec=groups_from_spec),
     A("keep_alive_period_in_seconds", Int(minimum=0, maximum=21600),
       "Warm pool keep-alive period (0-21600 seconds).",
       request="ResourceConfig.KeepAlivePeriodInSeconds", example=600),
     A("volume_size", Int(minimum=0), "EBS volume size in GB (default 30).", default=30,
       v1="train_volume_size", request="ResourceConfig.VolumeSizeInGB", example=100),
-    A("volume_kms_key", Custom(_STRING), "KMS key for the training volume.",  # checked as sent
+    A("volume_kms_key", Custom(_STRING, type="str | None"), "KMS key for the training volume.",  # checked as sent
       v1="train_volume_kms_key", request="ResourceConfig.VolumeKmsKeyId",
-      from_request=_attach_truthy, example="arn:aws:kms:us-west-2:123456789012:key/volume"),
+      from_request=attach_truthy, example="arn:aws:kms:us-west-2:123456789012:key/volume"),
     A("max_run", Int(minimum=1), "Maximum run time in seconds (default 86400).",
       default=24 * 60 * 60, v1="train_max_run", request="StoppingCondition.MaxRuntimeInSeconds",
-      from_request=_attach_truthy, example=3600),
+      from_request=attach_truthy, example=3600),
     A("input_mode", Enum(values=INPUT_MODES), "Default input mode of the channels.",
       default="File", request="AlgorithmSpecification.TrainingInputMode", resolved=True,
       from_request=lambda v: v or "File", example="FastFile"),
@@ -829,8 +323,8 @@ ARGUMENTS: tuple[Argument, ...] = (
     A("output_path", Uri(), "Where model.tar.gz and output.tar.gz go (s3://, or file:// for "
       "local runs). Default: the session's default bucket (local: $LAUNCHBAY_HOME/output).",
       request="OutputDataConfig.S3OutputPath", resolved=True, example="s3://bucket/output"),
-    A("output_kms_key", Custom(_STRING), "KMS key for the outputs.",  # checked as sent
-      request="OutputDataConfig.KmsKeyId", from_request=_attach_truthy,
+    A("output_kms_key", Custom(_STRING, type="str | None"), "KMS key for the outputs.",  # checked as sent
+      request="OutputDataConfig.KmsKeyId", from_request=attach_truthy,
       example="arn:aws:kms:us-west-2:123456789012:key/output"),
     A("code_location", Uri(), "Where the code archive is stored (s3:// or file://).",
       example="s3://bucket/code"),
@@ -840,61 +334,62 @@ ARGUMENTS: tuple[Argument, ...] = (
       request="OutputDataConfig.CompressionType", to_request=lambda v: "NONE" if v else None,
       from_request=lambda v: True if v == "NONE" else MISSING, example=True),
     A("checkpoint_s3_uri", Uri(), "Where checkpoints are synced (s3://, or file:// locally).",
-      request="CheckpointConfig.S3Uri", from_request=_attach_truthy,
+      request="CheckpointConfig.S3Uri", from_request=attach_truthy,
       example="s3://bucket/checkpoints"),
     A("checkpoint_local_path",
       Custom({"type": "string", "pattern": "^/",
               "x-accepted": "an absolute path such as /opt/ml/checkpoints"},
-             _check_checkpoint_local_path),
+             check_checkpoint_local_path, type="str | None"),
       "Checkpoint directory inside the container (default /opt/ml/checkpoints).",
-      request="CheckpointConfig.LocalPath", from_request=_attach_truthy),
+      request="CheckpointConfig.LocalPath", from_request=attach_truthy),
     A("model_uri", Uri("an s3:// URI (or file:// for local runs)"),
       "A model archive given to the job as the model channel.", example="s3://bucket/model.tgz"),
-    A("model_channel_name", Custom(_NON_EMPTY), "Channel name of model_uri (default 'model').",
+    A("model_channel_name", Custom(_NON_EMPTY, type="str"), "Channel name of model_uri (default 'model').",
       default="model"),  # checked as the channel name it becomes
     # -- network
     A("subnets", StrList(), "VPC subnet ids (with security_group_ids).",
       request="VpcConfig.Subnets"),
     A("security_group_ids", StrList(), "VPC security group ids (with subnets).",
       request="VpcConfig.SecurityGroupIds"),
-    A("vpc_config", Custom(), "A launchbay.vpc.VpcConfig (or SDK v2's dict), instead of "
+    A("vpc_config", Custom(type="VpcConfig | Mapping[str, Any] | None"), "A launchbay.vpc.VpcConfig (or SDK v2's dict), instead of "
       "subnets/security_group_ids.", in_spec=False),
     A("enable_network_isolation", Bool(), "Run the container without network access.",
       default=False, attr="_enable_network_isolation", request="EnableNetworkIsolation",
-      resolved=True, from_request=_attach_true),
+      resolved=True, from_request=attach_true),
     A("encrypt_inter_container_traffic", Bool(), "Encrypt traffic between instances.",
-      default=False, request="EnableInterContainerTrafficEncryption", to_request=_true_only,
-      from_request=_attach_true, example=True),
+      default=False, request="EnableInterContainerTrafficEncryption", to_request=true_only,
+      from_request=attach_true, example=True),
     # -- spot and retries
     A("use_spot_instances", Bool(unset=False, allow_none=False),
       "Managed spot training (needs max_wait).", default=False, v1="train_use_spot_instances",
-      request="EnableManagedSpotTraining", to_request=_true_only, from_request=_attach_true),
+      request="EnableManagedSpotTraining", to_request=true_only, from_request=attach_true),
     A("max_wait", Int(minimum=1), "Seconds to wait for spot capacity plus the run (>= max_run).",
       v1="train_max_wait", request="StoppingCondition.MaxWaitTimeInSeconds",
-      to_request=lambda v: v or None, from_request=_attach_truthy),
+      to_request=lambda v: v or None, from_request=attach_truthy),
     A("max_retry_attempts", Int(minimum=1, maximum=30),
       "Automatic retries of a failed job (1-30).", request="RetryStrategy.MaximumRetryAttempts",
       example=3),
     # -- the container
     A("environment", Custom({"type": "object", "additionalProperties": {
-        "type": ["string", "number"]}}, _check_environment),
+        "type": ["string", "number"]}}, check_environment, type="dict[str, str] | None"),
       "Environment variables of the training container (numbers are turned into strings).",
       request="Environment", to_request=dict, from_request=lambda v: dict(v) if v else MISSING,
-      from_spec=_environment_from_spec, example={"MY_FLAG": "1"}),
-    A("tags", Custom(_TAGS, format_tags),
+      from_spec=environment_from_spec, example={"MY_FLAG": "1"}),
+    A("tags", Custom(_TAGS, format_tags, type="list[dict[str, str]] | None"),
       "Tags: a mapping of key to value, or a list of {Key, Value}.",
       request="Tags", to_request=copy.deepcopy,
       from_request=lambda v: MISSING,  # DescribeTrainingJob does not return tags
-      to_spec=_tags_to_spec, from_spec=_tags_from_spec, example={"team": "ml"}),
-    A("metric_definitions", Custom(_METRICS, _check_metric_definitions),
+      to_spec=tags_to_spec, from_spec=tags_from_spec, example={"team": "ml"}),
+    A("metric_definitions", Custom(_METRICS, check_metric_definitions,
+                                          type="list[dict[str, str]] | None"),
       "Metrics scraped from the logs.", request="AlgorithmSpecification.MetricDefinitions",
       to_request=copy.deepcopy, example=[{"Name": "loss", "Regex": "loss=([0-9.]+)"}]),
     A("enable_sagemaker_metrics", Bool(unset=None), "SageMaker time-series metrics.",
       request="AlgorithmSpecification.EnableSageMakerMetricsTimeSeries", resolved=True),
     A("container_log_level", Custom({"anyOf": [{"type": "integer"}, {"enum": list(LOG_LEVELS)}]},
-                                    _check_log_level),
+                                    check_log_level, type="int"),
       "Log level of the training toolkit: a number or a name such as INFO or DEBUG.",
-      default=logging.INFO, from_spec=_log_level_from_spec),  # request: a hyperparameter
+      default=logging.INFO, from_spec=log_level_from_spec),  # request: a hyperparameter
     A("container_entry_point", StrList(allow_empty=True), "Overrides the image's entry point.",
       request="AlgorithmSpecification.ContainerEntrypoint", to_request=list,
       example=["python", "train.py"]),
@@ -903,30 +398,34 @@ ARGUMENTS: tuple[Argument, ...] = (
       request="AlgorithmSpecification.ContainerArguments", to_request=list,
       example=["--epochs", "2"]),
     # -- debugger and profiler (their request fields depend on the region and output path)
-    A("debugger_hook_config", Custom(_DEBUGGER, _check_debugger),
+    A("debugger_hook_config", Custom(_DEBUGGER, check_debugger,
+                                           type="DebuggerHookConfig | Literal[False] | None"),
       "SageMaker Debugger: false turns it off; true (or leaving it out) keeps the default hook; "
       "a mapping configures it.", request="DebugHookConfig", resolved=True,
-      from_request=_debugger_from_description, to_spec=_debugger_to_spec,
-      from_spec=_debugger_from_spec, example=False),
+      from_request=debugger_from_description, to_spec=debugger_to_spec,
+      from_spec=debugger_from_spec, example=False),
     A("disable_profiler", Bool(), "Turn SageMaker Profiler off.", default=False,
-      request="ProfilerConfig.DisableProfiler", resolved=True, from_request=_attach_true,
+      request="ProfilerConfig.DisableProfiler", resolved=True, from_request=attach_true,
       example=True),
     # -- what the script gets (hyperparameters are sent JSON-encoded, with sagemaker_* keys)
-    A("hyperparameters", Custom({"type": "object"}, _check_hyperparameters),
+    A("hyperparameters", Custom({"type": "object"}, check_hyperparameters,
+                                       type="dict[str, Any]"),
       "Hyperparameters: any YAML scalars, lists or mappings (sent JSON-encoded).",
       attr="_hyperparameters", request="HyperParameters", resolved=True,
       from_request=lambda v: MISSING,  # sent JSON-encoded with sagemaker_* keys; attach: by hand
       to_spec=lambda value, ctx: dict(value) or None,
       example={"epochs": 2}),
-    A("distribution", Custom({"$ref": "#/$defs/distribution"}),  # distribution.schema_defs()
+    A("distribution", Custom({"$ref": "#/$defs/distribution"},  # distribution.schema_defs()
+                               type="dict[str, Any] | None"),
       "The distribution dict, as the Estimator takes it, e.g. {torch_distributed: {enabled: "
       "true}}.", v1="distributions", attr="_distribution_arg",
       to_spec=lambda value, ctx: value or None),
-    A("model_dir", Custom({"anyOf": [_NON_EMPTY, {"const": False}]}, _check_model_dir),
+    A("model_dir", Custom({"anyOf": [_NON_EMPTY, {"const": False}]}, check_model_dir,
+                             type="str | Literal[False] | None"),
       "TensorFlow only: the model_dir hyperparameter (a URI or path), or false to leave it out.",
       owner=TENSORFLOW, example=False),
     # -- not part of a job's description
-    A("sagemaker_session", Custom(), "The launchbay.Session (default: a new one).",
+    A("sagemaker_session", Custom(type="Session | None"), "The launchbay.Session (default: a new one).",
       in_spec=False),
 )
 # fmt: on
@@ -1060,14 +559,21 @@ def spec_properties() -> dict[str, Any]:
     return props
 
 
-def to_spec(estimator: Any, base_dir: str) -> dict[str, Any]:
-    """The spec keys of ``estimator``'s arguments that differ from their defaults."""
-    ctx = SpecContext(base_dir=base_dir, estimator=estimator)
+def bound_values(estimator: Any) -> dict[str, Any]:
+    """The value of every argument ``estimator`` takes, as stored, by argument name (in order)."""
+    return {a.name: getattr(estimator, a.attribute, None) for a in declared(type(estimator))}
+
+
+def to_spec(values: Mapping[str, Any], base_dir: str) -> dict[str, Any]:
+    """The spec keys of the argument ``values`` (name -> stored value) that differ from their
+    defaults (:func:`bound_values` of an estimator)."""
+    ctx = SpecContext(base_dir=base_dir, values=values)
     out: dict[str, Any] = {}
-    for arg in declared(type(estimator)):
+    by_name = _by_name()
+    for name, value in values.items():
+        arg = by_name[name]
         if not arg.in_spec:
             continue
-        value = getattr(estimator, arg.attribute, None)
         if value is None or value == arg.default:
             continue
         if arg.to_spec is not None:

@@ -13,29 +13,28 @@ from __future__ import annotations
 import copy
 import json
 import logging
-import math
 import os
-import re
-import time
-import warnings
 from collections.abc import Mapping
 from typing import Any
 
 from launchbay import (
     _attach,
     _request,
-    _request_rules,
     _sagemaker_config,
     arguments,
     backends,
-    code,
     image_uris,
     jobspec,
 )
-from launchbay._home import local_home, usable_local_home
 from launchbay._instances import version_tuple
 from launchbay._logs import show_logs
-from launchbay._request_rules import JOB_NAME_RE
+from launchbay._names import base_name_from_image as base_name_from_image  # re-exported
+from launchbay._names import name_from_base as name_from_base  # re-exported
+from launchbay._names import validate_job_name as validate_job_name  # re-exported
+from launchbay._regions import DEBUGGER_UNSUPPORTED_REGIONS as DEBUGGER_UNSUPPORTED_REGIONS
+from launchbay._regions import PROFILER_UNSUPPORTED_REGIONS as PROFILER_UNSUPPORTED_REGIONS
+from launchbay._resolve import local_home_uri as local_home_uri  # re-exported
+from launchbay._rules import Rules
 from launchbay.backends.plan import (
     JobPlan,
     Placement,
@@ -44,15 +43,11 @@ from launchbay.backends.plan import (
     plan_request,
     resolve_resources,
 )
-from launchbay.debugger import DebuggerHookConfig
 from launchbay.distribution import Distribution, parse_distribution
 from launchbay.errors import ConfigurationError
-from launchbay.inputs import channels_from_inputs, check_uri
-from launchbay.runtime.code import ENTRY_POINT_ACCEPTED, entry_point_problem
+from launchbay.inputs import channels_from_inputs
 from launchbay.runtime.names import HP, LOCAL_GPU, LOCAL_INSTANCE_TYPES, LOCAL_PROCESS
-from launchbay.s3uri import is_s3_uri, parse_s3_uri
-from launchbay.session import LocalExecutionRole, Session
-from launchbay.vpc import VpcConfig
+from launchbay.session import Session
 
 __all__ = ["EstimatorBase", "Estimator", "Framework"]
 
@@ -60,133 +55,19 @@ logger = logging.getLogger("launchbay.estimator")
 
 NETWORK_ISOLATION_CODE_PATH = _request.NETWORK_ISOLATION_CODE_PATH
 
-DEBUGGER_UNSUPPORTED_REGIONS = (
-    "us-iso-east-1",
-    "us-isob-east-1",
-    "ap-southeast-3",
-    "ap-southeast-4",
-    "eu-south-2",
-    "me-central-1",
-    "ap-south-2",
-    "eu-central-2",
-    "us-gov-east-1",
-)
-PROFILER_UNSUPPORTED_REGIONS = DEBUGGER_UNSUPPORTED_REGIONS
 
-
-#: Seconds a generated name's claim file is kept (see :func:`name_from_base`).
-_NAME_CLAIM_SECONDS = 300.0
-_last_stamp_ms = 0
-
-
-def _stamp(ms: int) -> str:
-    seconds, millis = divmod(ms, 1000)
-    return time.strftime("%Y-%m-%d-%H-%M-%S", time.gmtime(seconds)) + f"-{millis:03d}"
-
-
-def _names_dir() -> str:
-    return os.path.join(local_home(), "names")
-
-
-def _forget_old_claims(directory: str, now: float) -> None:
-    try:
-        entries = list(os.scandir(directory))
-    except OSError:
-        return
-    for entry in entries:
-        try:
-            if now - entry.stat().st_mtime > _NAME_CLAIM_SECONDS:
-                os.unlink(entry.path)
-        except OSError:
-            continue
-
-
-def _claim(directory: str, name: str) -> bool:
-    """Atomically claim ``name`` on this machine (False: another caller has it)."""
-    try:
-        os.close(
-            os.open(os.path.join(directory, name), os.O_CREAT | os.O_EXCL | os.O_WRONLY, 0o644)
-        )
-    except FileExistsError:
-        return False
-    return True
-
-
-def name_from_base(base: str, max_length: int = 63) -> str:
-    """``base`` trimmed, with a millisecond UTC timestamp appended (as SDK v2 names jobs).
-
-    Names stay in SDK v2's pattern (``<base>-YYYY-MM-DD-HH-MM-SS-mmm``) and never
-    repeat on this machine: within a process the millisecond only goes up, and
-    across processes each name is claimed by an exclusive create of
-    ``<local home>/names/<name>``; a name already claimed takes the next
-    millisecond. Claims older than a few minutes are removed. If the claim
-    directory cannot be written, the in-process guarantee alone holds.
-    """
-    global _last_stamp_ms
-    now = time.time()
-    ms = max(int(math.floor(now * 1000)), _last_stamp_ms + 1)
-    directory = _names_dir()
-    try:
-        os.makedirs(directory, exist_ok=True)
-        _forget_old_claims(directory, now)
-        usable = True
-    except OSError:
-        usable = False
-    for _ in range(10_000):
-        stamp = _stamp(ms)
-        name = f"{base[: max_length - len(stamp) - 1]}-{stamp}"
-        try:
-            if not usable or _claim(directory, name):
-                break
-        except OSError:
-            break
-        ms += 1
-    _last_stamp_ms = ms
-    return name
-
-
-def base_name_from_image(image: str) -> str:
-    """The repository name of an image URI: ``.../pytorch-training:2.3`` -> ``pytorch-training``."""
-    match = re.match(r"^(.+/)?([^:/]+)(:[^:]+)?$", image)
-    return match.group(2) if match else image
-
-
-def validate_job_name(name: Any, argument: str = "job_name") -> str:
-    if not isinstance(name, str) or not JOB_NAME_RE.match(name):
-        raise ConfigurationError.invalid(
-            argument,
-            name,
-            "1-63 characters: letters, digits and hyphens, starting with a letter or digit "
-            "(pattern ^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62})",
-        )
-    return name
-
-
-#: Distributions that install each framework's module, most common first.
-_FRAMEWORK_DISTRIBUTIONS = {
-    "torch": ("torch",),
-    "tensorflow": (
-        "tensorflow",
-        "tensorflow-cpu",
-        "tensorflow-gpu",
-        "tensorflow-intel",
-        "tensorflow-macos",
-    ),
-}
-
-
-class EstimatorBase:
+class EstimatorBase(Rules):
     """What every estimator shares: SDK v2's arguments, validation and the request.
 
-    The arguments are declared once, in :mod:`launchbay.arguments`: the
-    constructor binds and checks them from there, then applies the rules that
-    involve several of them (:meth:`_check_rules`). Subclasses set
-    ``_framework_name``, which declared arguments they take (``_owners``), their
-    positional arguments (``_positional``, SDK v2's order) and how user
-    hyperparameters are encoded.
+    The arguments are declared once, in :mod:`launchbay.arguments`, and typed as
+    attributes in :class:`launchbay._bound.BoundArguments`: the constructor binds
+    and checks them from there, then applies the rules that involve several of
+    them (:mod:`launchbay._rules`); names, locations, image and code are resolved
+    by :mod:`launchbay._resolve`. Subclasses set ``_framework_name``, which
+    declared arguments they take (``_owners``), their positional arguments
+    (``_positional``, SDK v2's order) and how user hyperparameters are encoded.
     """
 
-    _framework_name: str | None = None
     _owners: tuple[str, ...] = (arguments.BASE,)
     _positional: tuple[str, ...] = ("role", "instance_count", "instance_type")
 
@@ -228,162 +109,6 @@ class EstimatorBase:
         """True when the jobs run on this machine (a local instance type, or local groups)."""
         return self.placement.local
 
-    def _check_rules(self) -> None:
-        """The rules that involve several arguments, for every estimator class, in one place."""
-        # Resources: instance_groups, or the pair instance_type/instance_count.
-        if self.instance_groups is not None:
-            if self.instance_count is not None or self.instance_type is not None:
-                raise ConfigurationError(
-                    "instance_groups cannot be combined with instance_count/instance_type: give "
-                    f"either instance_groups (got {self.instance_groups!r}) or the pair.",
-                    argument="instance_groups",
-                    value=self.instance_groups,
-                )
-            self.placement  # noqa: B018 - refuses groups that no one backend runs
-        else:
-            if self.instance_type is None:
-                raise ConfigurationError(
-                    "instance_type is required: accepted an ml.* type such as 'ml.m5.xlarge', "
-                    "or 'local_process', 'local', 'local_gpu'.",
-                    argument="instance_type",
-                )
-            if self.instance_count is None:
-                raise ConfigurationError(
-                    "instance_count is required: accepted an integer 1 or more.",
-                    argument="instance_count",
-                )
-        # Spot training and max_wait.
-        max_wait = self.max_wait
-        if self.use_spot_instances and (max_wait is None or max_wait < self.max_run):
-            raise ConfigurationError(
-                f"Invalid max_wait={max_wait!r} with use_spot_instances=True: spot training needs "
-                f"max_wait >= max_run ({self.max_run} seconds), the time to wait for spot capacity "
-                "plus the run. Accepted: an integer of at least max_run.",
-                argument="max_wait",
-                value=max_wait,
-            )
-        if max_wait is not None and not self.use_spot_instances:
-            raise ConfigurationError(
-                f"Invalid max_wait={max_wait!r}: max_wait applies only to spot training. "
-                "Accepted: set use_spot_instances=True, or leave max_wait unset.",
-                argument="max_wait",
-                value=max_wait,
-            )
-        # The role: required for SageMaker jobs, a real one.
-        role = self.role
-        if role is None and not self.is_local:
-            raise ConfigurationError(
-                "role is required for SageMaker jobs: accepted an IAM role ARN such as "
-                "'arn:aws:iam::123456789012:role/SageMakerRole' or a role name.",
-                argument="role",
-            )
-        if isinstance(role, LocalExecutionRole) and not self.is_local:
-            raise ConfigurationError(
-                f"role={str(role)!r} is the placeholder get_execution_role() returns outside "
-                f"a SageMaker notebook; instance_type={self.instance_type!r} runs on SageMaker, "
-                "which needs a real role. Accepted: an IAM role ARN such as "
-                "'arn:aws:iam::123456789012:role/SageMakerRole' (or set "
-                "LAUNCHBAY_EXECUTION_ROLE), or a local instance type "
-                "('local', 'local_gpu', 'local_process').",
-                argument="role",
-                value=str(role),
-            )
-        self.role = None if role is None else str(role)
-        # The VPC: vpc_config, or subnets and security_group_ids, both.
-        if self.vpc_config is not None:
-            if self.subnets is not None or self.security_group_ids is not None:
-                raise ConfigurationError(
-                    "vpc_config cannot be combined with subnets/security_group_ids: give either "
-                    f"vpc_config (got {self.vpc_config!r}) or subnets and security_group_ids.",
-                    argument="vpc_config",
-                    value=self.vpc_config,
-                )
-            config = VpcConfig.from_value(self.vpc_config)
-            self.subnets = list(config.subnets)
-            self.security_group_ids = list(config.security_group_ids)
-            self.vpc_config = None  # kept as subnets and security_group_ids
-        if (self.subnets is None) != (self.security_group_ids is None):
-            given, missing = (
-                ("subnets", "security_group_ids")
-                if self.subnets is not None
-                else ("security_group_ids", "subnets")
-            )
-            raise ConfigurationError(
-                f"{given} is set but {missing} is not: a VPC configuration needs both subnets "
-                "and security_group_ids.",
-                argument=missing,
-            )
-        # The code: an entry point for source_dir/dependencies; a framework needs one.
-        entry_point = self.entry_point
-        if entry_point is not None and entry_point.startswith("s3://"):
-            raise ConfigurationError.invalid(
-                "entry_point",
-                entry_point,
-                "the path of a local script (an s3:// URI is not accepted)",
-            )
-        if entry_point is None and (self.source_dir is not None or self.dependencies):
-            raise ConfigurationError(
-                "source_dir/dependencies are given without entry_point: accepted an entry_point "
-                "script (relative to source_dir) to run.",
-                argument="entry_point",
-            )
-        if entry_point is not None:
-            self._validate_code()
-        if self._framework_name is not None:
-            self._check_framework_rules()
-        elif isinstance(self, Estimator) and self.image_uri is None:
-            raise ConfigurationError(
-                "image_uri is required for the generic Estimator: accepted a Docker image URI "
-                "such as '123456789012.dkr.ecr.us-west-2.amazonaws.com/my-image:latest' (or use "
-                "launchbay.pytorch.PyTorch / launchbay.tensorflow.TensorFlow).",
-                argument="image_uri",
-            )
-
-    def _check_framework_rules(self) -> None:
-        """A framework estimator: an entry point, and an image or a known version."""
-        framework_version = getattr(self, "framework_version", None)
-        py_version = getattr(self, "py_version", None)
-        if self.entry_point is None:
-            raise ConfigurationError(
-                f"entry_point is required for {type(self).__name__}: accepted the path of the "
-                "training script, e.g. entry_point='train.py' with source_dir='src'.",
-                argument="entry_point",
-            )
-        if self.image_uri is None and (framework_version is None or py_version is None):
-            missing = "framework_version" if framework_version is None else "py_version"
-            accepted = (
-                f"one of {image_uris.supported_versions(self._framework_name)}"
-                if missing == "framework_version"
-                else "a Python version tag such as 'py311'"
-            )
-            raise ConfigurationError(
-                f"{missing} is required when image_uri is not given: {accepted} (or pass "
-                "image_uri).",
-                argument=missing,
-            )
-        image_uris.check_version_rules(
-            self._framework_name, framework_version, py_version, self.image_uri
-        )
-
-    def _validate_code(self) -> None:
-        if isinstance(self.source_dir, str) and self.source_dir.startswith("s3://"):
-            check_uri(self.source_dir, "source_dir", allow_file=False)
-            script = os.fspath(self.entry_point)
-        else:
-            code.validate_code(self.entry_point, self.source_dir, self.dependencies)
-            source_dir = None if self.source_dir is None else os.fspath(self.source_dir)
-            script = code._resolve_entry_point(self.entry_point, source_dir)[1]
-        # The name the hosts run (sagemaker_program), by the runtime's own rule.
-        problem = entry_point_problem(script)
-        if problem:
-            shown = "" if script == self.entry_point else f" (run as {script!r})"
-            raise ConfigurationError.invalid(
-                "entry_point",
-                self.entry_point,
-                ENTRY_POINT_ACCEPTED + ", relative to source_dir when that is given",
-                reason=f"Its name{shown} {problem}: the hosts would refuse to run it",
-            )
-
     def _parse_distribution(self) -> Distribution:
         if self._distribution_arg is None:
             return Distribution(instance_type=self.instance_type, framework=self._framework_name)
@@ -412,62 +137,6 @@ class EstimatorBase:
         self._check_hyperparameters(merged)
         self._hyperparameters = merged
 
-    def _check_hyperparameters(self, values: Mapping[str, Any]) -> None:
-        """The user's hyperparameters, encoded as sent, within CreateTrainingJob's limits."""
-        encoded = {k: self._encode_user_hyperparameter(v) for k, v in values.items()}
-        _request_rules.check_value("hyperparameters", encoded, "HyperParameters")
-
-    def _check_request_fields(self) -> None:
-        """Every argument checked against the request field it fills (docs/compatibility.md).
-
-        The request is built with placeholders for what is only known at fit() (job
-        name, expanded role, default output path, image); fit() and the dry run check
-        the finished request again.
-        """
-        local = self.is_local
-        self._check_hyperparameters(self._hyperparameters)
-        if self.volume_kms_key is not None:
-            _request_rules.check_value(
-                "volume_kms_key", self.volume_kms_key, "ResourceConfig", "VolumeKmsKeyId"
-            )
-        if self.output_kms_key is not None:
-            _request_rules.check_value(
-                "output_kms_key", self.output_kms_key, "OutputDataConfig", "KmsKeyId"
-            )
-        if self.checkpoint_local_path is not None:
-            _request_rules.check_value(
-                "checkpoint_local_path", self.checkpoint_local_path, "CheckpointConfig", "LocalPath"
-            )
-        if self.role is not None and self.role.startswith("arn:") and not local:
-            _request_rules.check_value("role", self.role, "RoleArn")
-        _request_rules.check_value(
-            "model_channel_name", self.model_channel_name, "InputDataConfig", "[]", "ChannelName"
-        )
-        output = self.output_path or "s3://placeholder/"
-        debug = (
-            self.debugger_hook_config.to_request_dict(output)
-            if isinstance(self.debugger_hook_config, DebuggerHookConfig)
-            else None
-        )
-        request = _request.build_request(
-            self._request_spec(
-                job_name="placeholder",
-                role="arn:aws:iam::000000000000:role/placeholder",
-                image_uri=self.image_uri or "placeholder",
-                input_mode=self.input_mode,
-                hyperparameters={},
-                channels=None,
-                output_path=output,
-                enable_sagemaker_metrics=self.enable_sagemaker_metrics,
-                enable_network_isolation=self._enable_network_isolation,
-                debug_hook_config=debug,
-            )
-        )
-        _request_rules.check_request(request, local=local)
-
-    def _encode_user_hyperparameter(self, value: Any) -> str:
-        return json.dumps(value)
-
     def hyperparameters(self) -> dict[str, str]:
         """The user's hyperparameters as they are sent (strings), without sagemaker_* keys."""
         return {k: self._encode_user_hyperparameter(v) for k, v in self._hyperparameters.items()}
@@ -495,51 +164,6 @@ class EstimatorBase:
                 argument="image_uri",
             )
         return self.image_uri
-
-    def _job_name(self, job_name: str | None) -> str:
-        if job_name is not None:
-            return validate_job_name(job_name)
-        base = self.base_job_name or base_name_from_image(self.training_image_uri())
-        return name_from_base(base)
-
-    def _default_output_path(self) -> tuple[str, bool]:
-        """(output_path, whether it came from the session's default bucket and prefix)."""
-        if self.output_path is not None:
-            return self.output_path, False
-        if self.is_local:
-            return local_home_uri("output") + "/", False
-        session = self.session
-        prefix = session.default_bucket_prefix
-        path = f"s3://{session.default_bucket_name()}/"
-        if prefix:
-            path += prefix.strip("/") + "/"
-        return path, True
-
-    def _code_location(self, output_path: str, from_default: bool) -> tuple[str, str]:
-        """(bucket-or-file-root, key prefix) under which the code tarball is stored."""
-        if self.code_location is not None:
-            location = self.code_location
-        elif self.is_local and not output_path.startswith("s3://"):
-            return local_home_uri(), ""
-        elif output_path.startswith("s3://") and from_default:
-            location = output_path
-        elif output_path.startswith("s3://"):
-            bucket, _ = parse_s3_uri(output_path, argument="output_path")
-            return bucket, ""
-        else:
-            location = output_path
-        if location.startswith("s3://"):
-            bucket, key = parse_s3_uri(location, argument="code_location")
-            return bucket, key.strip("/")
-        return location.rstrip("/"), ""
-
-    def _package(self) -> Any:
-        return code.package_code(self.entry_point, self.source_dir, self.dependencies)
-
-    def _code_uri(self, bundle: Any, root: str, prefix: str) -> str:
-        if root.startswith("file://"):
-            return f"{root}/source/{bundle.sha256}/sourcedir.tar.gz"
-        return code.code_s3_uri(root, prefix, bundle)
 
     def _plan(self, inputs: Any, job_name: str | None) -> tuple[JobPlan, Any, str | None]:
         """Resolve everything and build the job's plan: (plan, code bundle, code URI).
@@ -586,7 +210,7 @@ class EstimatorBase:
         )
 
         channels = channels_from_inputs(inputs, allow_file=self.is_local)
-        extra_channels = []
+        extra_channels: list[tuple[str, str, str | None, str | None]] = []
         if self.model_uri:
             extra_channels.append(
                 (self.model_channel_name, self.model_uri, "application/x-sagemaker-model", "File")
@@ -621,30 +245,6 @@ class EstimatorBase:
         )
         self._check_request(request)
         return plan_request(request, resources=resources), bundle, code_uri
-
-    def _request_spec(self, **resolved: Any) -> _request.RequestSpec:
-        """The request spec: the fields this estimator's arguments fill, and what was resolved.
-
-        The argument -> request field mapping is the declaration's
-        (:func:`launchbay.arguments.request_fields`), for the dry check at
-        construction and for :meth:`_plan`.
-        """
-        return _request.RequestSpec(fields=arguments.request_fields(self), **resolved)
-
-    def _check_request(self, request: dict[str, Any]) -> None:
-        """The finished request against what CreateTrainingJob accepts."""
-        hyperparameters = request.get("HyperParameters") or {}
-        if len(hyperparameters) > 100:
-            added = sorted(set(hyperparameters) - set(self._hyperparameters))
-            raise ConfigurationError(
-                f"Invalid hyperparameters: {len(self._hyperparameters)} given, and launchbay adds "
-                f"{len(added)} for the job ({', '.join(added)}), {len(hyperparameters)} in all. "
-                "Accepted: at most 100 hyperparameters in all (CreateTrainingJob HyperParameters); "
-                f"give at most {100 - len(added)}.",
-                argument="hyperparameters",
-                value=len(self._hyperparameters),
-            )
-        _request_rules.check_request(request, local=self.is_local)
 
     def resources(self) -> Resources:
         """Where the jobs run and on which hosts; refuses a local job this machine cannot run.
@@ -682,59 +282,6 @@ class EstimatorBase:
         """The backend the plan is placed on, with this estimator's session."""
         session = self.sagemaker_session if plan.local else self.session
         return backends.backend_for_plan(plan, session)
-
-    def _region(self) -> str:
-        if self.is_local and self.sagemaker_session is None:
-            # Local runs need no AWS: take the configured region if any, never ask boto3.
-            return (
-                os.environ.get("AWS_REGION") or os.environ.get("AWS_DEFAULT_REGION") or "us-east-1"
-            )
-        return self.session.boto_region_name
-
-    def _role_arn(self) -> str:
-        if self.role is None:
-            return "arn:aws:iam::000000000000:role/launchbay-local"
-        if "/" in self.role or self.is_local:
-            return self.role
-        return self.session.expand_role(self.role)
-
-    def _sagemaker_metrics(self) -> bool | None:
-        return self.enable_sagemaker_metrics
-
-    def _debugger_allowed(self) -> bool:
-        """Framework rules that turn the default debugger hook off."""
-        return True
-
-    def _debug_hook_request(self, region: str, output_path: str) -> dict[str, Any] | None:
-        config = self.debugger_hook_config
-        if region.lower() in DEBUGGER_UNSUPPORTED_REGIONS:
-            if config:
-                raise ConfigurationError(
-                    f"debugger_hook_config is set, but SageMaker Debugger is not available in "
-                    f"region {region!r}. Accepted: debugger_hook_config=False in that region, or "
-                    "a region outside " + ", ".join(DEBUGGER_UNSUPPORTED_REGIONS) + ".",
-                    argument="debugger_hook_config",
-                    value=config,
-                )
-            return None
-        if config is False or not self._debugger_allowed():
-            return None
-        return (config or DebuggerHookConfig()).to_request_dict(output_path)
-
-    def _profiler_request(self, region: str, output_path: str) -> dict[str, Any]:
-        disabled = (
-            self.disable_profiler
-            or region.lower() in PROFILER_UNSUPPORTED_REGIONS
-            or any(t.startswith("ml.trn") for t in self._instance_types())
-        )
-        if disabled:
-            return {"DisableProfiler": True}
-        return {"S3OutputPath": output_path, "DisableProfiler": False}
-
-    def _instance_types(self) -> list[str]:
-        if self.instance_groups:
-            return [g.instance_type for g in self.instance_groups]
-        return [self.instance_type]
 
     def create_training_job_request(
         self, inputs: Any = None, job_name: str | None = None
@@ -792,58 +339,6 @@ class EstimatorBase:
         if wait:
             job.wait(logs=logs)
         return job
-
-    def _check_installed_framework(self) -> None:
-        """local_process runs this Python: warn when its framework differs from the asked one."""
-        import importlib.metadata
-
-        framework = self._framework_name
-        wanted = getattr(self, "framework_version", None)
-        if not framework or not wanted:
-            return
-        package = {"pytorch": "torch", "tensorflow": "tensorflow"}[framework]
-        # The module comes from several distributions (tensorflow-cpu on PyPI, ...).
-        installed = None
-        for distribution in _FRAMEWORK_DISTRIBUTIONS[package]:
-            try:
-                installed = importlib.metadata.version(distribution)
-                break
-            except importlib.metadata.PackageNotFoundError:
-                continue
-        if installed is None:
-            warnings.warn(
-                f"framework_version={wanted!r} asks for {framework}, but {package} is not "
-                "installed in this Python; the local_process job runs here.",
-                UserWarning,
-                stacklevel=3,
-            )
-            return
-        want = version_tuple(wanted)
-        if version_tuple(installed)[: len(want)] != want:
-            warnings.warn(
-                f"framework_version={wanted!r} but this Python has {package} {installed}; the "
-                "local_process job runs with the installed version.",
-                UserWarning,
-                stacklevel=3,
-            )
-
-    def _stage(self, request: dict[str, Any], bundle: Any, code_uri: str | None) -> None:
-        """Create the default bucket if the job uses it, and store the code once."""
-        output = request["OutputDataConfig"]["S3OutputPath"]
-        s3_code = bundle is not None and is_s3_uri(code_uri)
-        buckets = {parse_s3_uri(output, argument="output_path")[0]} if is_s3_uri(output) else set()
-        if s3_code:
-            buckets.add(parse_s3_uri(code_uri, argument="code_location")[0])
-        if buckets and (self.output_path is None or self.code_location is None):
-            if self.session.default_bucket_name() in buckets:
-                self.session.default_bucket()
-        if s3_code:
-            code_bucket = parse_s3_uri(code_uri, argument="code_location")[0]
-            same_bucket = is_s3_uri(output) and parse_s3_uri(output)[0] == code_bucket
-            kms_key = self.output_kms_key if same_bucket else None
-            code.stage_code(self.session, bundle, code_uri, kms_key=kms_key)
-        elif bundle is not None and code_uri and code_uri.startswith("file://"):
-            code.stage_code_file(bundle, code_uri)
 
     @property
     def model_data(self) -> str | None:
@@ -968,8 +463,14 @@ class EstimatorBase:
         are written relative to it; ``spec_inputs``/``spec_job_name`` are included
         when set. The session is not part of a spec.
         """
-        directory = os.path.dirname(os.path.abspath(os.fspath(path)))
-        jobspec.dump(jobspec.spec_from_estimator(self, directory), path)
+        spec = jobspec.spec_from_arguments(
+            arguments.bound_values(self),
+            framework=self._framework_name,
+            inputs=self.spec_inputs,
+            job_name=self.spec_job_name,
+            base_dir=os.path.dirname(os.path.abspath(os.fspath(path))),
+        )
+        jobspec.dump(spec, path)
 
 
 class Estimator(EstimatorBase):
@@ -983,6 +484,7 @@ class Estimator(EstimatorBase):
 
     _owners = (arguments.BASE, arguments.ESTIMATOR)
     _positional = ("image_uri", "role", "instance_count", "instance_type")
+    _image_required = True
 
     def _encode_user_hyperparameter(self, value: Any) -> str:
         return json.dumps(value) if self.source_dir else str(value)
@@ -991,8 +493,12 @@ class Estimator(EstimatorBase):
 class Framework(EstimatorBase):
     """Base of the framework estimators: script mode, official images, version rules."""
 
-    _owners = (arguments.BASE, arguments.FRAMEWORK)
-    _positional = (
+    # Bound from arguments.FRAMEWORK (see launchbay._bound).
+    framework_version: str | None
+    py_version: str | None
+
+    _owners: tuple[str, ...] = (arguments.BASE, arguments.FRAMEWORK)
+    _positional: tuple[str, ...] = (
         "entry_point",
         "framework_version",
         "py_version",
@@ -1029,9 +535,13 @@ class Framework(EstimatorBase):
                 f"launchbay/{self._framework_name}-training:"
                 f"{self.framework_version}-{processor}-{self.py_version}"
             )
+        framework, version = self._framework_name, self.framework_version
+        # The rules (launchbay._rules) refuse a framework estimator without image_uri
+        # or framework_version; Framework itself has no framework name.
+        assert framework is not None and version is not None, "checked at construction"
         return image_uris.training_image_uri(
-            self._framework_name,
-            self.framework_version,
+            framework,
+            version,
             self.py_version,
             self._instance_types()[0],
             self._region(),
@@ -1049,11 +559,6 @@ def _local_before_checks(raw: Mapping[str, Any]) -> bool:
         return place(raw.get("instance_type"), raw.get("instance_groups")).local
     except (ConfigurationError, TypeError, AttributeError):
         return raw.get("instance_type") in LOCAL_INSTANCE_TYPES
-
-
-def local_home_uri(*parts: str) -> str:
-    """``file://`` URI under the local root: ``$LAUNCHBAY_HOME`` or ``~/.launchbay``."""
-    return "file://" + os.path.join(usable_local_home(), *parts)  # refuses an unusable one
 
 
 #: Framework estimators by the job spec's ``framework``: imported when a spec names one.

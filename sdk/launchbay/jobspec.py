@@ -32,8 +32,9 @@ problem it finds with ``file:line: key.path: message``:
    file's directory.
 
 :meth:`launchbay.estimator.EstimatorBase.from_spec` then makes the estimator; an
-estimator error is reported at the line of the key it names (:meth:`JobSpec.error_for`). :func:`spec_from_estimator` and :func:`dump`
-are the way back (``Estimator.to_yaml``).
+estimator error is reported at the line of the key it names (:meth:`JobSpec.error_for`).
+:func:`spec_from_arguments` (given an estimator's argument values) and :func:`dump`
+are the way back (``Estimator.to_yaml``); this module never sees the estimator class.
 """
 
 from __future__ import annotations
@@ -56,8 +57,6 @@ from launchbay.inputs import FileSystemInput, TrainingInput
 if TYPE_CHECKING:  # pragma: no cover
     import yaml
 
-    from launchbay.estimator import EstimatorBase
-
 __all__ = [
     "JobSpec",
     "JobSpecError",
@@ -66,7 +65,7 @@ __all__ = [
     "loads",
     "parse_set",
     "schema",
-    "spec_from_estimator",
+    "spec_from_arguments",
     "dump",
 ]
 
@@ -1187,26 +1186,33 @@ def _channel_spec(value: Any) -> Any:
     )
 
 
-def spec_from_estimator(estimator: EstimatorBase, base_dir: str | None = None) -> dict[str, Any]:
-    """The job spec of ``estimator`` as plain data (keys at their default are left out).
+def spec_from_arguments(
+    values: Mapping[str, Any],
+    *,
+    framework: str | None = None,
+    inputs: Any = None,
+    job_name: str | None = None,
+    base_dir: str | None = None,
+) -> dict[str, Any]:
+    """The job spec of an estimator's argument ``values`` as plain data.
 
-    Paths inside ``base_dir`` (the directory the spec is written to) are written
-    relative to it. The estimator's ``spec_inputs`` and ``spec_job_name`` are
-    included when set.
+    ``values`` are argument name -> stored value (:func:`launchbay.arguments.bound_values`);
+    keys at their default are left out. Paths inside ``base_dir`` (the directory
+    the spec is written to) are written relative to it. ``framework``, ``inputs``
+    and ``job_name`` are included when set (``Estimator.to_yaml`` gives its
+    framework and its ``spec_inputs`` and ``spec_job_name``).
     """
     base = os.path.abspath(base_dir or os.getcwd())
     spec: dict[str, Any] = {}
-    framework = getattr(estimator, "_framework_name", None)
     if framework is not None:
         spec["framework"] = framework
-    spec.update(arguments.to_spec(estimator, base))
-    inputs = estimator.spec_inputs
+    spec.update(arguments.to_spec(values, base))
     if isinstance(inputs, Mapping):
         spec["inputs"] = {name: _channel_spec(v) for name, v in inputs.items()}
     elif inputs is not None:
         spec["inputs"] = _channel_spec(inputs)
-    if estimator.spec_job_name is not None:
-        spec["job_name"] = estimator.spec_job_name
+    if job_name is not None:
+        spec["job_name"] = job_name
     return spec
 
 

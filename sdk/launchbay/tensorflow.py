@@ -25,7 +25,7 @@ class TensorFlow(Framework):
     _owners = (arguments.BASE, arguments.FRAMEWORK, arguments.TENSORFLOW)
     _positional = ("py_version", "framework_version", "model_dir", "image_uri", "distribution")
 
-    # Bound from arguments.TENSORFLOW (checked by arguments._check_model_dir).
+    # Bound from arguments.TENSORFLOW (checked by _kinds.check_model_dir).
     model_dir: str | Literal[False] | None
 
     def _debugger_allowed(self) -> bool:

@@ -10,7 +10,10 @@ from __future__ import annotations
 
 import inspect
 import json
+import types
+import typing
 import warnings
+from collections.abc import Mapping
 from pathlib import Path
 
 import pytest
@@ -66,6 +69,68 @@ def test_every_argument_is_in_the_signature_of_its_classes():
         assert sorted(names) == sorted(declared), cls
         for argument in arguments.declared(cls):
             assert inspect.signature(cls).parameters[argument.name].default == argument.default
+
+
+def _annotations(cls: type) -> dict[str, str]:
+    """The class-level annotations ``cls`` has, as written (the nearest class's wins)."""
+    found: dict[str, str] = {}
+    for klass in reversed(cls.__mro__):
+        found.update(inspect.get_annotations(klass))
+    return found
+
+
+def test_every_bound_argument_is_annotated_with_its_declared_type():
+    """mypy and editors see each bound attribute; the annotation is the table's type (issue 21)."""
+    for cls in (Estimator, PyTorch, TensorFlow):
+        annotations = _annotations(cls)
+        taken = arguments.declared(cls)
+        for argument in taken:
+            assert annotations.get(argument.attribute) == argument.type, (cls, argument)
+        for argument in arguments.ARGUMENTS:
+            if argument not in taken:  # no class annotates an argument it does not take
+                assert argument.attribute not in annotations, (cls, argument)
+
+
+def _conforms(value: object, hint: object) -> bool:
+    origin, args = typing.get_origin(hint), typing.get_args(hint)
+    if hint is typing.Any:
+        return True
+    if hint is type(None):
+        return value is None
+    if origin in (typing.Union, types.UnionType):
+        return any(_conforms(value, arg) for arg in args)
+    if origin is typing.Literal:
+        return any(value is arg or (type(value) is type(arg) and value == arg) for arg in args)
+    if origin is list:
+        return isinstance(value, list) and all(_conforms(v, args[0]) for v in value)
+    if origin in (dict, Mapping):
+        return isinstance(value, origin) and all(
+            _conforms(k, args[0]) and _conforms(v, args[1]) for k, v in value.items()
+        )
+    return isinstance(value, typing.cast(type, origin or hint))
+
+
+@pytest.mark.parametrize("cls", [Estimator, PyTorch, TensorFlow])
+def test_the_bound_values_have_their_declared_types(src, cls):
+    """Built with defaults, then with every example: each stored value is of its annotated type."""
+    hints = typing.get_type_hints(cls)
+    kwargs = _base(PyTorch if cls is Estimator else cls)
+    if cls is Estimator:
+        kwargs = {**kwargs, "image_uri": "123456789012.dkr.ecr.us-west-2.amazonaws.com/x:1"}
+        del kwargs["framework_version"], kwargs["py_version"]
+    examples = {
+        a.name: a.example
+        for a in arguments.declared(cls)
+        if a.example is not MISSING and a.name not in ("use_spot_instances",)
+    }
+    for given in (kwargs, {**kwargs, **examples}):
+        estimator = cls(**given)
+        for argument in arguments.declared(cls):
+            value = getattr(estimator, argument.attribute)
+            assert _conforms(value, hints[argument.attribute]), (argument, value)
+    assert not _conforms(None, hints["input_mode"]) and _conforms(
+        False, hints["debugger_hook_config"]
+    )
 
 
 def test_positional_arguments_follow_sdk_v2():
@@ -199,7 +264,9 @@ def test_one_declaration_adds_an_argument_everywhere(src, tmp_path, monkeypatch)
 
     schema = jobspec.render_schema({"properties": {}})  # the spec schema has it
     assert schema["properties"]["enable_infra_check"]["type"] == "boolean"
-    assert arguments.to_spec(est, str(tmp_path))["enable_infra_check"] is True  # to_yaml
+    assert (
+        arguments.to_spec(arguments.bound_values(est), str(tmp_path))["enable_infra_check"] is True
+    )
     assert arguments.from_spec({"enable_infra_check": True}) == {"enable_infra_check": True}
 
     params = init_params_from_description(PyTorch, request, region=REGION)  # attach
