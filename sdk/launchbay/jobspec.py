@@ -46,16 +46,33 @@ import json
 import logging
 import os
 import re
-from collections.abc import Iterable, Mapping, Sequence
-from dataclasses import dataclass, field
+from collections.abc import Iterable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from launchbay import arguments, distribution, vpc
+from launchbay._specyaml import (  # reading the text; JobSpecError, Problem, ... re-exported
+    MAX_SPEC_BYTES,
+    NULLS,
+    Composer,
+    JobSpecError,
+    KeyPath,
+    Locations,
+    Problem,
+    assign,
+    dotted,
+    escape,
+    get_path,
+    kind_of,
+    parse_set,
+    scalar_from_text,
+    substitute,
+)
 from launchbay.errors import ConfigurationError, ProvisioningError
 from launchbay.inputs import FileSystemInput, TrainingInput
 
 if TYPE_CHECKING:  # pragma: no cover
-    import yaml
+    pass
 
 __all__ = [
     "JobSpec",
@@ -71,7 +88,6 @@ __all__ = [
 
 logger = logging.getLogger("launchbay.jobspec")
 
-KeyPath = tuple[str | int, ...]
 
 #: Keys that are not estimator arguments.
 SPEC_ONLY_KEYS = ("framework", "inputs", "job_name", "vpc")
@@ -96,23 +112,6 @@ FILE_SYSTEM_FIELDS = (
     "file_system_access_mode",
     "content_type",
 )
-_SCALAR_TAGS = {
-    "tag:yaml.org,2002:null",
-    "tag:yaml.org,2002:bool",
-    "tag:yaml.org,2002:int",
-    "tag:yaml.org,2002:float",
-    "tag:yaml.org,2002:str",
-}
-_NULLS = ("", "~", "null", "Null", "NULL")
-#: Limits on what a spec may make the reader do (docs/jobspec.md, "Limits"): a job spec is
-#: a few kilobytes, so these leave room while a hostile file fails fast.
-MAX_SPEC_BYTES = 1024 * 1024
-MAX_DEPTH = 64
-MAX_ALIASES = 1000
-MAX_NODES = 100_000
-_REFERENCE = re.compile(r"\$\$|\$\{([^}]*)\}|\$\{")
-_WHOLE_REFERENCE = re.compile(r"^\$\{[^}]*\}$")
-_REFERENCE_BODY = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(?:(:-|-|:\?|\?)(.*))?", re.S)
 #: An environment variable's name: an estimator argument of this form is a machine's setting.
 _SETTING = re.compile(r"^[A-Z][A-Z0-9_]*$")
 _ARGUMENT = re.compile(r"^([A-Za-z_][A-Za-z0-9_]*)((?:\[[^\]]*\])*)")
@@ -125,76 +124,6 @@ _EXPECTED = {
     "array": "a list",
     "null": "null",
 }
-
-
-# --------------------------------------------------------------------------- errors
-
-
-@dataclass(frozen=True)
-class Problem:
-    """One thing wrong with a spec: where (``job.yaml:12`` or ``--set ...``), key path, message."""
-
-    where: str
-    key: str
-    message: str
-    line: int | None = None
-
-    def __str__(self) -> str:
-        key = f"{self.key}: " if self.key else ""
-        return f"{self.where}: {key}{self.message}"
-
-
-class JobSpecError(ConfigurationError):
-    """An invalid job spec. ``problems`` lists each one; the message has one per line."""
-
-    def __init__(self, problems: Sequence[Problem]) -> None:
-        ordered = sorted(problems, key=lambda p: (p.line is None, p.line or 0))
-        self.problems = list(ordered)
-        first = self.problems[0] if self.problems else None
-        super().__init__(
-            "\n".join(str(p) for p in self.problems),
-            argument=first.key if first else None,
-        )
-
-
-def dotted(path: KeyPath) -> str:
-    """``("inputs", "train", "s3_data")`` -> ``inputs.train.s3_data``; ``("tags", 0)`` -> ``tags[0]``."""
-    text = ""
-    for part in path:
-        if isinstance(part, int):
-            text += f"[{part}]"
-        else:
-            text += ("." if text else "") + part
-    return text
-
-
-@dataclass
-class _Locations:
-    """Where each key path came from: a line of the file, or an override."""
-
-    filename: str
-    key_lines: dict[KeyPath, int] = field(default_factory=dict)
-    value_lines: dict[KeyPath, int] = field(default_factory=dict)
-    origins: dict[KeyPath, str] = field(default_factory=dict)
-
-    def where(self, path: KeyPath, *, key: bool = False) -> tuple[str, int | None]:
-        """``("job.yaml:12", 12)`` for ``path`` (its key's line with ``key``), or an override."""
-        for end in range(len(path), -1, -1):
-            prefix = path[:end]
-            if prefix in self.origins:
-                return self.origins[prefix], None
-            if key and end == len(path) and prefix in self.key_lines:
-                line = self.key_lines[prefix]
-            elif prefix in self.value_lines:
-                line = self.value_lines[prefix]
-            else:
-                continue
-            return f"{self.filename}:{line}", line
-        return self.filename, None
-
-    def problem(self, path: KeyPath, message: str, *, key: bool = False) -> Problem:
-        where, line = self.where(path, key=key)
-        return Problem(where, dotted(path), message, line)
 
 
 # --------------------------------------------------------------------------- schema
@@ -295,363 +224,10 @@ def _accepts_string(path: KeyPath) -> bool:
     return False
 
 
-# --------------------------------------------------------------------------- parsing
-
-
-class _Composer:
-    """YAML text -> plain data, remembering the line of every key and value."""
-
-    def __init__(self, text: str, locations: _Locations) -> None:
-        self.text = text
-        self.locations = locations
-        self.problems: list[Problem] = []
-        self.whole_references: set[KeyPath] = set()
-        self.nodes = 0
-
-    def compose(self) -> Any:
-        import yaml
-
-        problem = _limit_problem(self.text, self.locations.filename)
-        if problem is not None:
-            raise JobSpecError([problem])
-        loader = yaml.SafeLoader(self.text)
-        try:
-            try:
-                node = loader.get_single_node()
-            except yaml.MarkedYAMLError as exc:
-                mark = exc.problem_mark or exc.context_mark
-                line = mark.line + 1 if mark else None
-                where = f"{self.locations.filename}:{line}" if line else self.locations.filename
-                message = " ".join(str(p) for p in (exc.context, exc.problem) if p)
-                raise JobSpecError([Problem(where, "", f"invalid YAML: {message}", line)]) from exc
-            except yaml.YAMLError as exc:
-                raise JobSpecError(
-                    [Problem(self.locations.filename, "", f"invalid YAML: {exc}")]
-                ) from exc
-            if node is None:
-                raise JobSpecError(
-                    [Problem(self.locations.filename, "", "the job spec is empty", 1)]
-                )
-            data = self._build(loader, node, (), set())
-        finally:
-            loader.dispose()
-        if self.problems:
-            raise JobSpecError(self.problems)
-        if not isinstance(data, dict):
-            raise JobSpecError(
-                [
-                    self.locations.problem(
-                        (), f"the job spec must be a mapping of keys, not {_kind(data)}"
-                    )
-                ]
-            )
-        return data
-
-    def _build(
-        self, loader: yaml.SafeLoader, node: yaml.Node, path: KeyPath, stack: set[int]
-    ) -> Any:
-        import yaml
-
-        self.nodes += 1
-        if self.nodes > MAX_NODES:
-            # Aliases repeat what they point at: a few hundred bytes can stand for billions
-            # of values (an "alias bomb"). Stop at once, before memory runs out.
-            line = node.start_mark.line + 1
-            raise JobSpecError(
-                [Problem(f"{self.locations.filename}:{line}", dotted(path),
-                         f"the spec expands to more than {MAX_NODES} values (YAML aliases "
-                         "repeat what they refer to); accepted: a spec of at most "
-                         f"{MAX_NODES} keys and values once aliases are expanded", line)]
-            )  # fmt: skip
-        if path:
-            self.locations.value_lines.setdefault(path, node.start_mark.line + 1)
-        if id(node) in stack:
-            self.problems.append(self.locations.problem(path, "a YAML alias refers to itself"))
-            return None
-        if isinstance(node, yaml.MappingNode):
-            try:
-                loader.flatten_mapping(node)  # YAML merge keys (<<)
-            except yaml.MarkedYAMLError as exc:
-                self.problems.append(self.locations.problem(path, f"invalid merge: {exc.problem}"))
-                return {}
-            out: dict[str, Any] = {}
-            for key_node, value_node in node.value:
-                if not isinstance(key_node, yaml.ScalarNode):
-                    line = key_node.start_mark.line + 1
-                    self.problems.append(
-                        Problem(f"{self.locations.filename}:{line}", dotted(path),
-                                "keys must be plain names, not lists or mappings", line)
-                    )  # fmt: skip
-                    continue
-                key = str(key_node.value)
-                child = (*path, key)
-                if key in out:
-                    line = key_node.start_mark.line + 1
-                    first = self.locations.key_lines.get(child)
-                    self.problems.append(
-                        Problem(f"{self.locations.filename}:{line}", dotted(child),
-                                f"duplicate key (first given on line {first})", line)
-                    )  # fmt: skip
-                    continue
-                self.locations.key_lines[child] = key_node.start_mark.line + 1
-                out[key] = self._build(loader, value_node, child, stack | {id(node)})
-            return out
-        if isinstance(node, yaml.SequenceNode):
-            return [
-                self._build(loader, item, (*path, index), stack | {id(node)})
-                for index, item in enumerate(node.value)
-            ]
-        assert isinstance(node, yaml.ScalarNode)
-        if node.tag not in _SCALAR_TAGS:
-            # Timestamps and the like stay text; launchbay has no use for them.
-            if node.tag.startswith("tag:yaml.org,2002:"):
-                return str(node.value)
-            self.problems.append(self.locations.problem(path, f"unsupported YAML tag {node.tag!r}"))
-            return None
-        value = loader.construct_object(node, deep=True)
-        if (
-            node.tag == "tag:yaml.org,2002:str"
-            and node.style is None
-            and _WHOLE_REFERENCE.match(node.value)
-        ):
-            self.whole_references.add(path)
-        return value
-
-
-def _event_line(event: yaml.Event, filename: str) -> tuple[int | None, str]:
-    """The 1-based line of a parser event and ``file:line`` (the parser marks every event)."""
-    line = event.start_mark.line + 1 if event.start_mark is not None else None
-    return line, f"{filename}:{line}" if line is not None else filename
-
-
-def _limit_problem(text: str, filename: str) -> Problem | None:
-    """The first limit ``text`` breaks (size, NUL, nesting depth, aliases), else ``None``.
-
-    Runs over the parser's events, which come one at a time, so a file of 100k ``[``
-    is refused at the first level too deep, before PyYAML's recursive composer sees it.
-    A syntax error is left to the composer, which reports it with its line.
-    """
-    import yaml
-
-    if len(text) > MAX_SPEC_BYTES:
-        return Problem(filename, "", f"the job spec is {len(text)} characters long; accepted: "
-                       f"at most {MAX_SPEC_BYTES} bytes")  # fmt: skip
-    if "\x00" in text:
-        line = text.count("\n", 0, text.index("\x00")) + 1
-        return Problem(f"{filename}:{line}", "", "the job spec holds a NUL byte (a binary "
-                       "file?); accepted: UTF-8 YAML text", line)  # fmt: skip
-    try:
-        loader = yaml.SafeLoader(text)  # the reader refuses control characters here
-    except yaml.reader.ReaderError as exc:
-        line = text.count("\n", 0, max(0, exc.position)) + 1
-        return Problem(f"{filename}:{line}", "", f"invalid YAML: unacceptable character "
-                       f"#x{exc.character:04x} (control characters are not allowed)",
-                       line)  # fmt: skip
-    depth = aliases = 0
-    try:
-        while loader.check_event():
-            event = loader.get_event()
-            if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
-                depth += 1
-                if depth > MAX_DEPTH:
-                    at, where = _event_line(event, filename)
-                    return Problem(where, "", f"lists and mappings nest more "
-                                   f"than {MAX_DEPTH} levels deep; accepted: at most "
-                                   f"{MAX_DEPTH}", at)  # fmt: skip
-            elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
-                depth -= 1
-            elif isinstance(event, yaml.AliasEvent):
-                aliases += 1
-                if aliases > MAX_ALIASES:
-                    at, where = _event_line(event, filename)
-                    return Problem(where, "", f"more than {MAX_ALIASES} YAML "
-                                   f"aliases (*name); accepted: at most {MAX_ALIASES}",
-                                   at)  # fmt: skip
-    except yaml.YAMLError:
-        return None  # reported by the composer, with its line
-    finally:
-        loader.dispose()
-    return None
-
-
-def _expanded_size(value: Any) -> int:
-    """How many values ``value`` holds with shared parts counted each time (stops past the limit)."""
-    count = 0
-    pending = [value]
-    while pending and count <= MAX_NODES:
-        item = pending.pop()
-        count += 1
-        if isinstance(item, dict):
-            pending.extend(item.values())
-        elif isinstance(item, list):
-            pending.extend(item)
-    return count
-
-
-def _kind(value: Any) -> str:
-    if value is None:
-        return "null"
-    if isinstance(value, bool):
-        return f"the boolean {str(value).lower()}"
-    if isinstance(value, (int, float)):
-        return f"the number {value!r}"
-    if isinstance(value, str):
-        return f"the string {value!r}"
-    if isinstance(value, dict):
-        return "a mapping"
-    if isinstance(value, list):
-        return "a list"
-    return type(value).__name__
-
-
-def _scalar_from_text(text: str, *, collections: bool) -> Any:
-    """``text`` read as a YAML value (``3`` -> 3, ``true`` -> True); else the text itself."""
-    import yaml
-
-    if text.strip() in _NULLS:
-        return None
-    problem = _limit_problem(text, "")
-    if problem is not None and not problem.message.startswith("invalid YAML"):
-        raise ValueError(problem.message)
-    try:
-        value = yaml.safe_load(text)
-    except yaml.YAMLError:
-        return text
-    if _expanded_size(value) > MAX_NODES:  # aliases share objects that every walk repeats
-        raise ValueError(
-            f"the value expands to more than {MAX_NODES} values (YAML aliases repeat what "
-            f"they refer to); accepted: at most {MAX_NODES} once aliases are expanded"
-        )
-    if isinstance(value, (bool, int, float)) or value is None:
-        return value
-    if collections and isinstance(value, (list, dict)):
-        return value
-    return text
-
-
-# --------------------------------------------------------------------------- ${VAR}
-
-
-def substitute(text: str, environ: Mapping[str, str]) -> str:
-    """Fill ``${VAR}`` references of ``text`` from ``environ`` (raises ``ValueError``)."""
-
-    def replace(match: re.Match[str]) -> str:
-        whole = match.group(0)
-        if whole == "$$":
-            return "$"
-        body = match.group(1)
-        if body is None:
-            raise ValueError("'${' is not closed: write ${NAME}, or $${ for a literal '${'")
-        parsed = _REFERENCE_BODY.fullmatch(body)
-        if not parsed:
-            raise ValueError(
-                f"invalid reference ${{{body}}}: accepted ${{NAME}}, ${{NAME:-default}}, "
-                "${NAME-default}, ${NAME:?message}"
-            )
-        name, operator, argument = parsed.groups()
-        value = environ.get(name)
-        empty = value is None or value == ""
-        if operator in (":-", "-"):
-            if value is None or (operator == ":-" and empty):
-                return argument or ""
-            return value
-        if operator in (":?", "?"):
-            if value is None or (operator == ":?" and empty):
-                raise ValueError(
-                    f"environment variable {name} is not set: {argument or 'required'}"
-                )
-            return value
-        if value is None:
-            raise ValueError(
-                f"environment variable {name} is not set (set it, or write ${{{name}:-default}})"
-            )
-        return value
-
-    return _REFERENCE.sub(replace, text)
-
-
-def _escape(value: Any) -> Any:
-    """Strings with ``$`` doubled, so that loading gives them back unchanged."""
-    if isinstance(value, str):
-        return value.replace("$", "$$")
-    if isinstance(value, dict):
-        return {k: _escape(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [_escape(v) for v in value]
-    return value
-
-
-# --------------------------------------------------------------------------- overrides
-
-
-def parse_set(items: Iterable[str]) -> list[tuple[KeyPath, str, str]]:
-    """``["hyperparameters.epochs=3"]`` -> ``[(("hyperparameters", "epochs"), "3", item)]``.
-
-    Raises :class:`JobSpecError` for an item without ``=`` or with an empty key.
-    """
-    out = []
-    problems = []
-    for item in items:
-        key, sep, value = item.partition("=")
-        parts = key.strip().split(".") if key.strip() else []
-        if not sep or not parts or any(not p for p in parts):
-            problems.append(
-                Problem(
-                    f"--set {item}", "", "expected KEY.PATH=VALUE, e.g. hyperparameters.epochs=3"
-                )
-            )
-            continue
-        path: KeyPath = tuple(int(p) if p.isdigit() else p for p in parts)
-        out.append((path, value, item))
-    if problems:
-        raise JobSpecError(problems)
-    return out
-
-
-def _assign(data: dict[str, Any], path: KeyPath, value: Any) -> str | None:
-    """Put ``value`` at ``path`` (making mappings on the way); returns an error or None."""
-    target: Any = data
-    for depth, part in enumerate(path[:-1]):
-        if isinstance(target, list) and isinstance(part, int):
-            if part >= len(target):
-                return f"{dotted(path[: depth + 1])} is past the end of its list"
-        elif isinstance(target, dict):
-            part = str(part)
-            if not isinstance(target.get(part), (dict, list)):
-                target[part] = [] if isinstance(path[depth + 1], int) else {}
-        else:
-            return f"{dotted(path[:depth])} is {_kind(target)}, which has no key {part!r}"
-        target = target[part]
-    last = path[-1]
-    if isinstance(target, list) and isinstance(last, int):
-        if last > len(target):
-            return f"the list has {len(target)} item(s); give an index up to {len(target)}"
-        if last == len(target):
-            target.append(value)
-        else:
-            target[last] = value
-    elif isinstance(target, dict):
-        target[str(last)] = value
-    else:
-        return f"{dotted(path[:-1])} is {_kind(target)}, which has no key {last!r}"
-    return None
-
-
-def _get(data: Any, path: KeyPath) -> Any:
-    for part in path:
-        if isinstance(data, dict):
-            data = data.get(str(part))
-        elif isinstance(data, list) and isinstance(part, int) and part < len(data):
-            data = data[part]
-        else:
-            return None
-    return data
-
-
 # --------------------------------------------------------------------------- validation
 
 
-def _schema_problems(data: dict[str, Any], locations: _Locations) -> list[Problem]:
+def _schema_problems(data: dict[str, Any], locations: Locations) -> list[Problem]:
     import jsonschema
 
     validator = jsonschema.Draft202012Validator(schema())
@@ -664,7 +240,7 @@ def _schema_problems(data: dict[str, Any], locations: _Locations) -> list[Proble
     return list(unique.values())
 
 
-def _describe(error: Any, locations: _Locations) -> list[Problem]:
+def _describe(error: Any, locations: Locations) -> list[Problem]:
     """Readable problems for one jsonschema error."""
     path: KeyPath = tuple(error.absolute_path)
     kind = error.validator
@@ -704,21 +280,21 @@ def _describe(error: Any, locations: _Locations) -> list[Problem]:
         hint = ""
         if "string" in kinds and isinstance(error.instance, (int, float)):
             hint = " (put it in quotes to make it a string)"
-        return [locations.problem(path, f"expected {text}, got {_kind(error.instance)}{hint}")]
+        return [locations.problem(path, f"expected {text}, got {kind_of(error.instance)}{hint}")]
     if kind in ("enum", "const"):
         values = error.validator_value if kind == "enum" else [error.validator_value]
         accepted = ", ".join(json.dumps(v) for v in values)
         return [
-            locations.problem(path, f"{_kind(error.instance)} is not accepted: one of {accepted}")
+            locations.problem(path, f"{kind_of(error.instance)} is not accepted: one of {accepted}")
         ]
     if kind == "pattern":
         accepted = sub.get("x-accepted") or f"text matching {error.validator_value}"
-        return [locations.problem(path, f"{_kind(error.instance)} is not accepted: {accepted}")]
+        return [locations.problem(path, f"{kind_of(error.instance)} is not accepted: {accepted}")]
     if kind in ("minimum", "maximum"):
         bound = "at least" if kind == "minimum" else "at most"
         return [
             locations.problem(
-                path, f"{_kind(error.instance)} is not accepted: {bound} {error.validator_value}"
+                path, f"{kind_of(error.instance)} is not accepted: {bound} {error.validator_value}"
             )
         ]
     if kind == "minLength":
@@ -729,7 +305,7 @@ def _describe(error: Any, locations: _Locations) -> list[Problem]:
 
 
 def _describe_alternatives(
-    error: Any, path: KeyPath, sub: Mapping[str, Any], locations: _Locations
+    error: Any, path: KeyPath, sub: Mapping[str, Any], locations: Locations
 ) -> list[Problem]:
     """anyOf / oneOf: report the alternative that fits the value's kind."""
     context = list(error.context or [])
@@ -770,7 +346,7 @@ def _describe_alternatives(
                 else:
                     kinds.append(_EXPECTED.get(k, k))
     text = " or ".join(dict.fromkeys(kinds)) or "another value"
-    return [locations.problem(path, f"expected {text}, got {_kind(error.instance)}")]
+    return [locations.problem(path, f"expected {text}, got {kind_of(error.instance)}")]
 
 
 # --------------------------------------------------------------------------- the spec
@@ -789,7 +365,7 @@ class JobSpec:
 
     data: dict[str, Any]
     path: str | None
-    locations: _Locations
+    locations: Locations
 
     @property
     def framework(self) -> str | None:
@@ -846,7 +422,7 @@ class JobSpec:
                 item = item.strip("'\"")
                 parts.append(int(item) if item.isdigit() else item)
             path = tuple(parts)
-            while len(path) > 1 and _get(self.data, path) is None:
+            while len(path) > 1 and get_path(self.data, path) is None:
                 path = path[:-1]
             return path
         return None
@@ -990,8 +566,8 @@ def loads(
 ) -> JobSpec:
     """:func:`load` for spec text; relative paths resolve against ``base_dir`` (default: cwd)."""
     environ = os.environ if environ is None else environ
-    locations = _Locations(filename)
-    composer = _Composer(text, locations)
+    locations = Locations(filename)
+    composer = Composer(text, locations)
     data = composer.compose()
 
     # ${VAR}
@@ -1037,10 +613,10 @@ def loads(
         locations.origins[(key,)] = f"--{key.replace('_', '-')} {value}"
     for path, raw, item in parse_set(overrides):
         created = next(
-            (path[:depth] for depth in range(1, len(path)) if _get(data, path[:depth]) is None),
+            (path[:depth] for depth in range(1, len(path)) if get_path(data, path[:depth]) is None),
             path,
         )
-        error = _assign(data, path, raw)
+        error = assign(data, path, raw)
         if error:
             problems.append(Problem(f"--set {item}", dotted(path), error))
             continue
@@ -1052,22 +628,22 @@ def loads(
     # Types of expanded values and --set values. At the top level, an empty or null
     # value means "not given" (``role: ${ROLE:-}``, ``--set output_path=null``).
     for path in sorted(coercible, key=len):
-        current = _get(data, path)
+        current = get_path(data, path)
         if not isinstance(current, str):
             continue
-        if len(path) == 1 and current.strip() in _NULLS:
+        if len(path) == 1 and current.strip() in NULLS:
             coerced: Any = None
         elif _accepts_string(path):
             continue
         else:
             try:
-                coerced = _scalar_from_text(
+                coerced = scalar_from_text(
                     current, collections=path not in composer.whole_references
                 )
             except ValueError as exc:  # a YAML limit (nesting, aliases, size)
                 problems.append(locations.problem(path, str(exc)))
                 continue
-        _assign(data, path, coerced)
+        assign(data, path, coerced)
     if problems:
         raise JobSpecError(problems)
     data = {k: v for k, v in data.items() if v is not None}
@@ -1221,7 +797,7 @@ def dump(spec: Mapping[str, Any], path: str | os.PathLike[str]) -> None:
     import yaml
 
     text = yaml.safe_dump(
-        _escape(dict(spec)), sort_keys=False, default_flow_style=False, allow_unicode=True
+        escape(dict(spec)), sort_keys=False, default_flow_style=False, allow_unicode=True
     )
     with open(os.fspath(path), "w", encoding="utf-8") as f:
         f.write("# launchbay job spec (docs/jobspec.md)\n")
