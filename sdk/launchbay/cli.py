@@ -438,7 +438,14 @@ def _console(verbose: bool) -> Iterator[None]:
     package.setLevel(logging.DEBUG if verbose else logging.INFO)
     package.propagate = False
 
-    def show(message: Any, category: Any, filename: str, lineno: int, *_: Any) -> None:
+    def show(
+        message: Warning | str,
+        category: type[Warning],
+        filename: str,
+        lineno: int,
+        file: TextIO | None = None,
+        line: str | None = None,
+    ) -> None:
         print(f"launchbay: warning: {message}", file=sys.stderr)
 
     saved_showwarning = warnings.showwarning
@@ -549,6 +556,7 @@ def summarize(description: Mapping[str, Any], backend: str) -> dict[str, Any]:
     """The JSON summary of a DescribeTrainingJob response (``--output json``)."""
     resources = description.get("ResourceConfig") or {}
     groups = resources.get("InstanceGroups") or []
+    count: int | None
     if groups:
         instance_type = groups[0].get("InstanceType")
         count = sum(int(g.get("InstanceCount") or 0) for g in groups)
