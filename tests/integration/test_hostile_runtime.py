@@ -83,7 +83,7 @@ print("done")
 """
 
 DRIVER = """\
-import resource, sys
+import sys
 from launchbay.pytorch import PyTorch
 
 source_dir, output, go = sys.argv[1:4]
@@ -93,7 +93,10 @@ estimator = PyTorch(
     py_version="py312", output_path=output, hyperparameters={"go_dir": go},
 )
 estimator.fit(logs=True)
-peak_kb = resource.getrusage(resource.RUSAGE_SELF).ru_maxrss  # this process only
+# VmHWM: the peak of this process's own memory. Not getrusage's ru_maxrss, which a process
+# started by a large parent (pytest after thousands of tests) inherits across exec.
+with open("/proc/self/status") as status:
+    peak_kb = next(int(l.split()[1]) for l in status if l.startswith("VmHWM:"))
 print(f"PEAK_KB {peak_kb}", file=sys.stderr, flush=True)
 """
 
