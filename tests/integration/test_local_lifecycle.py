@@ -45,7 +45,7 @@ def no_driver_left_behind():
             helpers = [
                 p
                 for p in psutil.Process(driver.pid).children()
-                if "launchbay.backends._watchdog" in p.cmdline()
+                if "launchbay.backends.local.watchdog" in p.cmdline()
             ]
         except psutil.Error:
             helpers = []
@@ -322,7 +322,7 @@ def watchdogs(name: str) -> list[psutil.Process]:
             cmdline = proc.cmdline()
         except psutil.Error:
             continue
-        if "launchbay.backends._watchdog" in cmdline and name in cmdline:
+        if "launchbay.backends.local.watchdog" in cmdline and name in cmdline:
             found.append(proc)
     return found
 

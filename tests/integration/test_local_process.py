@@ -460,12 +460,13 @@ def test_log_prefixes_are_coloured_on_a_terminal(monkeypatch):
 
 
 def test_a_finished_job_is_described_from_its_directory(home, tmp_path, capsys):
-    from launchbay.backends import _localjob, process
+    from launchbay.backends import process
+    from launchbay.backends.local import signals
 
     est = pytorch("sleepy.py", output_path=file_uri(tmp_path / "out"))
     job = est.fit(logs=False)
     directory = str(job_dir(home, job))
-    _localjob._JOBS.pop(directory)  # as if another Python process had run it
+    signals._JOBS.pop(directory)  # as if another Python process had run it
     backend = process.ProcessBackend()
     description = backend.describe(job.name)
     assert description["TrainingJobStatus"] == "Completed"

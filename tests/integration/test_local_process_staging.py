@@ -1,4 +1,4 @@
-"""The local backends' staging (:mod:`launchbay.backends._local`) without starting any host.
+"""The local backends' staging (:mod:`launchbay.backends.local.staging`) without starting any host.
 
 Channels, the S3 cache, sharding, outputs and checkpoints, against files and a
 real moto server.
@@ -13,7 +13,8 @@ import tarfile
 import pytest
 
 from launchbay import ConfigurationError, InputError
-from launchbay.backends._local import JobLayout, LocalStager, check_request, host_names
+from launchbay.backends.local.layout import JobLayout, host_names
+from launchbay.backends.local.staging import LocalStager, check_request
 
 BUCKET = "staging-data"
 

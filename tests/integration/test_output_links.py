@@ -17,7 +17,8 @@ from pathlib import Path
 
 import pytest
 
-from launchbay.backends._local import JobLayout, LocalStager
+from launchbay.backends.local.layout import JobLayout
+from launchbay.backends.local.staging import LocalStager
 from launchbay.pytorch import PyTorch
 
 pytestmark = pytest.mark.filterwarnings("ignore:framework_version=:UserWarning")

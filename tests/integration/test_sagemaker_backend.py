@@ -768,12 +768,13 @@ def test_in_a_notebook_the_status_is_a_display_not_carriage_returns(monkeypatch,
 
 
 def test_both_backends_share_one_printer():
-    from launchbay.backends import _localjob, docker, process
+    from launchbay.backends import docker, process
+    from launchbay.backends.local import control, logs
 
-    assert _localjob.LogPrinter is LogPrinter
+    assert control.LogPrinter is LogPrinter and logs.LogPrinter is LogPrinter
     assert not any(
         isinstance(value, type) and value.__name__.endswith("Printer") and value is not LogPrinter
-        for module in (_localjob, process, docker)
+        for module in (control, logs, process, docker)
         for value in vars(module).values()
     )
     plain = io.StringIO()

@@ -24,7 +24,7 @@ import pytest
 
 from launchbay import session as session_module
 from launchbay import transfer
-from launchbay.backends import _local
+from launchbay.backends.local import outputs, staging
 from launchbay.errors import TransferError
 from launchbay.transfer import Limits, S3Object
 
@@ -188,7 +188,7 @@ def test_large_objects_download_side_by_side_each_whole(s3: Any, tmp_path: Path)
 def test_default_threshold_is_8_mib_and_shared() -> None:
     assert transfer.MULTIPART_THRESHOLD == 8 * MIB == Limits().multipart_threshold
     assert session_module.MULTIPART_THRESHOLD is transfer.MULTIPART_THRESHOLD
-    assert not hasattr(_local, "_MULTIPART_THRESHOLD")
+    assert not any(hasattr(m, "_MULTIPART_THRESHOLD") for m in (staging, outputs))
     config = Limits().transfer_config()
     assert config.multipart_threshold == config.multipart_chunksize == 8 * MIB
     assert config.max_concurrency == transfer.LARGE_FILE_CONCURRENCY
@@ -500,7 +500,7 @@ def test_large_transfers_still_work_from_an_atexit_hook(s3: Any, tmp_path: Path)
 
 def test_importing_the_engine_and_the_local_staging_imports_no_boto3() -> None:
     code = (
-        "import json, sys, launchbay.transfer, launchbay.backends._local;"
+        "import json, sys, launchbay.transfer, launchbay.backends.local.staging;"
         "print(json.dumps(sorted(m for m in sys.modules if m.split('.')[0] in "
         "('boto3', 'botocore', 's3transfer'))))"
     )

@@ -208,13 +208,11 @@ LAYERS = {
     "launchbay.session": 2,
     "launchbay._sagemaker_config": 2,
     "launchbay.vpc": 2,
-    "launchbay._local_limits": 2,
     "launchbay.job": 2,
     "launchbay._logs": 2,
     "launchbay.images": 2,
     # 3: backends run a finished request
     "launchbay.backends": 3,
-    "launchbay.backends._gpus": 3,
     # 4: the user's API: arguments -> request -> backend
     "launchbay.estimator": 4,
     "launchbay._bound": 4,

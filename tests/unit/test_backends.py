@@ -188,7 +188,7 @@ def test_a_local_job_belongs_to_the_backend_of_its_instance_type(monkeypatch, tm
 
 
 def test_a_runner_file_names_a_live_process_and_never_a_reused_pid(monkeypatch, tmp_path):
-    from launchbay.backends import _detached
+    from launchbay.backends.local import detached as _detached
 
     monkeypatch.setenv("LAUNCHBAY_HOME", str(tmp_path))
     assert _detached.runner_pid("nobody") is None
@@ -217,8 +217,8 @@ def test_log_files_are_read_in_bounded_pieces(tmp_path):
     between characters), a carriage return ends a line (a progress bar's redraws, of which
     a read shows the last), and a last line without a line end comes only once the host
     has stopped writing (``final``)."""
-    from launchbay.backends._local import JobLayout
-    from launchbay.backends._localjob import _READ_CHUNK, _LogFiles
+    from launchbay.backends.local.layout import JobLayout
+    from launchbay.backends.local.logs import _READ_CHUNK, _LogFiles
     from launchbay.runtime.names import MAX_LOG_LINE
 
     layout = JobLayout(str(tmp_path), ("algo-1",))
@@ -241,8 +241,8 @@ def test_log_files_are_read_in_bounded_pieces(tmp_path):
 
 
 def test_a_carriage_return_and_newline_split_between_reads_end_one_line(tmp_path):
-    from launchbay.backends._local import JobLayout
-    from launchbay.backends._localjob import _READ_CHUNK, _LogFiles
+    from launchbay.backends.local.layout import JobLayout
+    from launchbay.backends.local.logs import _READ_CHUNK, _LogFiles
 
     layout = JobLayout(str(tmp_path), ("algo-1",))
     os.makedirs(layout.logs_dir)

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 import os
 
-from launchbay.backends.docker import (
+from launchbay.backends.local.container_hosts import (
     HostSpec,
     _needs_aws,
     _split_lines,

@@ -14,8 +14,8 @@ import json
 import pytest
 
 from launchbay import ConfigurationError
-from launchbay.backends._gpus import split_gpus
 from launchbay.backends.docker import DockerBackend, compose_document, host_config_args
+from launchbay.backends.local.capacity import split_gpus
 from launchbay.backends.plan import plan_request
 from launchbay.backends.process import ProcessBackend
 from launchbay.pytorch import PyTorch

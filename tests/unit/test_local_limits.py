@@ -13,7 +13,7 @@ import os
 import pytest
 
 from launchbay import ConfigurationError
-from launchbay._local_limits import (
+from launchbay.backends.local.capacity import (
     MAX_RANKS_ENV,
     RANKS_FLOOR,
     check_local_ranks,

@@ -13,9 +13,9 @@ module only when it is used:
   (instance types ``local`` and ``local_gpu``);
 * ``sagemaker`` (:mod:`~launchbay.backends.sagemaker`): every ``ml.*`` type.
 
-The two local backends share a job's life (:mod:`~launchbay.backends._localjob`),
-its staging (:mod:`~launchbay.backends._local`) and detached runners
-(:mod:`~launchbay.backends._detached`).
+The two local backends are one control loop driving one host runner each; the
+local wing (the loop, the runners, the job record, logs, signals, staging,
+outputs, capacity) is the package :mod:`launchbay.backends.local`.
 """
 
 from __future__ import annotations

@@ -29,7 +29,6 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
-from launchbay._local_limits import check_local_ranks
 from launchbay.errors import ConfigurationError
 from launchbay.runtime.names import HP, LOCAL, LOCAL_GPU, LOCAL_INSTANCE_TYPES, LOCAL_PROCESS
 
@@ -249,6 +248,9 @@ def resolve_resources(
     where = processes_argument or PROCESSES_HYPERPARAMETER
     gpus = None
     if placement.local and placement.instance_type is not None:
+        # The local wing's capacity rules, imported for a local job only.
+        from launchbay.backends.local.capacity import check_local_ranks, split_gpus
+
         # Every rank runs on this machine: refused before a host is even named.
         check_local_ranks(
             placement.instance_type,
@@ -260,8 +262,6 @@ def resolve_resources(
     host_types = tuple(t for t, count in counted for _ in range(count))
     hosts = tuple(f"algo-{i}" for i in range(1, len(host_types) + 1))
     if placement.local and placement.instance_type is not None:
-        from launchbay.backends._gpus import split_gpus  # reads the runtime's contract
-
         split = split_gpus(
             placement.instance_type,
             len(hosts),

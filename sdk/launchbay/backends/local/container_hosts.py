@@ -1,8 +1,9 @@
-"""Local Docker mode (``instance_type="local"`` / ``"local_gpu"``): one container per instance.
+"""The container host runner of local Docker mode (``local`` / ``local_gpu``): one container per instance.
 
 The job's life (staging, failure triage, outputs, Ctrl-C, teardown at exit) is
-:class:`launchbay.backends._localjob.LocalBackend`'s, the same code the
-``local_process`` backend runs. This module only runs the hosts, as SageMaker
+:class:`launchbay.backends.local.control.LocalBackend`'s, the same code the
+``local_process`` backend runs. This module only runs the hosts
+(:class:`ContainerHosts`, a :class:`~launchbay.backends.local.hosts.HostRunner`), as SageMaker
 runs the training image: ``docker run IMAGE train`` on every instance, through
 the Docker Engine API (the ``docker`` package; no compose binary).
 
@@ -24,7 +25,7 @@ Per job:
   are symlink trees: the directories their links point into (the S3 cache, the
   ``file://`` source) are mounted read-only at the same path;
 * ``local_gpu``: each container its own share of this machine's GPUs, a device
-  request with their ``device_ids`` (:mod:`launchbay.backends._gpus`: 4 GPUs and
+  request with their ``device_ids`` (:mod:`launchbay.backends.local.capacity`: 4 GPUs and
   2 hosts give ``0,1`` and ``2,3``).
 
 The environment is the request's ``Environment``, ``TRAINING_JOB_NAME``,
@@ -71,27 +72,19 @@ from typing import Any
 
 from launchbay import _sagemaker_config
 from launchbay._docker import docker_client, docker_errors
-from launchbay.backends._local import JobLayout, file_uri_path
-from launchbay.backends._localjob import (
-    CLIENT_ID,
-    RUNTIME_MARGIN,
-    LocalBackend,
-    LocalJob,
-    NameLock,
-    client_pid,
-    job_arn,
-    join_readers,
-    start_reader,
-)
+from launchbay.backends.local.hosts import RUNTIME_MARGIN
+from launchbay.backends.local.layout import JobLayout, file_uri_path
+from launchbay.backends.local.logs import join_readers, start_reader
+from launchbay.backends.local.record import CLIENT_ID, LocalJob, client_pid, job_arn
 from launchbay.errors import DockerError, ImageNotFoundError, JobError
 from launchbay.runtime._procs import is_alive
 from launchbay.runtime.code import fetch_code
 from launchbay.runtime.contract import write_host_config
-from launchbay.runtime.names import DOCKER_INSTANCE_TYPES, HP, LOCAL_GPU, MAX_LOG_LINE
+from launchbay.runtime.names import HP, MAX_LOG_LINE
 from launchbay.runtime.settings import RuntimeSettings
 from launchbay.s3uri import is_file_uri, is_s3_uri
 
-__all__ = ["DockerBackend", "compose_document", "COMPOSE_FILE"]
+__all__ = ["ContainerHosts", "compose_document", "COMPOSE_FILE"]
 
 logger = logging.getLogger("launchbay.backends.docker")
 
@@ -261,43 +254,23 @@ def _split_lines(chunks: Iterable[bytes]) -> Iterator[str]:
 _LINE_ENDS = re.compile("\r\n|\r|\n")
 
 
-class DockerBackend(LocalBackend):
-    """Runs CreateTrainingJob requests as local Docker containers, one per instance.
+class ContainerHosts:
+    """Runs each host of a local job as a Docker container (a :class:`~launchbay.backends.local.hosts.HostRunner`).
 
     Args:
-        session: A :class:`launchbay.Session` for ``s3://`` channels, outputs,
-            checkpoints and the credentials handed to containers; created on first
-            S3 use when not given.
-        job_root: Where job directories go (default ``$LAUNCHBAY_HOME/jobs``).
-        grace_seconds: Seconds between SIGTERM and SIGKILL when containers are
-            stopped (default ``$LAUNCHBAY_GRACE_SECONDS``, else 10).
         gpu: Give every container its share of the GPUs (``instance_type="local_gpu"``).
         client: A ``docker.DockerClient`` (default: from the environment).
         owner: ``(uid, gid)`` the files containers write are given to when the job
             ends (default: the caller's; nothing to do for root).
     """
 
-    name = "docker"
-    instance_types = DOCKER_INSTANCE_TYPES
-    host_kind = "container"
-    poll_interval = 0.1
-
-    @classmethod
-    def for_instance_type(cls, instance_type: str | None, session: Any = None) -> DockerBackend:
-        """``local_gpu`` gives every container its own GPUs; ``local`` none."""
-        return cls(session, gpu=instance_type == LOCAL_GPU)
-
     def __init__(
         self,
-        session: Any = None,
-        job_root: str | os.PathLike[str] | None = None,
         *,
-        grace_seconds: float | None = None,
         gpu: bool = False,
         client: Any = None,
         owner: tuple[int, int] | None = None,
     ) -> None:
-        super().__init__(session, job_root, grace_seconds=grace_seconds)
         self.gpu = gpu
         self._client = client
         self._client_lock = threading.Lock()
@@ -312,7 +285,7 @@ class DockerBackend(LocalBackend):
             return self._client
 
     # -- before anything is made ----------------------------------------------------
-    def _check_can_run(self, request: Mapping[str, Any], hosts: list[str]) -> None:
+    def check_can_run(self, request: Mapping[str, Any], hosts: list[str]) -> None:
         container_options()  # an invalid ~/.sagemaker/config.yaml is refused before anything starts
         self.remove_orphans()
         image = (request.get("AlgorithmSpecification") or {}).get("TrainingImage") or ""
@@ -378,7 +351,7 @@ class DockerBackend(LocalBackend):
         return removed
 
     # -- the job's hosts ----------------------------------------------------------------
-    def _prepare(self, job: LocalJob) -> None:
+    def prepare(self, job: LocalJob) -> None:
         request, layout = job.request, job.layout
         job.host_request = _without_local_paths(request)
         seen = copy.deepcopy(request)
@@ -428,7 +401,7 @@ class DockerBackend(LocalBackend):
         a ``local_gpu`` backend refuses to make containers without it.
         """
         if self.gpu and gpus is None:
-            raise ValueError("local_gpu containers need each host's GPUs (backends/_gpus.py)")
+            raise ValueError("local_gpu containers need each host's GPUs (local/capacity.py)")
         name = request["TrainingJobName"]
         environment = {str(k): str(v) for k, v in (request.get("Environment") or {}).items()}
         environment.update(
@@ -485,23 +458,21 @@ class DockerBackend(LocalBackend):
             )
         return specs
 
-    def _claim_name(self, name: str) -> NameLock:
-        """Also refuse a name whose containers run for another job directory.
+    def check_name(self, name: str, job_dir: str) -> None:
+        """Refuse a name whose containers run for another job directory.
 
         Containers and the job network are named after the job alone
         (``launchbay-<job>-<host>``), so a job of the same name started from
         another ``LAUNCHBAY_HOME`` (or job root) holds them: it is left alone, and
         this job is refused before anything is made, naming that job's directory.
         """
-        lock = super()._claim_name(name)
         try:
             found = self.client.api.containers(
                 filters={"label": f"{LABEL_JOB}={name}", "status": "running"}
             )
         except docker_errors().APIError as exc:
-            lock.release()
             raise DockerError(f"Could not list the Docker containers: {exc}") from exc
-        own = self.job_dir(name)
+        own = job_dir
         others = sorted(
             {
                 str((c.get("Labels") or {}).get(LABEL_JOB_DIR) or "?")
@@ -510,7 +481,6 @@ class DockerBackend(LocalBackend):
             }
         )
         if others:
-            lock.release()
             raise JobError(
                 f"A local Docker training job named {name!r} is already running from another "
                 f"job directory ({', '.join(others)}; another LAUNCHBAY_HOME). Its containers "
@@ -518,19 +488,18 @@ class DockerBackend(LocalBackend):
                 "of that name cannot run beside it; it is left alone. Accepted: another "
                 f"job_name, or stop that job first (LAUNCHBAY_HOME=... launchbay stop {name})."
             )
-        return lock
 
     def _isolated(self, request: Mapping[str, Any]) -> bool:
         return bool(request.get("EnableNetworkIsolation"))
 
-    def _credentials(self, specs: list[HostSpec]) -> dict[str, str]:
+    def _credentials(self, specs: list[HostSpec], stager: Any) -> dict[str, str]:
         if not any(s.secret_names for s in specs):
             return {}
         values = {k: os.environ[k] for k in _CREDENTIAL_NAMES if os.environ.get(k)}
         if "AWS_ACCESS_KEY_ID" in values:
             return values
         try:
-            frozen = self.stager.session.boto_session.get_credentials().get_frozen_credentials()
+            frozen = stager.session.boto_session.get_credentials().get_frozen_credentials()
         except Exception as exc:  # no credentials anywhere: the containers get none
             logger.debug("No AWS credentials to hand to the containers: %s", exc)
             return {}
@@ -541,7 +510,7 @@ class DockerBackend(LocalBackend):
         }
         return {k: v for k, v in found.items() if v}
 
-    def _start_hosts(self, job: LocalJob) -> None:
+    def start(self, job: LocalJob) -> None:
         specs = [entry.spec for entry in job.procs.values()]
         request = job.request
         image = request["AlgorithmSpecification"]["TrainingImage"]
@@ -575,7 +544,7 @@ class DockerBackend(LocalBackend):
                 create_network()
         except errors.APIError as exc:
             raise DockerError(f"Could not create the Docker network {network!r}: {exc}") from exc
-        secrets = self._credentials(specs)
+        secrets = self._credentials(specs, job.stager)
 
         def create_and_start(spec: HostSpec) -> None:
             entry: _Container = job.procs[spec.host]
@@ -636,31 +605,28 @@ class DockerBackend(LocalBackend):
         entry.exited.set()
         job.notify()
 
-    def _exit_codes(self, job: LocalJob) -> dict[str, int | None]:
+    def exit_codes(self, job: LocalJob) -> dict[str, int | None]:
         return {host: c.exit_code for host, c in job.procs.items()}
 
-    def _signal(self, job: LocalJob, hosts: list[str], sig: signal.Signals) -> None:
+    def signal(self, job: LocalJob, hosts: list[str], sig: signal.Signals) -> None:
         """``sig`` to each container's first process (``init``, which passes it on)."""
         for host in hosts:
             with contextlib.suppress(docker_errors().APIError):
                 self.client.api.kill(job.procs[host].id, signal=sig.name)
 
-    def _reap(self, job: LocalJob, hosts: list[str]) -> None:
+    def reap(self, job: LocalJob, hosts: list[str]) -> None:
         for host in hosts:
             job.procs[host].exited.wait(10)
 
-    def _teardown(self, job: LocalJob) -> None:
-        """Stop what still runs, hand files back to the caller, remove containers and network."""
-        running = self._running_hosts(job)
-        if running:
-            self._terminate(job, running)
+    def teardown(self, job: LocalJob) -> None:
+        """Hand files back to the caller, remove containers and network, let the log readers finish."""
         try:
             self._give_back_files(job)
         finally:
             self._remove_job(job.name, job.layout.job_dir)
             join_readers(job)
 
-    def _running_hosts(self, job: LocalJob) -> list[str]:
+    def running(self, job: LocalJob) -> list[str]:
         return [h for h, c in job.procs.items() if c.started and c.exit_code is None]
 
     def _remove_job(self, name: str, job_dir: str) -> None:
@@ -696,17 +662,14 @@ class DockerBackend(LocalBackend):
                 time.sleep(0.25)
         logger.warning("Could not remove Docker network %s", network)
 
-    def _hard_kill(self, job: LocalJob) -> None:
+    def hard_kill(self, job: LocalJob) -> None:
         self._remove_job(job.name, job.layout.job_dir)
 
-    def _hosts_left(self, name: str) -> bool:
+    def hosts_left(self, job_dir: str) -> bool:
         found = self.client.api.containers(
-            filters={"label": f"{LABEL_JOB_DIR}={self.job_dir(name)}", "status": "running"}
+            filters={"label": f"{LABEL_JOB_DIR}={job_dir}", "status": "running"}
         )
         return bool(found)
-
-    def _runs_elsewhere(self, name: str) -> bool:
-        return self._hosts_left(name) or super()._runs_elsewhere(name)
 
     def _give_back_files(self, job: LocalJob) -> None:
         """``chown`` what the containers wrote to :attr:`owner` (nothing to do for root)."""
@@ -739,7 +702,7 @@ class DockerBackend(LocalBackend):
                 exc,
             )
 
-    def _stop_orphan_hosts(self, name: str, layout: JobLayout, grace: float) -> None:
+    def stop_orphan_hosts(self, name: str, layout: JobLayout, grace: float) -> None:
         """Stop the containers of a job whose client died; keep their whole output as its logs.
 
         Containers do not notice their client's death: each running one is
@@ -778,7 +741,7 @@ class DockerBackend(LocalBackend):
             self._give_back(image, layout.job_dir, name)
         self._remove_job(name, layout.job_dir)
 
-    def _orphan_host_request(self, request: dict[str, Any]) -> dict[str, Any]:
+    def orphan_host_request(self, request: dict[str, Any]) -> dict[str, Any]:
         return _without_local_paths(request)
 
     # -- the compose file -------------------------------------------------------------

@@ -15,7 +15,7 @@ let other processes act on such a job; the local backends use them behind
   is reported as such, not as a failure). The caller holds the job's name lock
   (so it never touches the files of a job it does not own) and hands it down to
   the runner, which adopts it
-  (:meth:`~launchbay.backends._localjob.NameLock.adopt`);
+  (:meth:`~launchbay.backends.local.record.NameLock.adopt`);
 * **a runner file** ``$LAUNCHBAY_HOME/cli/<job>.pid`` (``<pid> <start time>``): a
   process that writes it (:func:`register`) accepts stop requests by SIGTERM,
   which it handles as Ctrl-C (the job ends Stopped). :func:`stop` sends it and
@@ -49,7 +49,7 @@ logger = logging.getLogger("launchbay.backends.local")
 #: Seconds :func:`start` waits for a detached job to start (``LAUNCHBAY_DETACHED_START_SECONDS``).
 START_TIMEOUT = 120.0
 START_TIMEOUT_ENV = "LAUNCHBAY_DETACHED_START_SECONDS"
-#: Names the handed-down name lock (see NameLock.adopt in _localjob).
+#: Names the handed-down name lock (see NameLock.adopt in local/record.py).
 _HANDED_LOCK_ENV = "LAUNCHBAY_NAME_LOCK"
 #: Seconds :func:`stop` waits beyond the grace period for the job to end.
 STOP_MARGIN = 60.0
@@ -142,7 +142,7 @@ def start(
 ) -> DetachedRun:
     """Run ``command`` detached; return once ``status_file`` is (re)written, it exited, or ``timeout``.
 
-    ``lock`` (a :class:`~launchbay.backends._localjob.NameLock` the caller took
+    ``lock`` (a :class:`~launchbay.backends.local.record.NameLock` the caller took
     for ``name``) is handed down to the command and released here; the runner
     file and the output file are written only under it. ``timeout`` defaults to
     :func:`start_timeout`. A runner still alive at the timeout is starting:

@@ -1,8 +1,9 @@
-"""The ``local_process`` backend: every host of the request is a process group on this machine.
+"""The ``local_process`` host runner: every host of the request is a process group on this machine.
 
 The job's life (staging, failure triage, outputs, Ctrl-C) is
-:class:`launchbay.backends._localjob.LocalBackend`'s. This module only starts,
-watches and stops the hosts: one runtime per host, ``python -m
+:class:`launchbay.backends.local.control.LocalBackend`'s. This module only starts,
+watches and stops the hosts (:class:`ProcessHosts`, a
+:class:`~launchbay.backends.local.hosts.HostRunner`): one runtime per host, ``python -m
 launchbay.runtime.train`` in a new session (its own process group), with::
 
     SAGEMAKER_BASE_DIR=<job dir>/<host>     LAUNCHBAY_LOCAL_PROCESS=1  LAUNCHBAY_STANDINS=1
@@ -43,26 +44,19 @@ import subprocess
 import sys
 import tempfile
 import time
+from collections.abc import Mapping
 from typing import Any
 
 import launchbay
-from launchbay.backends._local import JobLayout
-from launchbay.backends._localjob import (
-    DEFAULT_GRACE_SECONDS,
-    POLL,
-    RUNTIME_MARGIN,
-    LocalBackend,
-    LocalJob,
-    job_arn,
-    join_readers,
-    start_watcher,
-)
+from launchbay.backends.local.hosts import POLL, RUNTIME_MARGIN, prepare_hosts
+from launchbay.backends.local.layout import JobLayout
+from launchbay.backends.local.logs import join_readers, start_watcher
+from launchbay.backends.local.record import LocalJob, job_arn
 from launchbay.runtime._hostnames import write_hosts_file
 from launchbay.runtime._procs import descendants
-from launchbay.runtime.names import LOCAL_PROCESS
 from launchbay.runtime.settings import RuntimeSettings
 
-__all__ = ["ProcessBackend", "DEFAULT_GRACE_SECONDS"]
+__all__ = ["ProcessHosts", "free_port_block"]
 
 logger = logging.getLogger("launchbay.backends.process")
 
@@ -187,18 +181,19 @@ def _still_running(proc: subprocess.Popen[bytes]) -> bool:
 # --------------------------------------------------------------------------- the backend
 
 
-class ProcessBackend(LocalBackend):
-    """Runs CreateTrainingJob requests as local process groups, one per host.
+class ProcessHosts:
+    """Runs each host of a local job as a process group (a :class:`~launchbay.backends.local.hosts.HostRunner`)."""
 
-    Takes :class:`~launchbay.backends._localjob.LocalBackend`'s arguments
-    (``session``, ``job_root``, ``grace_seconds``).
-    """
+    def check_can_run(self, request: Mapping[str, Any], hosts: list[str]) -> None:
+        """Nothing to refuse beyond the control loop's own checks."""
 
-    name = "local_process"
-    instance_types = (LOCAL_PROCESS,)
-    host_kind = "process group"
+    def check_name(self, name: str, job_dir: str) -> None:
+        """Process groups are not named after the job: no other job's hosts can clash."""
 
-    def _start_hosts(self, job: LocalJob) -> None:
+    def prepare(self, job: LocalJob) -> None:
+        prepare_hosts(job)
+
+    def start(self, job: LocalJob) -> None:
         layout = job.layout
         env = self._host_environment(job)
         preexec = _parent_death_signal()
@@ -208,7 +203,7 @@ class ProcessBackend(LocalBackend):
                 host_env = dict(
                     env, SAGEMAKER_BASE_DIR=layout.host_dir(host), TMPDIR=tmp, TMP=tmp, TEMP=tmp
                 )
-                if job.gpus is not None:  # this host's share of the GPUs (backends/_gpus.py)
+                if job.gpus is not None:  # this host's share of the GPUs (local/capacity.py)
                     host_env["CUDA_VISIBLE_DEVICES"] = ",".join(job.gpus[host])
                 # The host writes its log file itself: every line is kept even if this
                 # process dies (a killed driver, a closed notebook kernel).
@@ -273,10 +268,13 @@ class ProcessBackend(LocalBackend):
                 env["PYTHONPATH"] = os.pathsep.join([extra_path, *current])
         return env
 
-    def _exit_codes(self, job: LocalJob) -> dict[str, int | None]:
+    def exit_codes(self, job: LocalJob) -> dict[str, int | None]:
         return {host: proc.poll() for host, proc in job.procs.items()}
 
-    def _signal(self, job: LocalJob, hosts: list[str], sig: signal.Signals) -> None:
+    def running(self, job: LocalJob) -> list[str]:
+        return [host for host, code in self.exit_codes(job).items() if code is None]
+
+    def signal(self, job: LocalJob, hosts: list[str], sig: signal.Signals) -> None:
         """``sig`` to each host's process group; SIGKILL also to every process below it."""
         pids = [job.procs[h].pid for h in hosts]
         below = _descendants(pids) if sig == signal.SIGKILL else set()
@@ -284,16 +282,13 @@ class ProcessBackend(LocalBackend):
             _killpg(pid, sig)
         _kill(below, sig)
 
-    def _reap(self, job: LocalJob, hosts: list[str]) -> None:
+    def reap(self, job: LocalJob, hosts: list[str]) -> None:
         for host in hosts:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 job.procs[host].wait(timeout=5)
 
-    def _teardown(self, job: LocalJob) -> None:
+    def teardown(self, job: LocalJob) -> None:
         """Make sure no process of the job is left, then let the log readers finish."""
-        running = self._running_hosts(job)
-        if running:
-            self._terminate(job, running)
         leftovers = _job_processes(job.layout.job_dir)
         if leftovers:
             logger.debug("Killing %d leftover process(es) of job %s", len(leftovers), job.name)
@@ -304,7 +299,7 @@ class ProcessBackend(LocalBackend):
         _remove_tmpdirs(job.layout.job_dir)
         join_readers(job)
 
-    def _hard_kill(self, job: LocalJob) -> None:
+    def hard_kill(self, job: LocalJob) -> None:
         roots = [p.pid for p in job.procs.values() if p.poll() is None]
         below = _descendants(roots)
         for pid in roots:
@@ -312,7 +307,7 @@ class ProcessBackend(LocalBackend):
         _kill(below | _job_processes(job.layout.job_dir), signal.SIGKILL)
         _remove_tmpdirs(job.layout.job_dir)
 
-    def _stop_orphan_hosts(self, name: str, layout: JobLayout, grace: float) -> None:
+    def stop_orphan_hosts(self, name: str, layout: JobLayout, grace: float) -> None:
         """Stop the hosts of a job whose client died: SIGTERM, SIGKILL after the grace period.
 
         A host's runtime gets SIGTERM by itself when the client dies (parent-death
@@ -341,11 +336,11 @@ class ProcessBackend(LocalBackend):
                 time.sleep(POLL)
         _remove_tmpdirs(job_dir)
 
-    def _hosts_left(self, name: str) -> bool:
-        return bool(_job_processes(self.job_dir(name)))
+    def hosts_left(self, job_dir: str) -> bool:
+        return bool(_job_processes(job_dir))
 
-    def _runs_elsewhere(self, name: str) -> bool:
-        return self._hosts_left(name) or super()._runs_elsewhere(name)
+    def orphan_host_request(self, request: dict[str, Any]) -> dict[str, Any]:
+        return request
 
 
 #: The per-host temporary directories of a job, one per line, in its job dir.

@@ -1,20 +1,10 @@
-"""Staging shared by the local backends (``local_process`` now, Docker later).
+"""Staging of a local job's input channels, shared by the local backends.
 
 A local backend interprets the same CreateTrainingJob request SageMaker gets.
-This module does everything around the hosts themselves: the job directory,
-the input channels, the checkpoints and the outputs. It never starts a process.
-
-Job directory (root: ``job_root`` argument, else ``$LAUNCHBAY_HOME/jobs``, else
-``~/.launchbay/jobs``)::
-
-    <root>/<job name>/
-        request.json          the request, as received
-        status.json           the last DescribeTrainingJob-shaped snapshot
-        artifacts/            archives built before an S3 upload, checkpoint bookkeeping
-        algo-1/ ... algo-N/   each host's /opt/ml-like tree (SAGEMAKER_BASE_DIR)
-            input/config/*.json, input/data/<channel>/, model/, output/, checkpoints/, code/
-        shared/               a directory every host of the job can see
-        logs/algo-1.log ...   every line each host printed
+This module refuses what cannot run here (:func:`check_request`) and links the
+input channels into each host's tree; :class:`LocalStager` also hands the
+checkpoints and outputs to :mod:`launchbay.backends.local.outputs`. The job
+directory is :mod:`launchbay.backends.local.layout`'s. It never starts a process.
 
 Channels (``InputDataConfig``):
 
@@ -32,19 +22,6 @@ Channels (``InputDataConfig``):
 * ``FileSystemInput`` (EFS, FSx for Lustre) and ``Pipe`` input mode cannot run on
   this machine: :func:`check_request` raises :class:`~launchbay.errors.ConfigurationError`.
 
-Outputs land where SageMaker puts them, for ``file://`` and ``s3://``
-``OutputDataConfig.S3OutputPath``: ``<path>/<job>/output/model.tar.gz`` (every
-host's model dir merged; the first host wins on a name clash),
-``output.tar.gz`` (``output/data`` merged the same way) and ``failure`` (the
-failure reason) when the job failed. Files appear atomically (temp file +
-rename; S3 PUTs are atomic). With ``CompressionType: NONE`` the files go
-uncompressed under ``output/model/`` and ``output/data/``.
-
-Checkpoints (``CheckpointConfig``): the ``S3Uri`` (``s3://`` or ``file://``) is
-restored into every host's checkpoint dir before the hosts start; when the job
-ends, in any state, each host's new or changed checkpoint files are saved back
-(the first host wins on a name clash).
-
 S3 is reached through :class:`launchbay.Session`, created on first use: a job
 whose data is all ``file://`` needs neither boto3 credentials nor a network.
 Every S3 listing, download and upload, and the parallel runner, are
@@ -54,96 +31,35 @@ Every S3 listing, download and upload, and the parallel runner, are
 from __future__ import annotations
 
 import contextlib
-import functools
 import hashlib
 import json
 import logging
 import os
 import posixpath
-import shutil
-import tarfile
-import tempfile
 import threading
-from collections.abc import Callable, Iterator, Mapping, Sequence
-from dataclasses import dataclass
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
 
 from launchbay import transfer
 from launchbay._home import local_home
-from launchbay.errors import ConfigurationError, InputError, TransferError
-from launchbay.runtime._confine import (
-    TreeEntry,
-    open_regular,
-    reached_without_links,
-    read_beneath,
-    rmtree_beneath,
-    scan_tree,
-    unlink_beneath,
+from launchbay.backends.local.layout import (
+    JobLayout,
+    _list_files,
+    _relative_key,
+    _remove,
+    _safe_join,
+    _write_json_atomic,
+    file_uri_path,
 )
-from launchbay.runtime.contract import checkpoint_config_for, debug_hook_config_for
-from launchbay.runtime.launchers.mpi import HOST_ENV_FILE
+from launchbay.backends.local.outputs import Outputs
+from launchbay.errors import ConfigurationError, InputError, TransferError
 from launchbay.s3uri import is_file_uri, is_s3_uri, parse_s3_uri
 from launchbay.session import Session
 from launchbay.transfer import S3Object
 
-__all__ = [
-    "JOBS_DIR",
-    "default_job_root",
-    "host_names",
-    "file_uri_path",
-    "check_request",
-    "JobLayout",
-    "S3Object",
-    "S3Cache",
-    "LocalStager",
-]
+__all__ = ["check_request", "S3Object", "S3Cache", "LocalStager"]
 
 logger = logging.getLogger("launchbay.backends.local")
-
-JOBS_DIR = "jobs"
-
-
-# --------------------------------------------------------------------------- paths
-
-
-def default_job_root() -> str:
-    """Where job directories go by default: ``<local home>/jobs``."""
-    return os.path.join(local_home(), JOBS_DIR)
-
-
-def host_names(request: Mapping[str, Any]) -> list[str]:
-    """``algo-1`` ... ``algo-N`` for the request's instance count (or its groups' total)."""
-    resources = request.get("ResourceConfig") or {}
-    groups = resources.get("InstanceGroups") or []
-    if groups:
-        count = sum(int(g.get("InstanceCount") or 0) for g in groups)
-    else:
-        count = int(resources.get("InstanceCount") or 1)
-    if count < 1:
-        raise ConfigurationError.invalid(
-            "instance_count", count, "an integer 1 or more (one local host each)"
-        )
-    return [f"algo-{i}" for i in range(1, count + 1)]
-
-
-def file_uri_path(uri: str) -> str:
-    """The absolute local path of a ``file://`` URI (``~`` expanded)."""
-    path = uri[len("file://") :]
-    if path.startswith("localhost/"):
-        path = path[len("localhost") :]
-    return os.path.abspath(os.path.expanduser(path))
-
-
-def _join_uri(base: str, *parts: str) -> str:
-    """``base`` and ``parts`` joined with single slashes (keeps ``s3://``/``file://``)."""
-    scheme = ""
-    for prefix in ("s3://", "file://"):
-        if base[: len(prefix)].lower() == prefix:
-            scheme, base = base[: len(prefix)], base[len(prefix) :]
-            break
-    pieces = [base.rstrip("/")] + [p.strip("/") for p in parts if p and p.strip("/")]
-    joined = "/".join(pieces)
-    return scheme + joined
 
 
 def _s3_source(channel: Mapping[str, Any]) -> dict[str, Any]:
@@ -212,124 +128,6 @@ def check_request(request: Mapping[str, Any]) -> None:
     checkpoint = (request.get("CheckpointConfig") or {}).get("S3Uri")
     if checkpoint and not (is_file_uri(checkpoint) or is_s3_uri(checkpoint)):
         raise InputError.invalid("checkpoint_s3_uri", checkpoint, "an s3:// or file:// URI")
-
-
-@dataclass(frozen=True)
-class JobLayout:
-    """The directories and files of one local job (see the module docstring)."""
-
-    job_dir: str
-    hosts: tuple[str, ...]
-
-    @classmethod
-    def create(cls, root: str, job_name: str, hosts: Sequence[str]) -> JobLayout:
-        """Make a fresh job directory under ``root`` (a leftover one of that name is replaced)."""
-        job_dir = os.path.join(os.path.abspath(os.path.expanduser(root)), job_name)
-        if os.path.lexists(job_dir):
-            logger.info("Replacing the old job directory %s", job_dir)
-            shutil.rmtree(job_dir, ignore_errors=True)
-        layout = cls(job_dir, tuple(hosts))
-        # The job directory is its owner's alone (0700): it holds the job's environment
-        # (request.json, the ranks' published environments) and its logs.
-        os.makedirs(job_dir, mode=0o700, exist_ok=True)
-        os.chmod(job_dir, 0o700)
-        for directory in (layout.shared_dir, layout.logs_dir, *map(layout.host_dir, hosts)):
-            os.makedirs(directory, exist_ok=True)
-        return layout
-
-    def read_host_file(self, host: str, name: str, limit: int = 8192) -> str:
-        """The start of ``<host>/output/<name>`` (a file the host wrote), or "".
-
-        Read without following any link below the job directory: a container or
-        script that made ``output/failure`` (or ``output`` itself) a link to a file
-        of this machine gets "" here, never that file's text.
-        """
-        path = os.path.join(self.host_dir(host), "output", name)
-        data = read_beneath(self.job_dir, path, limit)
-        if data is None:
-            if os.path.lexists(path):
-                logger.warning("Not reading %s: not a regular file reached without a link", path)
-            return ""
-        return data.decode("utf-8", errors="replace")
-
-    def forget_secrets(self) -> None:
-        """Remove the rank environments the hosts published (they hold the job's secrets).
-
-        The host runtimes remove their own when their part of the job ends; this
-        is for hosts that were killed first. Nothing is followed through a link.
-        """
-        if not os.path.isdir(self.job_dir):
-            return
-        rmtree_beneath(self.job_dir, os.path.join(self.shared_dir, "mpi", "env"))
-        for host in self.hosts:
-            ranks = os.path.join(self.host_dir(host), "output", "ranks")
-            if reached_without_links(self.job_dir, ranks):
-                unlink_beneath(self.job_dir, os.path.join(ranks, HOST_ENV_FILE))
-
-    @property
-    def name(self) -> str:
-        """The job name (the directory's name)."""
-        return os.path.basename(self.job_dir)
-
-    def host_dir(self, host: str) -> str:
-        """The host's base dir (its ``/opt/ml``)."""
-        return os.path.join(self.job_dir, host)
-
-    @property
-    def shared_dir(self) -> str:
-        """A directory all hosts of the job share (``LAUNCHBAY_SHARED_DIR``)."""
-        return os.path.join(self.job_dir, "shared")
-
-    @property
-    def logs_dir(self) -> str:
-        return os.path.join(self.job_dir, "logs")
-
-    def log_file(self, host: str) -> str:
-        """Every line ``host`` printed."""
-        return os.path.join(self.logs_dir, f"{host}.log")
-
-    @property
-    def request_file(self) -> str:
-        return os.path.join(self.job_dir, "request.json")
-
-    @property
-    def status_file(self) -> str:
-        return os.path.join(self.job_dir, "status.json")
-
-    @property
-    def artifacts_dir(self) -> str:
-        return os.path.join(self.job_dir, "artifacts")
-
-    @property
-    def checkpoint_manifest(self) -> str:
-        """Size and mtime of every restored checkpoint file, by checkpoint dir."""
-        return os.path.join(self.artifacts_dir, "checkpoints-restored.json")
-
-    def write_request(self, request: Mapping[str, Any]) -> None:
-        """Store the request as ``request.json``."""
-        _write_json_atomic(self.request_file, request)
-
-
-def _write_json_atomic(path: str, obj: Any) -> None:
-    os.makedirs(os.path.dirname(path), exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=os.path.dirname(path))
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(obj, f, indent=2, default=str)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
-
-
-# --------------------------------------------------------------------------- S3 helpers
-
-
-def _list_files(client: Any, bucket: str, prefix: str) -> list[S3Object]:
-    """Every object under ``s3://bucket/prefix`` (directory markers left out), sorted by key."""
-    found = transfer.list_objects(client, bucket, prefix)
-    return sorted((o for o in found if not o.key.endswith("/")), key=lambda o: o.key)
 
 
 @contextlib.contextmanager
@@ -460,17 +258,6 @@ def _stamp(stat: os.stat_result) -> list[int]:
     return [stat.st_ino, stat.st_size, stat.st_mtime_ns]
 
 
-def _relative_key(key: str, prefix: str) -> str:
-    """Where an object lands inside its channel (SageMaker SDK v2's local layout).
-
-    The URI names the object itself: its base name. Otherwise the key after the
-    prefix, leading slashes dropped.
-    """
-    if key == prefix:
-        return posixpath.basename(key)
-    return key[len(prefix) :].lstrip("/")
-
-
 def _check_placements(channel: str, placed: Sequence[tuple[str, str]]) -> None:
     """Refuse a channel two of whose objects would land on the same path.
 
@@ -502,13 +289,6 @@ def _check_placements(channel: str, placed: Sequence[tuple[str, str]]) -> None:
                     "be a directory. Accepted: keys of which none is a prefix directory of "
                     "another; rename or remove one."
                 )
-
-
-def _safe_join(root: str, rel: str) -> str:
-    parts = [p for p in rel.split("/") if p not in ("", ".")]
-    if not parts or ".." in parts:
-        raise TransferError(f"Refusing to place {rel!r} under {root!r}: it would land outside.")
-    return os.path.join(root, *parts)
 
 
 def _shard(items: Sequence[Any], index: int, count: int, sharded: bool) -> list[Any]:
@@ -577,6 +357,8 @@ class LocalStager:
         self.home = home or local_home()
         self.max_workers = max_workers
         self.cache = S3Cache(os.path.join(self.home, "cache", "s3"), max_workers=max_workers)
+        #: Checkpoints and outputs (:mod:`launchbay.backends.local.outputs`), on this S3 session.
+        self.outputs = Outputs(lambda: self.s3, max_workers)
 
     @property
     def session(self) -> Any:
@@ -640,118 +422,18 @@ class LocalStager:
             _remove(channel_dir)
             _link_files(channel_dir, _shard(placed, index, len(hosts), sharded))
 
-    # -- checkpoints ------------------------------------------------------------
-    @staticmethod
-    def checkpoint_dirs(request: Mapping[str, Any], layout: JobLayout) -> list[str]:
-        """Each host's checkpoint dir (a shared custom ``LocalPath`` counted once)."""
-        dirs: list[str] = []
-        for host in layout.hosts:
-            config = checkpoint_config_for(request, layout.host_dir(host))
-            if config and config["LocalPath"] not in dirs:
-                dirs.append(config["LocalPath"])
-        return dirs
+    # -- checkpoints and outputs (launchbay.backends.local.outputs) -------------
+    checkpoint_dirs = staticmethod(Outputs.checkpoint_dirs)
+    output_prefix = staticmethod(Outputs.output_prefix)
+    model_artifacts_uri = staticmethod(Outputs.model_artifacts_uri)
 
     def restore_checkpoints(self, request: Mapping[str, Any], layout: JobLayout) -> int:
-        """Copy what ``CheckpointConfig.S3Uri`` holds into every host's checkpoint dir.
-
-        Returns the number of files restored (per host).
-        """
-        uri = (request.get("CheckpointConfig") or {}).get("S3Uri")
-        dirs = self.checkpoint_dirs(request, layout)
-        if not uri or not dirs:
-            return 0
-        copy_to = dirs
-        entries: list[TreeEntry]
-        if is_file_uri(uri):
-            # Files are copied and links inside the saved tree are made again as
-            # links; a link leaving it is skipped with a warning, never followed.
-            root = file_uri_path(uri)
-            entries = _scan(root, [], "Not restoring checkpoint")
-        else:
-            # Downloaded straight into the first host's dir, copied to the others.
-            bucket, prefix = parse_s3_uri(uri, argument="checkpoint_s3_uri")
-            prefix = prefix.rstrip("/") + "/" if prefix.strip("/") else ""
-            entries = []
-            plan = []
-            for obj in _list_files(self.s3, bucket, prefix):
-                rel = _relative_key(obj.key, prefix)
-                destination = _confined_destination(dirs[0], rel)
-                if destination is None:
-                    continue
-                entries.append(TreeEntry(rel, destination, "file"))
-                plan.append((obj, destination))
-            transfer.download_objects(
-                self.s3, plan, limits=transfer.Limits(workers=self.max_workers), progress=False
-            )
-            copy_to = dirs[1:]
-        manifest: dict[str, dict[str, list[Any] | None]] = {}
-        restored_count = 0
-        for directory in dirs:
-            restored = manifest.setdefault(directory, {})
-            for entry in entries:
-                target = _confined_destination(directory, entry.rel)
-                if target is None:
-                    continue
-                if directory in copy_to:
-                    if entry.kind == "link":
-                        _link_atomic(entry.link, target)
-                    elif not _copy_atomic(entry.path, target, entry.base):
-                        continue
-                restored[entry.rel] = _fingerprint(target)
-            restored_count = max(restored_count, len(restored))
-        _write_json_atomic(layout.checkpoint_manifest, manifest)
-        if entries:
-            logger.info("Restored %d checkpoint file(s) from %s", restored_count, uri)
-        return restored_count
+        """See :meth:`Outputs.restore_checkpoints`."""
+        return self.outputs.restore_checkpoints(request, layout)
 
     def save_checkpoints(self, request: Mapping[str, Any], layout: JobLayout) -> int:
-        """Save new or changed checkpoint files of every host to ``CheckpointConfig.S3Uri``.
-
-        Files restored at the start and left untouched are not written again. On a
-        name clash between hosts the first host's file wins. Returns the number of
-        files saved.
-        """
-        uri = (request.get("CheckpointConfig") or {}).get("S3Uri")
-        dirs = self.checkpoint_dirs(request, layout)
-        if not uri or not dirs:
-            return 0
-        try:
-            with open(layout.checkpoint_manifest, encoding="utf-8") as f:
-                manifest = json.load(f)
-        except (OSError, ValueError):
-            manifest = {}
-        chosen: dict[str, TreeEntry] = {}
-        for directory in dirs:
-            restored = manifest.get(directory) or {}
-            entries = _scan(
-                directory, [_CONTAINER_CHECKPOINTS], "Not saving checkpoint", layout.job_dir
-            )
-            for entry in entries:
-                if entry.rel in chosen:
-                    continue
-                fingerprint = _fingerprint(entry.path)
-                if fingerprint is None or restored.get(entry.rel) == fingerprint:
-                    continue
-                chosen[entry.rel] = entry
-        if not chosen:
-            return 0
-        self._publish_files([chosen[rel] for rel in sorted(chosen)], uri, request)
-        logger.info("Saved %d checkpoint file(s) to %s", len(chosen), uri)
-        return len(chosen)
-
-    # -- outputs ----------------------------------------------------------------
-    @staticmethod
-    def output_prefix(request: Mapping[str, Any]) -> str:
-        """``<S3OutputPath>/<job>/output``."""
-        output = request["OutputDataConfig"]["S3OutputPath"]
-        return _join_uri(output, request["TrainingJobName"], "output")
-
-    @classmethod
-    def model_artifacts_uri(cls, request: Mapping[str, Any]) -> str:
-        """Where the model goes: ``.../output/model.tar.gz`` (``.../output/model/`` uncompressed)."""
-        if _uncompressed(request):
-            return _join_uri(cls.output_prefix(request), "model") + "/"
-        return _join_uri(cls.output_prefix(request), "model.tar.gz")
+        """See :meth:`Outputs.save_checkpoints`."""
+        return self.outputs.save_checkpoints(request, layout)
 
     def collect_outputs(
         self,
@@ -759,324 +441,5 @@ class LocalStager:
         layout: JobLayout,
         failure_reason: str | None = None,
     ) -> str:
-        """Write the model, the output data and the failure reason where SageMaker puts them.
-
-        Returns the model artifacts URI.
-        """
-        prefix = self.output_prefix(request)
-        hosts = list(layout.hosts)
-        model_dirs = [os.path.join(layout.host_dir(h), "model") for h in hosts]
-        data_dirs = [os.path.join(layout.host_dir(h), "output", "data") for h in hosts]
-        model = _merged(model_dirs, "/opt/ml/model", layout.job_dir)
-        data = _merged(data_dirs, "/opt/ml/output/data", layout.job_dir)
-        if _uncompressed(request):
-            self._publish_files(model, _join_uri(prefix, "model"), request)
-            self._publish_files(data, _join_uri(prefix, "data"), request)
-        else:
-            for name, entries in (("model.tar.gz", model), ("output.tar.gz", data)):
-                self._publish_archive(entries, _join_uri(prefix, name), layout, request)
-        if failure_reason:
-            self._publish_bytes(
-                failure_reason.encode(), _join_uri(prefix, "failure"), layout, request
-            )
-        self._publish_debug_output(request, layout)
-        return self.model_artifacts_uri(request)
-
-    def _publish_debug_output(self, request: Mapping[str, Any], layout: JobLayout) -> None:
-        """Tensors the debugger hook wrote go to ``<S3OutputPath>/<job>/debug-output``."""
-        hook = request.get("DebugHookConfig") or {}
-        target = hook.get("S3OutputPath")
-        if not target or not (is_file_uri(target) or is_s3_uri(target)):
-            return
-        dirs = []
-        for host in layout.hosts:
-            config = debug_hook_config_for(request, layout.host_dir(host))
-            if config and config["LocalPath"] not in dirs:
-                dirs.append(config["LocalPath"])
-        files = _merged(dirs, "/opt/ml/output/tensors", layout.job_dir)
-        if files:
-            destination = _join_uri(target, request["TrainingJobName"], "debug-output")
-            self._publish_files(files, destination, request)
-
-    # -- publishing -------------------------------------------------------------
-    def _upload_args(self, request: Mapping[str, Any]) -> dict[str, Any]:
-        kms = (request.get("OutputDataConfig") or {}).get("KmsKeyId")
-        return {"ServerSideEncryption": "aws:kms", "SSEKMSKeyId": kms} if kms else {}
-
-    def _upload(
-        self,
-        files: Sequence[tuple[str, str]],
-        request: Mapping[str, Any],
-        base: str | None = None,
-    ) -> None:
-        """Upload each (local file, ``s3://`` URI), in parallel; the first failure is raised.
-
-        Files are opened without following a link swapped in after the scan
-        (:func:`open_regular`; with ``base``, no directory below it may be a link
-        either); one that is no longer a regular file is skipped with a warning.
-        Outputs are saved from ``atexit`` hooks too: the runner of
-        :mod:`launchbay.transfer` works there.
-        """
-        by_bucket: dict[str, list[tuple[str, str, int]]] = {}
-        for path, uri in files:
-            bucket, key = parse_s3_uri(uri, argument="output_path")
-            try:
-                size = os.stat(path).st_size
-            except OSError:
-                size = 0  # open_regular refuses it below, with a warning
-            by_bucket.setdefault(bucket, []).append((path, key, size))
-        for bucket, batch in by_bucket.items():
-            transfer.upload_files(
-                self.s3,
-                bucket,
-                batch,
-                limits=transfer.Limits(workers=self.max_workers),
-                extra_args=self._upload_args(request),
-                progress=False,
-                open_file=functools.partial(open_regular, base=base),
-                summarize=False,
-            )
-
-    def _publish_files(
-        self, files: Sequence[TreeEntry], base_uri: str, request: Mapping[str, Any]
-    ) -> None:
-        """Copy/upload scanned entries under ``base_uri``, in parallel.
-
-        ``file://``: files are copied, links (all inside their tree) made again as
-        links. ``s3://`` has no links: a link to a file is uploaded as a copy of
-        that file (read inside the tree); a link to a directory is skipped with a
-        warning, so a loop such as ``latest -> .`` uploads nothing twice.
-        """
-        if is_file_uri(base_uri):
-            root = file_uri_path(base_uri)
-            jobs: list[Callable[[], object]] = []
-            for entry in files:
-                destination = _safe_join(root, entry.rel)
-                if entry.kind == "link":
-                    jobs.append(functools.partial(_link_atomic, entry.link, destination))
-                else:
-                    jobs.append(
-                        functools.partial(_copy_atomic, entry.path, destination, entry.base)
-                    )
-            transfer.run_parallel(jobs, self.max_workers)
-            return
-        uploads: dict[str, list[tuple[str, str]]] = {}
-        for entry in files:
-            source = entry.path
-            if entry.kind == "link":
-                if entry.target_kind != "file":
-                    logger.warning(
-                        "Not uploading %s to %s: a link to %s %r, and S3 has no links",
-                        entry.rel,
-                        base_uri,
-                        "directory" if entry.target_kind == "dir" else "missing file",
-                        entry.link,
-                    )
-                    continue
-                source = entry.target_path
-            uploads.setdefault(entry.base, []).append((source, _join_uri(base_uri, entry.rel)))
-        for base, batch in uploads.items():
-            self._upload(batch, request, base or None)
-
-    def _publish_archive(
-        self,
-        files: Sequence[TreeEntry],
-        uri: str,
-        layout: JobLayout,
-        request: Mapping[str, Any],
-    ) -> None:
-        if is_file_uri(uri):
-            destination = file_uri_path(uri)
-            os.makedirs(os.path.dirname(destination), exist_ok=True)
-            fd, tmp = tempfile.mkstemp(
-                prefix=".tmp-", suffix=".tar.gz", dir=os.path.dirname(destination)
-            )
-            os.close(fd)
-            try:
-                _write_tar(files, tmp)
-                os.chmod(tmp, 0o644)
-                os.replace(tmp, destination)
-            finally:
-                with contextlib.suppress(OSError):
-                    os.unlink(tmp)
-        else:
-            os.makedirs(layout.artifacts_dir, exist_ok=True)
-            local = os.path.join(layout.artifacts_dir, posixpath.basename(uri))
-            _write_tar(files, local)
-            self._upload([(local, uri)], request)
-
-    def _publish_bytes(
-        self, data: bytes, uri: str, layout: JobLayout, request: Mapping[str, Any]
-    ) -> None:
-        os.makedirs(layout.artifacts_dir, exist_ok=True)
-        local = os.path.join(layout.artifacts_dir, posixpath.basename(uri))
-        with open(local, "wb") as f:
-            f.write(data)
-        if is_file_uri(uri):
-            _copy_atomic(local, file_uri_path(uri))
-        else:
-            self._upload([(local, uri)], request)
-
-
-def _uncompressed(request: Mapping[str, Any]) -> bool:
-    return (request.get("OutputDataConfig") or {}).get("CompressionType") == "NONE"
-
-
-#: How a container sees the default checkpoint dir (an absolute link through it stays inside).
-_CONTAINER_CHECKPOINTS = "/opt/ml/checkpoints"
-
-
-def _scan(
-    directory: str, aliases: Sequence[str], what: str, job_dir: str | None = None
-) -> list[TreeEntry]:
-    """Files and inside links of ``directory``; what is left out is logged as a warning.
-
-    Outputs never follow a link out of the directory being packed: such a link
-    (and a link loop, a FIFO, a socket or a device) is skipped, named in a warning.
-    Nor is the directory itself, or any directory above it up to the job's
-    directory (``job_dir``, when ``directory`` is inside it; else its parent),
-    ever a link that is followed: a script or container that replaced
-    ``/opt/ml/model`` or ``output/data`` by a link gets nothing packed from there.
-    """
-    base = job_dir if job_dir and _is_below(directory, job_dir) else None
-    scan = scan_tree(directory, aliases, base)
-    for rel, why in scan.skipped:
-        logger.warning("%s %s: %s", what, os.path.join(directory, rel), why)
-    return scan.entries
-
-
-def _is_below(path: str, directory: str) -> bool:
-    path, directory = os.path.abspath(path), os.path.abspath(directory)
-    return path.startswith(directory.rstrip(os.sep) + os.sep)
-
-
-def _merged(dirs: Sequence[str], container_path: str, job_dir: str) -> list[TreeEntry]:
-    """Entries of all ``dirs`` by relative path; the first dir wins on a clash.
-
-    ``container_path`` is how a container saw each dir: an absolute link through
-    it (``/opt/ml/model/best.pt``) stays inside. Nothing is read through a link
-    below ``job_dir`` (see :func:`_scan`).
-    """
-    chosen: dict[str, TreeEntry] = {}
-    for directory in dirs:
-        for entry in _scan(directory, [container_path], "Not packing", job_dir):
-            chosen.setdefault(entry.rel, entry)
-    return [chosen[rel] for rel in sorted(chosen)]
-
-
-def _write_tar(files: Sequence[TreeEntry], path: str) -> None:
-    """A gzipped tar of ``files``: regular files with their data, inside links as links."""
-    with tarfile.open(path, "w:gz", compresslevel=6) as tar:
-        for entry in files:
-            if entry.kind == "link":
-                info = tarfile.TarInfo(entry.rel)
-                info.type = tarfile.SYMTYPE
-                info.linkname = entry.link
-                info.mode = 0o777
-                with contextlib.suppress(OSError):
-                    info.mtime = int(os.lstat(entry.path).st_mtime)
-                tar.addfile(info)
-                continue
-            fd = open_regular(entry.path, entry.base or None)
-            if fd is None:
-                logger.warning(
-                    "Not packing %s: no longer a regular file reached without a link", entry.path
-                )
-                continue
-            with os.fdopen(fd, "rb") as f:
-                info = tar.gettarinfo(arcname=entry.rel, fileobj=f)
-                info.uid = info.gid = 0
-                info.uname = info.gname = ""
-                tar.addfile(info, f)
-
-
-def _fingerprint(path: str) -> list[Any] | None:
-    """What tells a restored checkpoint entry from a changed one: size and mtime, or the link."""
-    try:
-        if os.path.islink(path):
-            return ["->", os.readlink(path)]
-        stat = os.stat(path)
-    except OSError:
-        return None
-    return [stat.st_size, stat.st_mtime_ns]
-
-
-def _confined_destination(root: str, rel: str) -> str | None:
-    """``root/rel`` if no existing directory on the way is a link (else warn, ``None``).
-
-    A checkpoint dir may already hold links (a custom ``LocalPath`` kept between
-    jobs); writing a restored file through one would land outside it.
-    """
-    target = _safe_join(root, rel)
-    if os.path.islink(root):
-        logger.warning(
-            "Not restoring checkpoint %s: %s itself is a symbolic link, and writing through it "
-            "could leave it",
-            rel,
-            root,
-        )
-        return None
-    parts = rel.split("/")[:-1]
-    current = root
-    for part in parts:
-        if part in ("", "."):
-            continue
-        current = os.path.join(current, part)
-        if os.path.islink(current):
-            logger.warning(
-                "Not restoring checkpoint %s: %s is a symbolic link, and writing through it "
-                "could leave %s",
-                rel,
-                current,
-                root,
-            )
-            return None
-    return target
-
-
-def _link_atomic(link: str, destination: str) -> None:
-    """Make ``destination`` a symbolic link to ``link`` (replacing what is there)."""
-    os.makedirs(os.path.dirname(destination), exist_ok=True)
-    tmp = os.path.join(
-        os.path.dirname(destination), f".tmp-link-{os.getpid()}-{threading.get_ident()}"
-    )
-    with contextlib.suppress(FileNotFoundError):
-        os.unlink(tmp)
-    os.symlink(link, tmp)
-    try:
-        os.replace(tmp, destination)
-    except IsADirectoryError:
-        os.unlink(tmp)
-        raise
-
-
-def _copy_atomic(source: str, destination: str, base: str = "") -> bool:
-    """Copy the regular file ``source`` (never through a link) to ``destination`` atomically.
-
-    With ``base``, no directory between it and ``source`` may be a link either.
-    Returns ``False`` (with a warning) when ``source`` is no longer a regular file.
-    """
-    fd_in = open_regular(source, base or None)
-    if fd_in is None:
-        logger.warning("Not copying %s: no longer a regular file", source)
-        return False
-    os.makedirs(os.path.dirname(destination), exist_ok=True)
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=os.path.dirname(destination))
-    try:
-        with os.fdopen(fd_in, "rb") as src, os.fdopen(fd, "wb") as out:
-            shutil.copyfileobj(src, out)
-            stat = os.fstat(src.fileno())
-        os.chmod(tmp, stat.st_mode & 0o7777)
-        os.utime(tmp, ns=(stat.st_atime_ns, stat.st_mtime_ns))
-        os.replace(tmp, destination)
-    finally:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-    return True
-
-
-def _remove(path: str) -> None:
-    if os.path.islink(path) or os.path.isfile(path):
-        os.unlink(path)
-    elif os.path.isdir(path):
-        shutil.rmtree(path)
+        """See :meth:`Outputs.collect_outputs`."""
+        return self.outputs.collect_outputs(request, layout, failure_reason)

@@ -1,10 +1,10 @@
-"""Finishes a local job whose client process died: ``python -m launchbay.backends._watchdog``.
+"""Finishes a local job whose client process died: ``python -m launchbay.backends.local.watchdog``.
 
-:meth:`LocalBackend.run <launchbay.backends._localjob.LocalBackend.run>` starts one per
+:meth:`LocalBackend.run <launchbay.backends.local.control.LocalBackend.run>` starts one per
 job, in its own session (a closed notebook kernel or a ``kill`` of the client's
 process group does not reach it), with::
 
-    python -m launchbay.backends._watchdog <module:Backend> <job root> <job name> <grace>
+    python -m launchbay.backends.local.watchdog <module:Backend> <job root> <job name> <grace>
 
 It blocks on the job's name lock (``<job root>/.locks/<name>.lock``), which the
 client holds for the job's life and the kernel lets go when the client dies.

@@ -1,0 +1,24 @@
+"""The local wing: what runs a training job on this machine (``local_process``, ``local``, ``local_gpu``).
+
+One control loop, two host runners behind one declared protocol; each module
+has one job::
+
+    control.py          LocalBackend: run/check/describe/wait/stop/list; supervise, monitor, stop
+    hosts.py            HostRunner: the per-host operations the control loop drives
+    process_hosts.py    ProcessHosts: each host a process group    (ProcessBackend)
+    container_hosts.py  ContainerHosts: each host a Docker container (DockerBackend)
+    record.py           LocalJob (the job's state), status.json, the name lock
+    finish.py           failure triage across hosts; how a job ends (outputs, final record)
+    signals.py          Ctrl-C, SIGTERM and interpreter exit; the watchdog's start
+    watchdog.py         finishes a job whose client died (python -m ...)
+    detached.py         jobs run by another process (submit --no-wait)
+    logs.py             each host's log file: written, followed, its last lines
+    layout.py           the job directory: where each file lives
+    staging.py          input channels (file://, s3:// through the S3 cache)
+    outputs.py          checkpoints, model and output archives, published
+    capacity.py         what one job may take of this machine: ranks and GPU shares
+
+The backends themselves are :class:`launchbay.backends.process.ProcessBackend`
+and :class:`launchbay.backends.docker.DockerBackend`. Nothing is imported here:
+:mod:`launchbay.backends.plan` reads :mod:`.capacity` without the rest.
+"""

@@ -1,0 +1,94 @@
+"""What runs the hosts of a local job: the one protocol the control loop drives.
+
+The control loop (:class:`launchbay.backends.local.control.LocalBackend`) does
+what SageMaker's control plane does for a job, whatever runs its hosts; a
+:class:`HostRunner` only makes, watches and removes the hosts:
+
+* :class:`~launchbay.backends.local.process_hosts.ProcessHosts`: each host a
+  process group on this machine (``local_process``);
+* :class:`~launchbay.backends.local.container_hosts.ContainerHosts`: each host a
+  Docker container (``local``, ``local_gpu``).
+
+The loop calls, for a job: :meth:`~HostRunner.check_can_run` and
+:meth:`~HostRunner.check_name` before anything is made, :meth:`~HostRunner.prepare`
+(*Downloading*), :meth:`~HostRunner.start` (*Training*), then polls
+:meth:`~HostRunner.exit_codes` / :meth:`~HostRunner.running`. It stops hosts with
+:meth:`~HostRunner.signal` (SIGTERM, SIGKILL after the grace period) and
+:meth:`~HostRunner.reap`, and ends with :meth:`~HostRunner.teardown`.
+:meth:`~HostRunner.hard_kill` runs at interpreter exit, and the ``orphan`` and
+:meth:`~HostRunner.hosts_left` methods serve a job whose client process died.
+"""
+
+from __future__ import annotations
+
+import signal
+from collections.abc import Mapping
+from typing import TYPE_CHECKING, Any, Protocol
+
+from launchbay.runtime.contract import write_host_config
+
+if TYPE_CHECKING:
+    from launchbay.backends.local.layout import JobLayout
+    from launchbay.backends.local.record import LocalJob
+
+__all__ = ["HostRunner", "prepare_hosts", "POLL", "RUNTIME_MARGIN"]
+
+#: Extra time a host's runtime gets after the grace period to report and exit.
+RUNTIME_MARGIN = 5.0
+#: Seconds between two looks at something a host does (its exit, its log file).
+POLL = 0.05
+
+
+class HostRunner(Protocol):
+    """The per-host operations of a local job; ``job.procs`` holds the runner's own handles."""
+
+    def check_can_run(self, request: Mapping[str, Any], hosts: list[str]) -> None:
+        """Refuse, before anything is made, a request this runner cannot run."""
+
+    def check_name(self, name: str, job_dir: str) -> None:
+        """Refuse a job name whose hosts would clash with another job's (the name is held)."""
+
+    def prepare(self, job: LocalJob) -> None:
+        """Write each host's config files, stage the channels, restore the checkpoints."""
+
+    def start(self, job: LocalJob) -> None:
+        """Start every host; fill ``job.procs`` and start ``job.readers`` (see :mod:`.logs`)."""
+
+    def exit_codes(self, job: LocalJob) -> dict[str, int | None]:
+        """Each started host's exit code, ``None`` while it runs."""
+        ...
+
+    def running(self, job: LocalJob) -> list[str]:
+        """The hosts still running."""
+        ...
+
+    def signal(self, job: LocalJob, hosts: list[str], sig: signal.Signals) -> None:
+        """Send ``sig`` to what runs each of ``hosts`` (SIGKILL: and everything below it)."""
+
+    def reap(self, job: LocalJob, hosts: list[str]) -> None:
+        """Wait a little for ``hosts``, just signalled, to be gone."""
+
+    def teardown(self, job: LocalJob) -> None:
+        """After the hosts were stopped: leave nothing running or allocated; let the log readers finish."""
+
+    def hard_kill(self, job: LocalJob) -> None:
+        """Kill what is left of ``job`` at once (the interpreter is exiting)."""
+
+    def hosts_left(self, job_dir: str) -> bool:
+        """Whether anything that ran a host of the job in ``job_dir`` is still alive."""
+        ...
+
+    def stop_orphan_hosts(self, name: str, layout: JobLayout, grace: float) -> None:
+        """Stop what still runs of a job whose client is gone."""
+
+    def orphan_host_request(self, request: dict[str, Any]) -> dict[str, Any]:
+        """The request as the stager sees the hosts' trees (see ``LocalJob.host_request``)."""
+        ...
+
+
+def prepare_hosts(job: LocalJob) -> None:
+    """Write each host's config files, link the channels, restore the checkpoints."""
+    for host in job.hosts:
+        write_host_config(job.layout.host_dir(host), job.request, host, job.hosts)
+    job.stager.stage_channels(job.host_request, job.layout)
+    job.stager.restore_checkpoints(job.host_request, job.layout)

@@ -1,0 +1,258 @@
+"""A local job's logs: each host's ``logs/<host>.log``, written as hosts print and followed from the files.
+
+Hosts' lines reach their log file through a reader thread (:func:`start_reader`,
+a container's output) or are written by the host itself (:func:`start_watcher`
+wakes the followers as the file grows). :class:`_Follower` prints them, from the
+files, as :class:`_LogFiles` reads them; :func:`_log_tail` gives a failure's last lines.
+"""
+
+from __future__ import annotations
+
+from typing import TYPE_CHECKING
+
+from launchbay.backends.local.hosts import POLL
+from launchbay.backends.local.record import LocalJob
+
+if TYPE_CHECKING:
+    from launchbay.backends.local.signals import _SigintFlag
+
+import codecs
+import collections
+import logging
+import os
+import re
+import threading
+import time
+from collections.abc import Callable, Iterable, Sequence
+from typing import Any
+
+from launchbay._logs import LogPrinter
+from launchbay.backends.local.layout import (
+    JobLayout,
+)
+from launchbay.runtime.names import (
+    MAX_LOG_LINE,
+)
+
+logger = logging.getLogger("launchbay.backends.local")
+
+
+_READER_JOIN = 5.0
+#: Most bytes of one host's log file a follower reads at once (see _LogFiles).
+_READ_CHUNK = 1 << 20
+#: What ends a line in a log file: a newline, or a carriage return (a progress bar).
+_LINE_END = re.compile(rb"\r\n|\r|\n")
+#: Most bytes read from the end of a host's log file for the last lines of a failure.
+_TAIL_BYTES = 256 * 1024
+#: Most lines handed to the printer at once.
+_PRINT_BATCH = 2_000
+
+
+class _LogFiles:
+    """Each host's ``logs/<host>.log``, read from where the last read stopped.
+
+    Followers print from these files, not from memory: a driver whose display is
+    slower than the ranks falls behind but never loses a line, and its memory
+    stays flat however far behind it is, and however long a line is: each read
+    takes at most :data:`_READ_CHUNK` bytes of a host, every byte is read once,
+    and at most :data:`~launchbay.runtime.names.MAX_LOG_LINE` bytes of a line not
+    yet ended are held. A longer line is shown in pieces of that size.
+
+    A carriage return ends a line too, so a progress bar (``print(..., end="\\r")``)
+    is shown as it moves; updates that a later one in the same read overwrites
+    are skipped, as a terminal would overwrite them.
+    """
+
+    def __init__(self, layout: JobLayout) -> None:
+        self.paths = {h: layout.log_file(h) for h in layout.hosts}
+        self.offsets = dict.fromkeys(self.paths, 0)
+        #: Per host: the bytes of a line not yet ended (at most MAX_LOG_LINE).
+        self.pending = dict.fromkeys(self.paths, b"")
+        #: Per host: the last read ended with a carriage return (a newline next belongs to it).
+        self.after_cr = dict.fromkeys(self.paths, False)
+        self.decoders = {
+            h: codecs.getincrementaldecoder("utf-8")(errors="replace") for h in self.paths
+        }
+
+    def read(self, host: str, final: bool) -> list[str]:
+        """The next lines of ``host`` (up to a chunk's worth), without line ends.
+
+        A line longer than :data:`~launchbay.runtime.names.MAX_LOG_LINE` bytes
+        comes in pieces of that size. With ``final`` (the host has stopped
+        writing), a last line without a line end is returned too.
+        """
+        return self._next(host, final)[0]
+
+    def _next(self, host: str, final: bool) -> tuple[list[str], bool]:
+        """``(lines, whether anything was read)``; see :meth:`read`."""
+        try:
+            with open(self.paths[host], "rb") as f:
+                f.seek(self.offsets[host])
+                data = f.read(_READ_CHUNK)
+        except OSError:
+            return [], False
+        self.offsets[host] += len(data)
+        if self.after_cr[host] and data.startswith(b"\n"):
+            data = data[1:]  # the second half of a \r\n split between two reads
+        if data:
+            self.after_cr[host] = data.endswith(b"\r")
+        decoder = self.decoders[host]
+        pieces: list[tuple[str, bool]] = []  # (text, ended by a lone carriage return)
+        pending = self.pending[host]
+        start = 0
+        for match in _LINE_END.finditer(data):
+            pending = self._cut(pending + data[start : match.start()], pieces, decoder)
+            pieces.append((decoder.decode(pending), match.group() == b"\r"))
+            pending, start = b"", match.end()
+        pending = self._cut(pending + data[start:], pieces, decoder)
+        at_end = len(data) < _READ_CHUNK
+        if final and at_end and pending:
+            pieces.append((decoder.decode(pending, final=True), False))
+            pending = b""
+        self.pending[host] = pending
+        lines = [
+            text
+            for i, (text, overwritten) in enumerate(pieces)
+            # A later piece of the same read draws over a carriage-return line (as on a
+            # terminal): such a line is shown only as the last of the read.
+            if not overwritten or (i == len(pieces) - 1 and text)
+        ]
+        return lines, bool(data) or bool(pieces)
+
+    @staticmethod
+    def _cut(pending: bytes, pieces: list[tuple[str, bool]], decoder: Any) -> bytes:
+        """Move whole MAX_LOG_LINE pieces of a line not yet ended into ``pieces``."""
+        if len(pending) <= MAX_LOG_LINE:
+            return pending
+        view = memoryview(pending)
+        whole = (len(pending) - 1) // MAX_LOG_LINE * MAX_LOG_LINE  # leaves 1 to MAX bytes
+        for offset in range(0, whole, MAX_LOG_LINE):
+            pieces.append((decoder.decode(view[offset : offset + MAX_LOG_LINE]), False))
+        return bytes(view[whole:])
+
+    def print_new(
+        self, printer: LogPrinter, final: bool, hosts: Sequence[str] | None = None
+    ) -> bool:
+        """Print a chunk of new lines of every host (or of ``hosts``); True when any was read."""
+        printed = False
+        for host in self.paths if hosts is None else hosts:
+            lines, progressed = self._next(host, final)
+            # In batches: a live display (rich) renders each batch in memory at once.
+            for start in range(0, len(lines), _PRINT_BATCH):
+                printer.print([(host, line) for line in lines[start : start + _PRINT_BATCH]])
+            printed = printed or progressed
+        return printed
+
+    def print_all(self, printer: LogPrinter) -> None:
+        """Print what every host wrote so far, host by host, a chunk at a time."""
+        for host in self.paths:
+            while self.print_new(printer, final=True, hosts=[host]):
+                pass
+
+
+def _log_tail(path: str, lines: int) -> list[str]:
+    """The last ``lines`` lines of a host's log file (``[]`` if it cannot be read).
+
+    Only the file's last :data:`_TAIL_BYTES` are read, however long its lines; a
+    progress bar's line is what a terminal shows of it (after its last ``\\r``).
+    """
+    try:
+        with open(path, "rb") as f:
+            size = f.seek(0, os.SEEK_END)
+            f.seek(max(size - _TAIL_BYTES, 0))
+            data = f.read(_TAIL_BYTES)
+    except OSError:
+        return []
+    text = data.decode("utf-8", errors="replace").replace("\r\n", "\n")
+    found = text.split("\n")
+    if size > _TAIL_BYTES and len(found) > 1:
+        found.pop(0)  # the end of a line that began before what was read
+    if found and not found[-1]:
+        found.pop()
+    tail = collections.deque((line.rstrip("\r").rsplit("\r", 1)[-1] for line in found), lines)
+    return list(tail)
+
+
+class _Follower:
+    """Prints a job's lines as they come, from the hosts' log files (see :class:`_LogFiles`)."""
+
+    def __init__(self, job: LocalJob, printer: LogPrinter | None) -> None:
+        self.job = job
+        self.printer = printer
+        self.files = _LogFiles(job.layout)
+
+    def follow(self, interrupts: _SigintFlag | None = None) -> None:
+        """Print new lines until the job is done and every line is printed.
+
+        A Ctrl-C noted by ``interrupts`` is raised here, between two reads, never
+        while a lock the supervisor thread needs is held.
+        """
+        job = self.job
+        while True:
+            if interrupts is not None and interrupts.pending():
+                raise KeyboardInterrupt
+            finished = job.done.is_set()  # then every host's log file is complete
+            seen = job.output_count
+            if self.printer is not None and self.files.print_new(self.printer, finished):
+                continue
+            if finished:
+                return
+            job.wait_for_output(seen, 0.2)
+
+
+def pump_lines(job: LocalJob, host: str, lines: Iterable[str]) -> None:
+    """Append every line ``host`` prints to its log file and wake the followers (a reader thread)."""
+    try:
+        with open(job.layout.log_file(host), "a", encoding="utf-8") as log:
+            for line in lines:
+                log.write(line + "\n")
+                log.flush()
+                job.note_output()
+    except (OSError, ValueError) as exc:
+        logger.debug("Log reader of %s/%s stopped: %s", job.name, host, exc)
+    finally:
+        job.notify()
+
+
+def watch_log(job: LocalJob, path: str, running: Callable[[], bool]) -> None:
+    """Wake the followers whenever a log file a host writes itself grows, until it has ended."""
+    size = -1
+    try:
+        while True:
+            ended = not running()
+            try:
+                now = os.path.getsize(path)
+            except OSError:
+                now = size
+            if now != size:
+                size = now
+                job.note_output()
+            elif ended:
+                return
+            time.sleep(POLL)
+    finally:
+        job.notify()
+
+
+def _start_thread(job: LocalJob, host: str, target: Callable[..., None], *args: Any) -> None:
+    reader = threading.Thread(
+        target=target, args=args, name=f"launchbay-log-{job.name}-{host}", daemon=True
+    )
+    reader.start()
+    job.readers.append(reader)
+
+
+def start_reader(job: LocalJob, host: str, lines: Iterable[str]) -> None:
+    """Start a daemon thread running :func:`pump_lines` and remember it in ``job.readers``."""
+    _start_thread(job, host, pump_lines, job, host, lines)
+
+
+def start_watcher(job: LocalJob, host: str, running: Callable[[], bool]) -> None:
+    """Start a daemon thread running :func:`watch_log` on ``host``'s log file."""
+    _start_thread(job, host, watch_log, job, job.layout.log_file(host), running)
+
+
+def join_readers(job: LocalJob) -> None:
+    """Let the log reader threads finish (each at most a few seconds)."""
+    for reader in job.readers:
+        reader.join(_READER_JOIN)
