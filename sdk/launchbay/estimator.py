@@ -331,7 +331,9 @@ class EstimatorBase(Rules):
         if plan.placement.instance_type == LOCAL_PROCESS:
             self._check_installed_framework()
         backend = self._backend(plan)
-        backend.check(plan)  # every refusal before the code is staged
+        # The plan refused what this machine cannot run before the code was packaged;
+        # run() checks the rest once the code is staged (a network-isolated job's "code"
+        # channel is the staged archive itself).
         self._stage(dict(plan.request), bundle, code_uri)
         job = backend.run(plan)
         self.latest_training_job = job
