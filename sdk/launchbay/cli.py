@@ -59,6 +59,7 @@ from typing import Any, TextIO
 
 from launchbay import __version__, images, jobspec, vpc
 from launchbay._home import local_home
+from launchbay._summary import created_timestamp, iso_time, job_table, print_summary, summarize
 from launchbay.backends import registry
 from launchbay.backends.base import Backend
 from launchbay.errors import (
@@ -543,83 +544,6 @@ def _print_json(value: Any, stream: TextIO | None = None) -> None:
     stream.flush()
 
 
-# --------------------------------------------------------------------------- job summaries
-
-
-def _iso(value: Any) -> str | None:
-    if isinstance(value, _dt.datetime):
-        return value.isoformat()
-    return str(value) if value else None
-
-
-def summarize(description: Mapping[str, Any], backend: str) -> dict[str, Any]:
-    """The JSON summary of a DescribeTrainingJob response (``--output json``)."""
-    resources = description.get("ResourceConfig") or {}
-    groups = resources.get("InstanceGroups") or []
-    count: int | None
-    if groups:
-        instance_type = groups[0].get("InstanceType")
-        count = sum(int(g.get("InstanceCount") or 0) for g in groups)
-    else:
-        instance_type = resources.get("InstanceType")
-        count = resources.get("InstanceCount")
-    summary = {
-        "job_name": description.get("TrainingJobName"),
-        "status": description.get("TrainingJobStatus"),
-        "secondary_status": description.get("SecondaryStatus"),
-        "model_data": (description.get("ModelArtifacts") or {}).get("S3ModelArtifacts"),
-        "failure_reason": description.get("FailureReason"),
-        "timings": {
-            "created": _iso(description.get("CreationTime")),
-            "start": _iso(description.get("TrainingStartTime")),
-            "end": _iso(description.get("TrainingEndTime")),
-            "training_seconds": description.get("TrainingTimeInSeconds"),
-            "billable_seconds": description.get("BillableTimeInSeconds"),
-        },
-        "instance_type": instance_type,
-        "instance_count": count,
-        "backend": backend,
-    }
-    if description.get("LocalJobDir"):
-        summary["local_job_dir"] = description["LocalJobDir"]
-    return summary
-
-
-def _print_summary(summary: Mapping[str, Any], stream: TextIO | None = None) -> None:
-    stream = stream or sys.stdout
-    timings = summary.get("timings") or {}
-    rows = [
-        ("Job", summary.get("job_name")),
-        ("Status", _status_text(summary)),
-        ("Where", f"{summary.get('backend')}, {summary.get('instance_count')} x "
-                  f"{summary.get('instance_type')}"),
-        ("Created", timings.get("created")),
-        ("Started", timings.get("start")),
-        ("Ended", timings.get("end")),
-        ("Training", _seconds(timings.get("training_seconds"))),
-        ("Billable", _seconds(timings.get("billable_seconds"))),
-        ("Model", summary.get("model_data")),
-        ("Job dir", summary.get("local_job_dir")),
-        ("Reason", summary.get("failure_reason")),
-    ]  # fmt: skip
-    for label, value in rows:
-        if value is None:
-            continue
-        text = str(value).replace("\n", "\n" + " " * 11)
-        stream.write(f"{label + ':':<10} {text}\n")
-    stream.flush()
-
-
-def _status_text(summary: Mapping[str, Any]) -> str:
-    status = str(summary.get("status"))
-    secondary = summary.get("secondary_status")
-    return f"{status} ({secondary})" if secondary and secondary != status else status
-
-
-def _seconds(value: Any) -> str | None:
-    return None if value is None else f"{value} s"
-
-
 # --------------------------------------------------------------------------- backends
 
 
@@ -764,7 +688,7 @@ def _report(
             f"{summary['job_name']} --follow`, see it with `launchbay status "
             f"{summary['job_name']}`.\n"
         )
-    _print_summary(summary, stdout)
+    print_summary(summary, stdout)
 
 
 def _interrupted(args: argparse.Namespace, job: Any, stdout: TextIO, json_mode: bool) -> int:
@@ -850,7 +774,7 @@ def _cmd_status(args: argparse.Namespace) -> int:
     if args.output == "json":
         _print_json(summary)
     else:
-        _print_summary(summary)
+        print_summary(summary)
     return EXIT_OK
 
 
@@ -874,7 +798,7 @@ def _cmd_stop(args: argparse.Namespace) -> int:
     if args.output == "json":
         _print_json(summary)
     else:
-        _print_summary(summary)
+        print_summary(summary)
     return EXIT_OK
 
 
@@ -891,7 +815,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
             _info(f"{name} jobs not listed: {str(exc).splitlines()[0]}")
             continue
         jobs.extend(dict(item, Backend=name) for item in found)
-    jobs.sort(key=_created, reverse=True)
+    jobs.sort(key=created_timestamp, reverse=True)
     jobs = jobs[: args.max]
     if args.output == "json":
         _print_json(
@@ -901,8 +825,8 @@ def _cmd_list(args: argparse.Namespace) -> int:
                         "job_name": j.get("TrainingJobName"),
                         "status": j.get("TrainingJobStatus"),
                         "secondary_status": j.get("SecondaryStatus"),
-                        "created": _iso(j.get("CreationTime")),
-                        "end": _iso(j.get("TrainingEndTime")),
+                        "created": iso_time(j.get("CreationTime")),
+                        "end": iso_time(j.get("TrainingEndTime")),
                         "backend": j["Backend"],
                     }
                     for j in jobs
@@ -910,37 +834,9 @@ def _cmd_list(args: argparse.Namespace) -> int:
             }
         )
         return EXIT_OK
-    for line in _table(jobs):
+    for line in job_table(jobs):
         print(line)
     return EXIT_OK
-
-
-def _created(job: Mapping[str, Any]) -> float:
-    value = job.get("CreationTime")
-    if isinstance(value, _dt.datetime):
-        if value.tzinfo is None:
-            value = value.replace(tzinfo=_dt.timezone.utc)
-        return value.timestamp()
-    return 0.0
-
-
-def _table(jobs: list[dict[str, Any]]) -> Iterator[str]:
-    rows = [("NAME", "STATUS", "CREATED", "BACKEND")]
-    for job in jobs:
-        created = job.get("CreationTime")
-        if isinstance(created, _dt.datetime):
-            created = created.astimezone().strftime("%Y-%m-%d %H:%M:%S")
-        rows.append(
-            (
-                str(job.get("TrainingJobName")),
-                str(job.get("TrainingJobStatus")),
-                str(created or "-"),
-                str(job["Backend"]),
-            )
-        )
-    widths = [max(len(r[i]) for r in rows) for i in range(4)]
-    for row in rows:
-        yield "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
 
 
 # --------------------------------------------------------------------------- vpc

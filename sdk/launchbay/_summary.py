@@ -1,0 +1,115 @@
+"""What ``launchbay`` prints about jobs: the summary of one job (text and ``--output json``)
+and the table of ``launchbay list``. Pure functions of DescribeTrainingJob /
+ListTrainingJobs dicts; :mod:`launchbay.cli` owns the commands.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import sys
+from collections.abc import Iterator, Mapping
+from typing import Any, TextIO
+
+__all__ = ["summarize", "print_summary", "job_table", "created_timestamp", "iso_time"]
+
+
+def iso_time(value: Any) -> str | None:
+    if isinstance(value, _dt.datetime):
+        return value.isoformat()
+    return str(value) if value else None
+
+
+def summarize(description: Mapping[str, Any], backend: str) -> dict[str, Any]:
+    """The JSON summary of a DescribeTrainingJob response (``--output json``)."""
+    resources = description.get("ResourceConfig") or {}
+    groups = resources.get("InstanceGroups") or []
+    count: int | None
+    if groups:
+        instance_type = groups[0].get("InstanceType")
+        count = sum(int(g.get("InstanceCount") or 0) for g in groups)
+    else:
+        instance_type = resources.get("InstanceType")
+        count = resources.get("InstanceCount")
+    summary = {
+        "job_name": description.get("TrainingJobName"),
+        "status": description.get("TrainingJobStatus"),
+        "secondary_status": description.get("SecondaryStatus"),
+        "model_data": (description.get("ModelArtifacts") or {}).get("S3ModelArtifacts"),
+        "failure_reason": description.get("FailureReason"),
+        "timings": {
+            "created": iso_time(description.get("CreationTime")),
+            "start": iso_time(description.get("TrainingStartTime")),
+            "end": iso_time(description.get("TrainingEndTime")),
+            "training_seconds": description.get("TrainingTimeInSeconds"),
+            "billable_seconds": description.get("BillableTimeInSeconds"),
+        },
+        "instance_type": instance_type,
+        "instance_count": count,
+        "backend": backend,
+    }
+    if description.get("LocalJobDir"):
+        summary["local_job_dir"] = description["LocalJobDir"]
+    return summary
+
+
+def print_summary(summary: Mapping[str, Any], stream: TextIO | None = None) -> None:
+    stream = stream or sys.stdout
+    timings = summary.get("timings") or {}
+    rows = [
+        ("Job", summary.get("job_name")),
+        ("Status", _status_text(summary)),
+        ("Where", f"{summary.get('backend')}, {summary.get('instance_count')} x "
+                  f"{summary.get('instance_type')}"),
+        ("Created", timings.get("created")),
+        ("Started", timings.get("start")),
+        ("Ended", timings.get("end")),
+        ("Training", _seconds(timings.get("training_seconds"))),
+        ("Billable", _seconds(timings.get("billable_seconds"))),
+        ("Model", summary.get("model_data")),
+        ("Job dir", summary.get("local_job_dir")),
+        ("Reason", summary.get("failure_reason")),
+    ]  # fmt: skip
+    for label, value in rows:
+        if value is None:
+            continue
+        text = str(value).replace("\n", "\n" + " " * 11)
+        stream.write(f"{label + ':':<10} {text}\n")
+    stream.flush()
+
+
+def _status_text(summary: Mapping[str, Any]) -> str:
+    status = str(summary.get("status"))
+    secondary = summary.get("secondary_status")
+    return f"{status} ({secondary})" if secondary and secondary != status else status
+
+
+def _seconds(value: Any) -> str | None:
+    return None if value is None else f"{value} s"
+
+
+def created_timestamp(job: Mapping[str, Any]) -> float:
+    value = job.get("CreationTime")
+    if isinstance(value, _dt.datetime):
+        if value.tzinfo is None:
+            value = value.replace(tzinfo=_dt.timezone.utc)
+        return value.timestamp()
+    return 0.0
+
+
+def job_table(jobs: list[dict[str, Any]]) -> Iterator[str]:
+    rows = [("NAME", "STATUS", "CREATED", "BACKEND")]
+    for job in jobs:
+        created = job.get("CreationTime")
+        if isinstance(created, _dt.datetime):
+            created = created.astimezone().strftime("%Y-%m-%d %H:%M:%S")
+        rows.append(
+            (
+                str(job.get("TrainingJobName")),
+                str(job.get("TrainingJobStatus")),
+                str(created or "-"),
+                str(job["Backend"]),
+            )
+        )
+    widths = [max(len(r[i]) for r in rows) for i in range(4)]
+    for row in rows:
+        yield "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
