@@ -357,28 +357,11 @@ def private_imports(modules: dict[str, Path]) -> list[str]:
     return sorted(set(found))
 
 
-#: Imports of the runtime's private modules by the local backends, which are being
-#: reorganised (issue 21, the local wing): they go when the runtime publishes what the
-#: client shares (process groups, confinement, records, host names). The test fails
-#: when a new one appears and when one listed here is gone (then delete its line).
-PRIVATE_IMPORTS_BEING_REMOVED = {
-    ("launchbay.backends.local.container_hosts", "launchbay.runtime._procs"),
-    ("launchbay.backends.local.control", "launchbay.runtime._procs"),
-    ("launchbay.backends.local.control", "launchbay.runtime._records"),
-    ("launchbay.backends.local.finish", "launchbay.runtime._procs"),
-    ("launchbay.backends.local.layout", "launchbay.runtime._confine"),
-    ("launchbay.backends.local.outputs", "launchbay.runtime._confine"),
-    ("launchbay.backends.local.process_hosts", "launchbay.runtime._hostnames"),
-    ("launchbay.backends.local.process_hosts", "launchbay.runtime._procs"),
-}
-
-
 def test_no_module_imports_another_packages_private_module():
     found = {
         (line.split(":")[0], line.split(" imports ")[1]) for line in private_imports(module_names())
     }
-    assert found - PRIVATE_IMPORTS_BEING_REMOVED == set()
-    assert PRIVATE_IMPORTS_BEING_REMOVED - found == set(), "gone: delete from the list"
+    assert found == set(), "import what the package publishes (the runtime: runtime.for_client)"
 
 
 def test_the_private_import_check_sees_one(tmp_path):

@@ -77,9 +77,9 @@ from launchbay.backends.local.layout import JobLayout, file_uri_path
 from launchbay.backends.local.logs import join_readers, start_reader
 from launchbay.backends.local.record import CLIENT_ID, LocalJob, client_pid, job_arn
 from launchbay.errors import DockerError, ImageNotFoundError, JobError
-from launchbay.runtime._procs import is_alive
 from launchbay.runtime.code import fetch_code
 from launchbay.runtime.contract import write_host_config
+from launchbay.runtime.for_client import is_alive
 from launchbay.runtime.names import HP, MAX_LOG_LINE
 from launchbay.runtime.settings import RuntimeSettings
 from launchbay.s3uri import is_file_uri, is_s3_uri

@@ -87,9 +87,8 @@ from launchbay.backends.local.staging import LocalStager, check_request
 from launchbay.backends.plan import JobPlan
 from launchbay.errors import ConfigurationError, JobError, LaunchbayError
 from launchbay.job import LogTail, TrainingJob
-from launchbay.runtime import _records
-from launchbay.runtime._procs import is_alive
 from launchbay.runtime.contract import check_request_paths
+from launchbay.runtime.for_client import is_alive, read_records
 from launchbay.runtime.names import (
     COMPLETED,
     FAILED,
@@ -149,11 +148,11 @@ def _still_running(job: LocalJob, hosts: Sequence[str]) -> str:
     """``host algo-2 (ranks 2, 3)``...: the ranks without an end, by host.
 
     Ranks are read from the runtime's rank records in the job's shared dir
-    (:mod:`launchbay.runtime._records`). A host whose ranks all ended is only
+    (:mod:`launchbay.runtime._records`, lent by :mod:`launchbay.runtime.for_client`). A host whose ranks all ended is only
     waiting for the others (an MPI master, say) and is left out; without any
     record (the hosts never got to their ranks) the running hosts are named.
     """
-    starts, ends = _records.read_records(os.path.join(job.layout.shared_dir, "ranks"))
+    starts, ends = read_records(os.path.join(job.layout.shared_dir, "ranks"))
     parts = []
     for host in hosts:
         ranks = sorted(

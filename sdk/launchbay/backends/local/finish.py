@@ -9,7 +9,7 @@ from typing import Any
 
 from launchbay.backends.local.logs import _log_tail
 from launchbay.backends.local.record import _REASON_LIMIT, LocalJob
-from launchbay.runtime._procs import describe_exit
+from launchbay.runtime.for_client import describe_exit
 from launchbay.runtime.names import (
     COMPLETED,
     FAILED,

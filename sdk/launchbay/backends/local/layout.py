@@ -29,7 +29,7 @@ from typing import Any
 from launchbay import transfer
 from launchbay._home import local_home
 from launchbay.errors import ConfigurationError, TransferError
-from launchbay.runtime._confine import (
+from launchbay.runtime.for_client import (
     reached_without_links,
     read_beneath,
     rmtree_beneath,

@@ -41,12 +41,12 @@ from launchbay.backends.local.layout import (
     _write_json_atomic,
     file_uri_path,
 )
-from launchbay.runtime._confine import (
+from launchbay.runtime.contract import checkpoint_config_for, debug_hook_config_for
+from launchbay.runtime.for_client import (
     TreeEntry,
     open_regular,
     scan_tree,
 )
-from launchbay.runtime.contract import checkpoint_config_for, debug_hook_config_for
 from launchbay.s3uri import is_file_uri, is_s3_uri, parse_s3_uri
 
 __all__ = ["Outputs"]

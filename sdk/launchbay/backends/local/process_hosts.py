@@ -52,8 +52,7 @@ from launchbay.backends.local.hosts import POLL, RUNTIME_MARGIN, prepare_hosts
 from launchbay.backends.local.layout import JobLayout
 from launchbay.backends.local.logs import join_readers, start_watcher
 from launchbay.backends.local.record import LocalJob, job_arn
-from launchbay.runtime._hostnames import write_hosts_file
-from launchbay.runtime._procs import descendants
+from launchbay.runtime.for_client import descendants, write_hosts_file
 from launchbay.runtime.settings import RuntimeSettings
 
 __all__ = ["ProcessHosts", "free_port_block"]

@@ -1,0 +1,41 @@
+"""What the runtime lends the client: the parts both sides of a local job must share.
+
+The local backends watch hosts whose runtime is this package: they read the rank
+records the ranks write, name a process's exit as the runtime names a rank's, open
+what a job wrote without following its links, and write the hosts file the
+runtime makes its ``/etc/hosts``. Those helpers live in the runtime's private
+modules, next to the code that uses them inside a host; this module is their one
+public face, so the client never imports a private module of the runtime.
+
+Standard library only, as the whole runtime.
+"""
+
+from __future__ import annotations
+
+from launchbay.runtime._confine import (
+    TreeEntry,
+    open_regular,
+    reached_without_links,
+    read_beneath,
+    rmtree_beneath,
+    scan_tree,
+    unlink_beneath,
+)
+from launchbay.runtime._hostnames import write_hosts_file
+from launchbay.runtime._procs import descendants, describe_exit, is_alive
+from launchbay.runtime._records import read_records
+
+__all__ = [
+    "TreeEntry",
+    "describe_exit",
+    "descendants",
+    "is_alive",
+    "open_regular",
+    "reached_without_links",
+    "read_beneath",
+    "read_records",
+    "rmtree_beneath",
+    "scan_tree",
+    "unlink_beneath",
+    "write_hosts_file",
+]
