@@ -73,7 +73,7 @@ class EstimatorBase(Rules):
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
-        cls.__signature__ = arguments.signature(cls)  # type: ignore[attr-defined]
+        cls.__signature__ = arguments.signature(cls)  # type: ignore[attr-defined]  # inspect reads this class attribute
 
     def __init__(self, *args: Any, **kwargs: Any) -> None:
         declared = arguments.declared(type(self))
@@ -587,7 +587,7 @@ def _spec_class(spec: jobspec.JobSpec, requested: type) -> type[EstimatorBase]:
                 [spec.problem((), "Framework.from_yaml needs framework: pytorch or tensorflow")]
             )
         return chosen
-    wanted = requested._framework_name  # type: ignore[attr-defined]
+    wanted = requested._framework_name  # type: ignore[attr-defined]  # set on framework subclasses only
     if wanted == spec.framework or (
         spec.framework is None and (wanted is not None or issubclass(requested, Estimator))
     ):

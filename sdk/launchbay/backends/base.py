@@ -107,7 +107,7 @@ class Backend(abc.ABC):
     @classmethod
     def for_instance_type(cls, instance_type: str | None, session: Any = None) -> Backend:
         """The backend for jobs of ``instance_type`` (the registry calls this)."""
-        return cls(session)  # type: ignore[call-arg]
+        return cls(session)  # type: ignore[call-arg]  # every concrete backend takes the session first
 
     def check(self, plan: JobPlan) -> None:
         """Refuse what this backend cannot run, before anything starts (no side effects).
