@@ -13,6 +13,7 @@ import ast
 import json
 import subprocess
 import sys
+from collections.abc import Mapping
 from pathlib import Path
 
 import launchbay
@@ -60,6 +61,27 @@ def _every_import(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
     return [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
 
 
+def _import_targets(
+    node: ast.Import | ast.ImportFrom, name: str, path: Path, modules: Mapping[str, Path]
+) -> list[str]:
+    """The modules an import statement of module ``name`` names (relative ones resolved).
+
+    ``from package import name`` names the module ``package.name`` when there is one,
+    else ``package`` itself.
+    """
+    if isinstance(node, ast.Import):
+        return [alias.name for alias in node.names]
+    base = node.module or ""
+    if node.level:
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+        base = ".".join([*anchor, base] if base else anchor)
+    return [
+        f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base
+        for alias in node.names
+    ]
+
+
 def import_graph(*, everywhere: bool = False) -> dict[str, set[str]]:
     """Module -> the package modules it imports at import time (parents included).
 
@@ -75,21 +97,9 @@ def import_graph(*, everywhere: bool = False) -> dict[str, set[str]]:
 
     graph: dict[str, set[str]] = {}
     for name, path in modules.items():
-        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
         edges: set[str] = set()
         for node in statements(ast.parse(path.read_text(), str(path))):
-            if isinstance(node, ast.Import):
-                targets = [alias.name for alias in node.names]
-            else:
-                base = node.module or ""
-                if node.level:
-                    anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
-                    base = ".".join([*anchor, base] if base else anchor)
-                targets = [
-                    f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base
-                    for alias in node.names
-                ]
-            for target in targets:
+            for target in _import_targets(node, name, path, modules):
                 if target.split(".")[0] == "launchbay":
                     edges |= with_parents(target)
         # A module's own packages are being imported already when it runs: not edges.
@@ -241,37 +251,26 @@ def test_every_module_has_a_layer():
     assert missing == [], "add these modules to LAYERS (and docs/architecture.md)"
 
 
-def upward_imports(modules: dict[str, Path]) -> list[str]:
+def upward_imports(modules: dict[str, Path], *, commented: bool = False) -> list[str]:
     """Import statements (also inside functions) from a layer to a higher one, uncommented.
 
     ``import launchbay`` (the package root: lazy and light, for ``__file__`` and the
     version) is not an edge; a comment on the import's line or the two above it
-    (saying why) makes an upward import acceptable.
+    (saying why) makes an upward import acceptable. ``commented``: list those too.
     """
     upward = []
     for name, path in modules.items():
         source = path.read_text()
         lines = source.splitlines()
-        for node in ast.walk(ast.parse(source, str(path))):
-            if isinstance(node, ast.Import):
-                targets = [alias.name for alias in node.names]
-            elif isinstance(node, ast.ImportFrom) and not node.level and node.module:
-                targets = [
-                    f"{node.module}.{a.name}"
-                    if f"{node.module}.{a.name}" in modules
-                    else node.module
-                    for a in node.names
-                ]
-            else:
-                continue
-            for target in targets:
+        for node in _every_import(ast.parse(source, str(path))):
+            for target in _import_targets(node, name, path, modules):
                 if not target.startswith("launchbay.") or target.startswith(name + "."):
                     continue
                 own, other = layer_of(name), layer_of(target)
                 if own is None or other is None or other <= own:
                     continue
                 nearby = lines[max(0, node.lineno - 3) : node.lineno]
-                if not any("#" in line for line in nearby):
+                if commented or not any("#" in line for line in nearby):
                     upward.append(f"{name}:{node.lineno} imports {target} (layer {other} > {own})")
     return upward
 
@@ -331,20 +330,8 @@ def private_imports(modules: dict[str, Path]) -> list[str]:
     """
     found = []
     for name, path in modules.items():
-        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
         for node in _every_import(ast.parse(path.read_text(), str(path))):
-            if isinstance(node, ast.Import):
-                targets = [alias.name for alias in node.names]
-            else:
-                base = node.module or ""
-                if node.level:
-                    anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
-                    base = ".".join([*anchor, base] if base else anchor)
-                targets = [
-                    f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base
-                    for alias in node.names
-                ]
-            for target in targets:
+            for target in _import_targets(node, name, path, modules):
                 parts = target.split(".")
                 if parts[0] != "launchbay":
                     continue
@@ -399,27 +386,7 @@ def test_no_module_exceeds_a_thousand_lines():
 
 def test_at_most_three_imports_go_up_a_layer():
     """Each upward import has a comment saying why (above), and there are at most three."""
-    upward = []
-    modules = module_names()
-    for name, path in modules.items():
-        for node in _every_import(ast.parse(path.read_text(), str(path))):
-            if isinstance(node, ast.Import):
-                targets = [alias.name for alias in node.names]
-            elif not node.level and node.module:
-                targets = [
-                    f"{node.module}.{a.name}"
-                    if f"{node.module}.{a.name}" in modules
-                    else node.module
-                    for a in node.names
-                ]
-            else:
-                continue
-            for target in targets:
-                if not target.startswith("launchbay.") or target.startswith(name + "."):
-                    continue
-                own, other = layer_of(name), layer_of(target)
-                if own is not None and other is not None and other > own:
-                    upward.append(f"{name}:{node.lineno} -> {target}")
+    upward = upward_imports(module_names(), commented=True)
     assert len(upward) <= 3, upward
 
 
