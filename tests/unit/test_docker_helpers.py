@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import os
+from pathlib import Path
 
 from launchbay.backends.local.container_hosts import (
     HostSpec,
@@ -10,7 +11,6 @@ from launchbay.backends.local.container_hosts import (
     _split_lines,
     compose_document,
     container_endpoint,
-    materialize_channel,
 )
 from launchbay.runtime.names import MAX_LOG_LINE
 
@@ -40,24 +40,46 @@ def test_a_carriage_return_ends_a_line_and_long_lines_come_in_bounded_pieces():
     assert [len(p) for p in pieces] == [MAX_LOG_LINE] * 3 + [5]
 
 
-def test_a_channel_is_materialized_as_its_own_files(tmp_path):
-    """The stager's links become hard links to the same files: nothing around them is needed."""
-    cache = tmp_path / "cache"
-    (cache / "ab").mkdir(parents=True)
-    (cache / "ab" / "obj1").write_text("1")
-    (cache / "obj2").write_text("2")
-    channel = tmp_path / "channel"
-    (channel / "sub").mkdir(parents=True)
-    os.symlink(cache / "ab" / "obj1", channel / "sub" / "a")
-    os.symlink(cache / "obj2", channel / "b")
-    assert materialize_channel(str(channel)) == 2
+def test_a_channel_for_containers_holds_its_own_files(tmp_path):
+    """Staged for containers, a channel's files are hard links to the same files: the
+    channel directory can be mounted alone, nothing around it is needed."""
+    from launchbay.backends.local.layout import JobLayout
+    from launchbay.backends.local.staging import LocalStager
+
+    data = tmp_path / "data"
+    (data / "ab").mkdir(parents=True)
+    (data / "ab" / "obj1").write_text("1")
+    (data / "obj2").write_text("2")
+    layout = JobLayout.create(str(tmp_path / "jobs"), "job-1", ["algo-1", "algo-2"])
+    request = {
+        "InputDataConfig": [
+            {
+                "ChannelName": "train",
+                "DataSource": {
+                    "S3DataSource": {
+                        "S3Uri": f"file://{data}",
+                        "S3DataDistributionType": "ShardedByS3Key",
+                    }
+                },
+            },
+            {
+                "ChannelName": "one",
+                "DataSource": {"S3DataSource": {"S3Uri": f"file://{data}/obj2"}},
+            },
+        ]
+    }
+    LocalStager(home=str(tmp_path / "home")).stage_channels(request, layout, own_files=True)
+    hosts = [Path(layout.host_dir(h)) / "input" / "data" for h in ("algo-1", "algo-2")]
     for link, target in (
-        (channel / "sub" / "a", cache / "ab" / "obj1"),
-        (channel / "b", cache / "obj2"),
+        (hosts[0] / "train" / "obj2", data / "obj2"),
+        (hosts[1] / "train" / "ab" / "obj1", data / "ab" / "obj1"),
+        (hosts[0] / "one" / "obj2", data / "obj2"),
+        (hosts[1] / "one" / "obj2", data / "obj2"),
     ):
         assert not link.is_symlink()
         assert os.path.samefile(link, target)
-    assert materialize_channel(str(channel)) == 0
+    for host in hosts:
+        assert not any(p.is_symlink() for p in host.rglob("*"))
 
 
 def test_aws_is_needed_only_for_s3_locations():

@@ -26,7 +26,6 @@ from launchbay.backends.local.container_hosts import (
     container_endpoint,
     container_options,
     host_config_args,
-    materialize_channel,
     network_name,
 )
 from launchbay.backends.local.control import LocalBackend
@@ -44,7 +43,6 @@ __all__ = [
     "container_endpoint",
     "container_options",
     "host_config_args",
-    "materialize_channel",
     "network_name",
 ]
 

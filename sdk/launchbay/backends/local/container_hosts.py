@@ -61,7 +61,6 @@ import os
 import posixpath
 import re
 import shlex
-import shutil
 import signal
 import threading
 import time
@@ -170,48 +169,6 @@ def _without_local_paths(request: Mapping[str, Any]) -> dict[str, Any]:
         if view.get(key):
             view[key] = {k: v for k, v in view[key].items() if k != "LocalPath"}
     return view
-
-
-def materialize_channel(channel_dir: str) -> int:
-    """Replace the stager's links in ``channel_dir`` by the files themselves; returns how many.
-
-    A container is given exactly its channel's files: the channel directory is
-    mounted read-only, and nothing around it. The stager links each file of an
-    S3 channel to the shared S3 cache, and each file of a sharded or single-file
-    ``file://`` channel to the user's file; mounting the directories those links
-    point into would hand the container the whole cache (other jobs' objects) or
-    the user's whole directory (``~/.ssh`` beside ``train.csv``). So each link
-    becomes a hard link to its file (the same data, no copy), or a copy where the
-    file lives on another file system. The read-only mount keeps the container
-    from changing the shared file through the hard link.
-    """
-    made = 0
-    copies = 0
-    for root, dirs, files in os.walk(channel_dir):
-        for name in sorted(files + dirs):
-            path = os.path.join(root, name)
-            if not os.path.islink(path):
-                continue
-            target = os.path.realpath(path)
-            if not os.path.isfile(target):
-                continue  # the stager links files only; anything else is not handed over
-            tmp = os.path.join(root, f".launchbay-{os.getpid()}-{name}")
-            with contextlib.suppress(FileNotFoundError):
-                os.unlink(tmp)
-            try:
-                os.link(target, tmp)
-            except OSError:  # another file system (EXDEV), or hard links not allowed here
-                shutil.copy2(target, tmp)
-                copies += 1
-            os.replace(tmp, path)
-            made += 1
-    if copies:
-        logger.info(
-            "Copied %d file(s) into %s: they live on another file system than the job",
-            copies,
-            channel_dir,
-        )
-    return made
 
 
 def _write_text_atomic(path: str, text: str) -> None:
@@ -366,13 +323,8 @@ class ContainerHosts:
             write_host_config(host_dir, seen, host, job.hosts, container_base=CONTAINER_BASE)
             if local_code:
                 fetch_code(file_uri_path(str(code)), os.path.join(host_dir, "code"))
-        job.stager.stage_channels(job.host_request, layout)
-        for host in job.hosts:
-            data_dir = os.path.join(layout.host_dir(host), "input", "data")
-            for channel in job.host_request.get("InputDataConfig") or []:
-                channel_dir = os.path.join(data_dir, channel["ChannelName"])
-                if not os.path.islink(channel_dir):
-                    materialize_channel(channel_dir)
+        # Each container gets exactly its channels' files (hard links), nothing around them.
+        job.stager.stage_channels(job.host_request, layout, own_files=True)
         job.stager.restore_checkpoints(job.host_request, layout)
         specs = self.host_specs(
             job.request,
@@ -441,7 +393,7 @@ class ContainerHosts:
                 channel_dir = os.path.join(data_dir, channel["ChannelName"])
                 target = f"/opt/ml/input/data/{channel['ChannelName']}"
                 # Exactly the channel: a file:// directory is mounted itself; any other
-                # channel directory holds its own files (materialize_channel).
+                # channel directory holds its own files (stage_channels(own_files=True)).
                 if os.path.islink(channel_dir):
                     binds[os.path.realpath(channel_dir)] = _bind(target, "ro")
                 else:

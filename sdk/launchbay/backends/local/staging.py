@@ -36,6 +36,7 @@ import json
 import logging
 import os
 import posixpath
+import shutil
 import threading
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any
@@ -327,12 +328,28 @@ def _walk(root: str) -> list[tuple[str, str]]:
     return files
 
 
-def _link_files(channel_dir: str, files: Sequence[tuple[str, str]]) -> None:
+def _link_files(channel_dir: str, files: Sequence[tuple[str, str]], own_files: bool) -> None:
+    """Place each ``(relative path, file)`` in ``channel_dir``: a symbolic link to the file,
+    or with ``own_files`` a hard link (a copy where the file is on another file system)."""
     os.makedirs(channel_dir, exist_ok=True)
+    copies = 0
     for rel, target in files:
         link = _safe_join(channel_dir, rel)
         os.makedirs(os.path.dirname(link), exist_ok=True)
-        os.symlink(target, link)
+        if not own_files:
+            os.symlink(target, link)
+            continue
+        try:
+            os.link(target, link)
+        except OSError:  # another file system (EXDEV), or hard links not allowed here
+            shutil.copy2(target, link)
+            copies += 1
+    if copies:
+        logger.info(
+            "Copied %d file(s) into %s: they live on another file system than the job",
+            copies,
+            channel_dir,
+        )
 
 
 # --------------------------------------------------------------------------- the stager
@@ -374,8 +391,20 @@ class LocalStager:
         return self.session.s3_client
 
     # -- channels ---------------------------------------------------------------
-    def stage_channels(self, request: Mapping[str, Any], layout: JobLayout) -> None:
-        """Link every channel into each host's ``input/data/<channel>``."""
+    def stage_channels(
+        self, request: Mapping[str, Any], layout: JobLayout, *, own_files: bool = False
+    ) -> None:
+        """Link every channel into each host's ``input/data/<channel>``.
+
+        The files of an S3 channel, and of a single-file or sharded ``file://``
+        channel, are symbolic links to the S3 cache or the user's files. With
+        ``own_files`` (containers) they are hard links instead (copies across file
+        systems), so the channel directory holds exactly the channel's files and
+        can be mounted alone: mounting the directories symbolic links point into
+        would hand a container the whole cache (other jobs' objects) or the user's
+        whole directory (``~/.ssh`` beside ``train.csv``). An unsharded ``file://``
+        directory is linked as it is; it is the channel.
+        """
         hosts = list(layout.hosts)
         for channel in request.get("InputDataConfig") or []:
             name = channel["ChannelName"]
@@ -383,12 +412,14 @@ class LocalStager:
             uri = source.get("S3Uri", "")
             sharded = source.get("S3DataDistributionType") == "ShardedByS3Key"
             if is_file_uri(uri):
-                self._stage_file_channel(name, file_uri_path(uri), sharded, layout)
+                self._stage_file_channel(name, file_uri_path(uri), sharded, layout, own_files)
             else:
-                self._stage_s3_channel(name, uri, sharded, layout)
+                self._stage_s3_channel(name, uri, sharded, layout, own_files)
             logger.debug("Staged channel %s from %s for %d host(s)", name, uri, len(hosts))
 
-    def _stage_file_channel(self, name: str, path: str, sharded: bool, layout: JobLayout) -> None:
+    def _stage_file_channel(
+        self, name: str, path: str, sharded: bool, layout: JobLayout, own_files: bool
+    ) -> None:
         hosts = list(layout.hosts)
         if os.path.isdir(path):
             files = _walk(path) if sharded and len(hosts) > 1 else None
@@ -401,9 +432,11 @@ class LocalStager:
             if files is None:
                 os.symlink(path, channel_dir, target_is_directory=True)
             else:
-                _link_files(channel_dir, _shard(files, index, len(hosts), sharded))
+                _link_files(channel_dir, _shard(files, index, len(hosts), sharded), own_files)
 
-    def _stage_s3_channel(self, name: str, uri: str, sharded: bool, layout: JobLayout) -> None:
+    def _stage_s3_channel(
+        self, name: str, uri: str, sharded: bool, layout: JobLayout, own_files: bool
+    ) -> None:
         bucket, prefix = parse_s3_uri(uri, argument=f"inputs[{name!r}]")
         client = self.s3
         objects = _list_files(client, bucket, prefix)
@@ -413,14 +446,15 @@ class LocalStager:
                 f"channel {name!r}. Please ensure that the bucket exists and that objects exist "
                 "under that prefix."
             )
-        _check_placements(name, [(_relative_key(o.key, prefix), o.uri) for o in objects])
+        keys = [(_relative_key(o.key, prefix), o) for o in objects]
+        _check_placements(name, [(rel, o.uri) for rel, o in keys])
         cached = self.cache.fetch(client, objects)
         hosts = list(layout.hosts)
-        placed = [(_relative_key(o.key, prefix), cached[o.uri]) for o in objects]
+        placed = [(rel, cached[o.uri]) for rel, o in keys]
         for index, host in enumerate(hosts):
             channel_dir = os.path.join(layout.host_dir(host), "input", "data", name)
             _remove(channel_dir)
-            _link_files(channel_dir, _shard(placed, index, len(hosts), sharded))
+            _link_files(channel_dir, _shard(placed, index, len(hosts), sharded), own_files)
 
     # -- checkpoints and outputs (launchbay.backends.local.outputs) -------------
     checkpoint_dirs = staticmethod(Outputs.checkpoint_dirs)
