@@ -30,7 +30,6 @@ from launchbay import transfer
 from launchbay._home import local_home
 from launchbay.errors import ConfigurationError, TransferError
 from launchbay.runtime.for_client import (
-    reached_without_links,
     read_beneath,
     rmtree_beneath,
     unlink_beneath,
@@ -133,9 +132,8 @@ class JobLayout:
             return
         rmtree_beneath(self.job_dir, os.path.join(self.shared_dir, "mpi", "env"))
         for host in self.hosts:
-            ranks = os.path.join(self.host_dir(host), "output", "ranks")
-            if reached_without_links(self.job_dir, ranks):
-                unlink_beneath(self.job_dir, os.path.join(ranks, HOST_ENV_FILE))
+            env_file = os.path.join(self.host_dir(host), "output", "ranks", HOST_ENV_FILE)
+            unlink_beneath(self.job_dir, env_file)  # refuses a link anywhere on the way
 
     @property
     def name(self) -> str:
