@@ -2,9 +2,9 @@
 
 Every part that must know where a job runs (the estimator's ``is_local``, its
 local capacity check, ``fit()``, ``launchbay validate``/``submit``, the
-registry) asks :func:`place` (from the estimator's arguments) or
-:func:`place_request` (from a CreateTrainingJob request's ``ResourceConfig``);
-both apply the same rule, so they cannot disagree:
+registry) asks :func:`place`, from the estimator's arguments or (through
+:func:`resolve_resources`) from a CreateTrainingJob request's ``ResourceConfig``,
+so they cannot disagree:
 
 * one instance type, ``instance_type``: its backend (``local_process``,
   ``docker`` for ``local``/``local_gpu``, ``sagemaker`` for ``ml.*``);
@@ -43,7 +43,6 @@ __all__ = [
     "REMOTE_BACKEND",
     "backend_name_for",
     "place",
-    "place_request",
     "plan_request",
     "Resources",
     "resolve_resources",
@@ -189,12 +188,6 @@ def _group_field(group: Any, field: str) -> str:
         return str(group.get(key) or "")
     attribute = {"name": "instance_group_name", "type": "instance_type"}[field]
     return str(getattr(group, attribute, "") or "")
-
-
-def place_request(request: Mapping[str, Any]) -> Placement:
-    """The placement of a CreateTrainingJob request (its ``ResourceConfig``), by :func:`place`."""
-    resources = request.get("ResourceConfig") or {}
-    return place(resources.get("InstanceType"), resources.get("InstanceGroups") or None)
 
 
 @dataclass(frozen=True)
