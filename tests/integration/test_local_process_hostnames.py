@@ -38,13 +38,23 @@ def _estimator(entry_point: str, out: Path, **kwargs) -> PyTorch:
     )
 
 
-# auto: a mount namespace (these tests run as root); nss_wrapper: LD_PRELOAD.
-@pytest.mark.parametrize("mode", ["auto", "nss_wrapper"])
+# auto: each host its own network (runtime._netns), algo-N at 10.213.0.N; namespace: the
+# hosts share this machine's network, a mount namespace each (these tests run as root);
+# nss_wrapper: LD_PRELOAD. Both of the latter give every algo-N loopback.
+ADDRESSES = {
+    "auto": ({"algo-1": "::ffff:10.213.0.1", "algo-2": "::ffff:10.213.0.2"}, "10.213.0."),
+    "namespace": ({"algo-1": "127.0.0.1", "algo-2": "127.0.0.1"}, None),
+    "nss_wrapper": ({"algo-1": "::ffff:127.0.0.1", "algo-2": "::ffff:127.0.0.1"}, None),
+}
+
+
+@pytest.mark.parametrize("mode", sorted(ADDRESSES))
 def test_script_with_its_own_rendezvous_from_sm_hosts(home, tmp_path, mode):
     etc_hosts = Path("/etc/hosts").read_text()
-    est = _estimator(
-        "own_rendezvous.py", tmp_path / "out", environment={"LAUNCHBAY_HOST_NAMES": mode}
-    )
+    environment = {"LAUNCHBAY_HOST_NAMES": mode}
+    if mode == "namespace":
+        environment["LAUNCHBAY_HOST_NETWORK"] = "shared"
+    est = _estimator("own_rendezvous.py", tmp_path / "out", environment=environment)
     est.fit(logs=False)
     name = est.latest_training_job.name
     model = archive_members(tmp_path / "out" / name / "output" / "model.tar.gz")
@@ -55,9 +65,12 @@ def test_script_with_its_own_rendezvous_from_sm_hosts(home, tmp_path, mode):
         assert report["sum"] == 3.0  # 1 + 2: the all_reduce went through algo-1
         assert report["getent_rc"] == 0  # C library (NSS), not only Python
         resolved = {line.split()[1]: line.split()[0] for line in report["getent"] if line}
-        loopback = "127.0.0.1" if mode == "auto" else "::ffff:127.0.0.1"  # see _hostnames
-        assert resolved == {"algo-1": loopback, "algo-2": loopback}
-        assert report["python"] == {"algo-1": "127.0.0.1", "algo-2": "127.0.0.1"}
+        getent, subnet = ADDRESSES[mode]
+        assert resolved == getent
+        if subnet:
+            assert report["python"] == {"algo-1": subnet + "1", "algo-2": subnet + "2"}
+        else:
+            assert report["python"] == {"algo-1": "127.0.0.1", "algo-2": "127.0.0.1"}
         assert sorted(report["peers"]) == ["algo-1", "algo-2"]
     # The machine's /etc/hosts is as before and no mount of the job is left.
     assert Path("/etc/hosts").read_text() == etc_hosts

@@ -26,7 +26,10 @@ Before the user's code runs it:
    SageMaker); in local jobs (``$LAUNCHBAY_STANDINS=1``, set only by the local
    backends) appends the stand-ins directory (:mod:`launchbay.runtime.standins`)
    to ``sys.path`` -- last, so a real library is always found first;
-4. writes a start record (``$LAUNCHBAY_RANKS_DIR``, see :mod:`._records`).
+4. writes a start record (``$LAUNCHBAY_RANKS_DIR``, see :mod:`._records`), and
+   marks the environment of the processes it starts (``$LAUNCHBAY_RANK_OWNER``):
+   a bootstrap started below a rank (a user's launcher that runs it again) is
+   that rank's child, and writes only a child record when it fails.
 
 When the user's code ends it writes the end record: exit code, and for an
 uncaught exception its type, message, traceback and time -- then re-raises, so
@@ -58,7 +61,7 @@ import traceback
 from types import TracebackType
 from typing import Any
 
-from launchbay.runtime import _records, standins
+from launchbay.runtime import _hostnames, _netns, _records, standins
 
 _RANK_VARS = ("LAUNCHBAY_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "RANK")
 _LOCAL_RANK_VARS = (
@@ -132,6 +135,17 @@ def _become_torch_local_rank() -> None:
     kept.update({n: v for n, v in os.environ.items() if n.startswith("TORCHELASTIC_")})
     _adopt_host(host_spec)
     os.environ.update(kept)
+    try:  # this host's own namespaces: network, name, /opt/ml
+        problem = None if _netns.enter_host(os.environ) else _hostnames.become_host(os.environ)
+    except OSError as exc:
+        problem = str(exc)
+    if host_spec.get("cwd"):
+        os.chdir(host_spec["cwd"])  # entering a mount namespace moved the working directory
+    if problem:
+        print(
+            f"[launchbay] WARNING rank {rank} sees another host's /opt/ml: {problem}",
+            file=sys.stderr,
+        )
     if ppn == 1 and "OMP_NUM_THREADS" not in host_spec["env"]:
         os.environ.pop("OMP_NUM_THREADS", None)  # torchrun sets it for 2+ ranks a node only
     os.environ.update(
@@ -177,6 +191,30 @@ def _redirect_output(io_dir: str, rank: int) -> None:
             stream.flush()
         os.dup2(pipe, fd)
         os.close(pipe)
+
+
+#: Set by a rank for every process it starts: ``{"ranks_dir", "rank", "pid"}`` (JSON).
+_OWNER = "LAUNCHBAY_RANK_OWNER"
+
+
+def _owning_rank(ranks_dir: str | None) -> int | None:
+    """The rank that started this process, when a rank of the same job did (else ``None``).
+
+    A rank's bootstrap marks its environment (:data:`_OWNER`); a bootstrap that
+    finds the mark of the same ranks directory and another process is that
+    rank's child (a user's launcher ran it): it must not write the rank's
+    records. A job started from inside a rank has a ranks directory of its own,
+    so its ranks are ranks.
+    """
+    try:
+        mark = json.loads(os.environ.get(_OWNER) or "null")
+    except ValueError:
+        return None
+    if not ranks_dir or not isinstance(mark, dict) or mark.get("ranks_dir") != ranks_dir:
+        return None
+    if mark.get("pid") == os.getpid() or not isinstance(mark.get("rank"), int):
+        return None
+    return int(mark["rank"])
 
 
 def _identity() -> dict[str, Any]:
@@ -233,7 +271,10 @@ def _flush_everything() -> None:
     import io  # noqa: PLC0415
 
     for obj in gc.get_objects():
-        if isinstance(obj, io.IOBase):
+        # The type's check, not isinstance(): an ABC's instance check reads obj.__class__,
+        # and some objects warn on any attribute read (torch.distributed.reduce_op's
+        # FutureWarning, once per rank at the end of every torch job).
+        if issubclass(type(obj), io.IOBase):
             with contextlib.suppress(Exception):
                 if not obj.closed and obj.writable():
                     obj.flush()
@@ -373,8 +414,16 @@ def main(argv: list[str] | None = None) -> None:
         else:
             standins.add_to_sys_path()
     identity = _identity()
+    ranks_dir = os.environ.get("LAUNCHBAY_RANKS_DIR")
+    owner = _owning_rank(ranks_dir)
+    if owner is not None:  # started by a rank of this job: its child, not a rank
+        identity.update(rank=owner, child=True)
+    elif ranks_dir:
+        os.environ[_OWNER] = json.dumps(
+            {"ranks_dir": ranks_dir, "rank": identity["rank"], "pid": identity["pid"]}
+        )
     io_dir = os.environ.get("LAUNCHBAY_IO_DIR")
-    if io_dir:
+    if io_dir and owner is None:  # a child writes where its rank's output goes already
         _redirect_output(io_dir, identity["rank"])
     for stream in (sys.stdout, sys.stderr):
         # One write per line: prompt, and never split mid-line (mpirun tags each write).
@@ -382,20 +431,20 @@ def main(argv: list[str] | None = None) -> None:
         with contextlib.suppress(AttributeError, ValueError):
             if reconfigure is not None:
                 reconfigure(line_buffering=True, write_through=False)
-    ranks_dir = os.environ.get("LAUNCHBAY_RANKS_DIR")
     rank = identity["rank"]
 
     def record(**fields: Any) -> None:
-        if ranks_dir:
-            try:
-                _records.write_record(
-                    _records.end_path(ranks_dir, rank),
-                    {**identity, "timestamp": time.time(), **fields},
-                )
-            except OSError:
-                pass
+        if not ranks_dir or (owner is not None and not fields.get("exit_code")):
+            return
+        path = (
+            _records.end_path(ranks_dir, rank)
+            if owner is None
+            else _records.child_path(ranks_dir, rank, identity["pid"])
+        )
+        with contextlib.suppress(OSError):
+            _records.write_record(path, {**identity, "timestamp": time.time(), **fields})
 
-    if ranks_dir:
+    if ranks_dir and owner is None:
         try:
             _records.write_record(
                 _records.start_path(ranks_dir, rank), {**identity, "timestamp": time.time()}

@@ -35,6 +35,7 @@ from __future__ import annotations
 import contextlib
 import ctypes
 import os
+import stat
 import sys
 from collections.abc import Iterable, Mapping, MutableMapping
 
@@ -59,6 +60,12 @@ _CLONE_NEWUSER = 0x10000000
 _MS_BIND = 4096
 _MS_REC = 16384
 _MS_PRIVATE = 1 << 18
+_MS_NOSUID = 2
+_MS_NODEV = 4
+#: Where SageMaker puts a host's tree; each local_process host sees its own here.
+OPT_ML = "/opt/ml"
+#: Set by a host's runtime whose namespace binds its tree (the value) on /opt/ml.
+OPT_ML_ENV = "LAUNCHBAY_OPT_ML"
 _NSCD_SOCKETS = ("/run/nscd/socket", "/var/run/nscd/socket")
 _NSS_WRAPPER_DIRS = (
     "/usr/lib/x86_64-linux-gnu",
@@ -71,8 +78,11 @@ _NSS_WRAPPER_DIRS = (
 )
 
 
-def hosts_file_text(hosts: Iterable[str], base: str = "/etc/hosts") -> str:
-    """``base``'s entries (this machine's names stay), then ``127.0.0.1 <host>`` for each host."""
+def hosts_file_text(
+    hosts: Iterable[str], base: str = "/etc/hosts", addresses: Mapping[str, str] | None = None
+) -> str:
+    """``base``'s entries (this machine's names stay), then ``<address> <host>`` for each host
+    (``addresses``, else ``127.0.0.1``)."""
     try:
         with open(base, encoding="utf-8", errors="replace") as f:
             existing = f.read().splitlines()
@@ -81,12 +91,19 @@ def hosts_file_text(hosts: Iterable[str], base: str = "/etc/hosts") -> str:
     # No comments or blank lines: nss_wrapper rejects a file that has any.
     lines = [" ".join(line.split("#", 1)[0].split()) for line in existing]
     lines = [line for line in lines if line]
-    return "\n".join(lines + [f"{LOOPBACK} {host}" for host in hosts]) + "\n"
+    addresses = addresses or {}
+    hosts = list(hosts)
+    lines += [f"{addresses.get(h, LOOPBACK)} {h}" for h in hosts]
+    # torch's sockets are IPv6 with IPv4-mapped peers: their names come from these.
+    lines += [f"::ffff:{addresses[h]} {h}" for h in hosts if h in addresses]
+    return "\n".join(lines) + "\n"
 
 
-def write_hosts_file(path: str, hosts: Iterable[str]) -> str:
+def write_hosts_file(
+    path: str, hosts: Iterable[str], addresses: Mapping[str, str] | None = None
+) -> str:
     """Write the job hosts file for ``hosts`` at ``path`` (world-readable); returns ``path``."""
-    text = hosts_file_text(hosts)
+    text = hosts_file_text(hosts, addresses=addresses)
     tmp = f"{path}.tmp{os.getpid()}"
     with open(tmp, "w", encoding="utf-8") as f:
         f.write(text)
@@ -96,11 +113,22 @@ def write_hosts_file(path: str, hosts: Iterable[str]) -> str:
 
 
 class HostNames:
-    """What :func:`apply` did: the mechanism used (``None``: none) and why others failed."""
+    """What :func:`apply` did: the mechanism used (``None``: none) and why others failed.
 
-    def __init__(self, mechanism: str | None, failures: list[str]):
+    ``opt_ml`` tells whether this host has its own ``/opt/ml`` (only in a namespace);
+    ``opt_ml_problem`` why not, when the namespace was made but the bind failed.
+    """
+
+    def __init__(
+        self, mechanism: str | None, failures: list[str], opt_ml_problem: str | None = None
+    ):
         self.mechanism = mechanism
         self.failures = failures
+        self.opt_ml_problem = opt_ml_problem
+
+    @property
+    def opt_ml(self) -> bool:
+        return self.mechanism == "namespace" and self.opt_ml_problem is None
 
 
 def _libc() -> ctypes.CDLL:
@@ -118,8 +146,12 @@ def _write(path: str, text: str) -> None:
         f.write(text.encode())
 
 
-def _enter_namespace(hosts_file: str, user: bool) -> None:
-    """Enter a new mount (and, with ``user``, user) namespace; bind ``hosts_file`` on /etc/hosts."""
+def _enter_namespace(hosts_file: str, user: bool, opt_ml: str | None = None) -> str | None:
+    """Enter a new mount (and, with ``user``, user) namespace; bind ``hosts_file`` on /etc/hosts
+    and, with ``opt_ml``, that directory on ``/opt/ml`` (:func:`bind_opt_ml`).
+
+    Returns why ``/opt/ml`` could not be bound (the namespace stands), else None.
+    """
     libc = _libc()
     uid, gid = os.geteuid(), os.getegid()
     flags = _CLONE_NEWNS | (_CLONE_NEWUSER if user else 0)
@@ -128,8 +160,30 @@ def _enter_namespace(hosts_file: str, user: bool) -> None:
         _write("/proc/self/setgroups", "deny")
         _write("/proc/self/uid_map", f"{uid} {uid} 1")
         _write("/proc/self/gid_map", f"{gid} {gid} 1")
+    return private_mounts(hosts_file, opt_ml)
+
+
+def private_mounts(hosts_file: str, opt_ml: str | None) -> str | None:
+    """In a mount namespace just made: the hosts file and, with ``opt_ml``, ``/opt/ml``.
+
+    Returns why ``/opt/ml`` could not be bound, else None.
+    """
+    libc = _libc()
     # Nothing done here may reach the machine's mount table.
     _check(libc.mount(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None), "mount --make-rprivate /")
+    bind_hosts_file(hosts_file)
+    if opt_ml is None:
+        return None
+    try:
+        bind_opt_ml(opt_ml)
+    except OSError as exc:
+        return str(exc)
+    return None
+
+
+def bind_hosts_file(hosts_file: str) -> None:
+    """In this process's own mount namespace: ``hosts_file`` becomes ``/etc/hosts``."""
+    libc = _libc()
     _check(libc.mount(hosts_file.encode(), b"/etc/hosts", None, _MS_BIND, None), "bind mount")
     for socket_path in _NSCD_SOCKETS:  # a caching nscd would answer from the real file
         if os.path.exists(socket_path):
@@ -138,9 +192,86 @@ def _enter_namespace(hosts_file: str, user: bool) -> None:
     with open("/etc/hosts", "rb") as seen, open(hosts_file, "rb") as wanted:
         if seen.read() != wanted.read():
             raise OSError("the bind mount did not replace /etc/hosts")
+    for socket_path in _NSCD_SOCKETS:  # a caching nscd would answer from the real file
+        if os.path.exists(socket_path):
+            with contextlib.suppress(OSError):
+                _check(libc.mount(b"/dev/null", socket_path.encode(), None, _MS_BIND, None), "")
 
 
-def _probe_namespace(hosts_file: str, user: bool) -> str | None:
+def bind_opt_ml(tree: str) -> None:
+    """In this process's own mount namespace: the host's tree ``tree`` becomes ``/opt/ml``.
+
+    Scripts written for SageMaker use literal paths (``/opt/ml/model/m.pt``); here
+    they land in this host's model, output, checkpoint and input directories. Where
+    the machine has no ``/opt/ml`` (the usual case) a mount point is needed without
+    touching the machine: ``/opt`` is covered with a tmpfs in this namespace holding
+    the real ``/opt``'s entries, each bound back from an fd opened before, plus an
+    empty ``ml``. Without ``/opt`` there is no place to mount on: OSError.
+    """
+    libc = _libc()
+    if not os.path.isdir(OPT_ML):
+        _make_opt_ml_mount_point(libc)
+    _check(
+        libc.mount(tree.encode(), OPT_ML.encode(), None, _MS_BIND | _MS_REC, None), "bind /opt/ml"
+    )
+    if not os.path.samefile(OPT_ML, tree):
+        raise OSError(f"the bind mount did not make {tree} {OPT_ML}")
+
+
+def _make_opt_ml_mount_point(libc: ctypes.CDLL) -> None:
+    opt = os.path.dirname(OPT_ML)
+    if not os.path.isdir(opt) or os.path.islink(opt):
+        raise OSError(f"this machine has no {opt} directory to put /opt/ml in")
+    real = os.open(opt, os.O_RDONLY | os.O_DIRECTORY)
+    try:
+        names = os.listdir(real)
+        _check(
+            libc.mount(b"tmpfs", opt.encode(), b"tmpfs", _MS_NOSUID | _MS_NODEV, b"mode=0755"),
+            f"mount tmpfs on {opt}",
+        )
+        for name in names:  # the real /opt's entries, as they were
+            source = f"/proc/self/fd/{real}/{name}"
+            target = os.path.join(opt, name)
+            st = os.lstat(source)
+            if stat.S_ISLNK(st.st_mode):
+                os.symlink(os.readlink(source), target)
+                continue
+            if stat.S_ISDIR(st.st_mode):
+                os.mkdir(target)
+            else:
+                os.close(os.open(target, os.O_WRONLY | os.O_CREAT, 0o600))
+            _check(
+                libc.mount(source.encode(), target.encode(), None, _MS_BIND | _MS_REC, None),
+                f"bind {opt}/{name} back",
+            )
+        os.mkdir(OPT_ML, 0o755)
+    finally:
+        os.close(real)
+
+
+def become_host(environ: Mapping[str, str]) -> str | None:
+    """A rank that one launcher started for another host takes that host's ``/opt/ml``.
+
+    Under one torchrun for every ``local_process`` host, the ranks of ``algo-2`` are
+    children of ``algo-1``'s runtime and see its mount namespace. The host
+    environment the rank adopts names its own tree (``$LAUNCHBAY_OPT_ML``); the rank
+    then makes a mount namespace of its own (nested in its launcher's) binding that
+    tree on ``/opt/ml``. Call it while single-threaded. Returns why not, else None.
+    """
+    tree = environ.get(OPT_ML_ENV)
+    hosts_file = environ.get(ENV.HOSTS_FILE)
+    if not tree or not hosts_file:
+        return None
+    with contextlib.suppress(OSError):
+        if os.path.samefile(OPT_ML, tree):
+            return None  # the host's own runtime started this rank
+    try:
+        return _enter_namespace(hosts_file, os.geteuid() != 0, tree)
+    except OSError as exc:
+        return str(exc)
+
+
+def _probe_namespace(hosts_file: str, user: bool, opt_ml: str | None) -> str | None:
     """Try the namespace in a forked child (a half-made user namespace cannot be undone)."""
     read_end, write_end = os.pipe()
     pid = os.fork()
@@ -148,7 +279,7 @@ def _probe_namespace(hosts_file: str, user: bool) -> str | None:
         code = 0
         try:
             os.close(read_end)
-            _enter_namespace(hosts_file, user)
+            _enter_namespace(hosts_file, user, opt_ml)
         except BaseException as exc:
             with contextlib.suppress(OSError):
                 os.write(write_end, str(exc).encode()[:500])
@@ -163,22 +294,22 @@ def _probe_namespace(hosts_file: str, user: bool) -> str | None:
     return message or f"exit status {status}"
 
 
-def _namespace(hosts_file: str, failures: list[str]) -> bool:
+def _namespace(hosts_file: str, opt_ml: str | None, failures: list[str]) -> HostNames | None:
     if not sys.platform.startswith("linux"):
         failures.append(f"namespace: needs Linux (this is {sys.platform})")
-        return False
+        return None
     attempts = [False, True] if os.geteuid() == 0 else [True]
     for user in attempts:
         what = "user+mount namespace" if user else "mount namespace"
-        problem = _probe_namespace(hosts_file, user)
+        problem = _probe_namespace(hosts_file, user, opt_ml)
         if problem is None:
             try:
-                _enter_namespace(hosts_file, user)
-                return True
+                opt_ml_problem = _enter_namespace(hosts_file, user, opt_ml)
+                return HostNames("namespace", failures, opt_ml_problem=opt_ml_problem)
             except OSError as exc:
                 problem = str(exc)
         failures.append(f"{what}: {problem}")
-    return False
+    return None
 
 
 def nss_wrapper_library(environ: Mapping[str, str] | None = None) -> str | None:
@@ -235,9 +366,12 @@ def _nss_wrapper_hosts_file(hosts_file: str) -> str:
     return path
 
 
-def apply(environ: MutableMapping[str, str] | None = None) -> HostNames | None:
+def apply(
+    environ: MutableMapping[str, str] | None = None, opt_ml: str | None = None
+) -> HostNames | None:
     """Make the job's host names resolve here (see the module doc); ``None`` when not asked.
 
+    With ``opt_ml`` (this host's tree), the namespace also binds it on ``/opt/ml``.
     Call it while the process is single-threaded, before anything is started.
     Raises :class:`TrainingSetupError` for a bad ``LAUNCHBAY_HOST_NAMES`` or
     when the mechanism it names cannot be used.
@@ -253,8 +387,10 @@ def apply(environ: MutableMapping[str, str] | None = None) -> HostNames | None:
     if not hosts_file or mode == "off":
         return None
     failures: list[str] = []
-    if mode in ("auto", "namespace") and _namespace(hosts_file, failures):
-        return HostNames("namespace", failures)
+    if mode in ("auto", "namespace"):
+        made = _namespace(hosts_file, opt_ml, failures)
+        if made is not None:
+            return made
     if mode in ("auto", "nss_wrapper") and _nss_wrapper(hosts_file, environ, failures):
         return HostNames("nss_wrapper", failures)
     if mode != "auto":

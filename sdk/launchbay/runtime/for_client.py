@@ -22,15 +22,21 @@ from launchbay.runtime._confine import (
     unlink_beneath,
 )
 from launchbay.runtime._hostnames import write_hosts_file
-from launchbay.runtime._procs import descendants, describe_exit, is_alive
+from launchbay.runtime._netns import HOLDER_ENV, MAX_HOSTS, host_address, proxy_environment
+from launchbay.runtime._procs import descendants, describe_exit, fit_lines, is_alive
 from launchbay.runtime._records import read_records
 
 __all__ = [
+    "HOLDER_ENV",
+    "MAX_HOSTS",
     "TreeEntry",
     "describe_exit",
     "descendants",
+    "fit_lines",
+    "host_address",
     "is_alive",
     "open_regular",
+    "proxy_environment",
     "reached_without_links",
     "read_beneath",
     "read_records",

@@ -73,14 +73,14 @@ import stat
 import sys
 import time
 
-from launchbay.runtime import _hostnames, _triage, contract
+from launchbay.runtime import _hostnames, _netns, _triage, contract
 from launchbay.runtime._shared import SharedDir
 from launchbay.runtime._supervisor import Supervisor, make_io_dir
 from launchbay.runtime.code import fetch_code, prepare_requirements, resolve_entry_point
 from launchbay.runtime.errors import TrainingSetupError
 from launchbay.runtime.launchers import LaunchContext, build_plan
 from launchbay.runtime.launchers.torchrun import MASTER_PORT
-from launchbay.runtime.names import HP
+from launchbay.runtime.names import ENV, HP
 from launchbay.runtime.settings import RuntimeSettings
 
 __all__ = ["main", "rank_environment", "run"]
@@ -180,12 +180,28 @@ def _fail_setup(
     return 1
 
 
-def _resolve_host_names(env: contract.TrainingEnv) -> None:
-    """local_process: make ``algo-N`` resolve for everything this host starts (:mod:`._hostnames`)."""
-    result = _hostnames.apply()
+def _resolve_host_names(env: contract.TrainingEnv, tree: str) -> None:
+    """local_process: make ``algo-N`` resolve for everything this host starts, and give the
+    host its own ``/opt/ml`` (``tree``), in a mount namespace of its own (:mod:`._hostnames`)."""
+    if os.environ.get(_netns.HOLDER_ENV):
+        _join_job_network(env, tree)
+        return
+    if os.environ.get(ENV.HOSTS_FILE):  # local_process: the hosts share this machine's network
+        os.environ[_triage.HOST_NETWORK_VAR] = "shared"
+    result = _hostnames.apply(opt_ml=tree)
     if result is None:
         return
     names = ", ".join(env.hosts)
+    if result.opt_ml:
+        os.environ[_hostnames.OPT_ML_ENV] = tree  # ranks of this host started elsewhere rebind it
+    else:
+        logger.warning(
+            "This host has no /opt/ml of its own (%s): a script that writes to a literal "
+            "/opt/ml path writes to this machine's /opt/ml, shared by every host and left "
+            "out of model.tar.gz and output.tar.gz. Use the SM_* paths, or Docker mode "
+            "(docs/local.md).",
+            result.opt_ml_problem or "; ".join(result.failures) or "LAUNCHBAY_HOST_NAMES=off",
+        )
     if result.mechanism:
         logger.debug("Host names %s resolve to 127.0.0.1 (%s)", names, result.mechanism)
         return
@@ -196,6 +212,30 @@ def _resolve_host_names(env: contract.TrainingEnv) -> None:
         names,
         "; ".join(result.failures),
     )
+
+
+def _join_job_network(env: contract.TrainingEnv, tree: str) -> None:
+    """This host's own network, host name, ``/etc/hosts`` and ``/opt/ml`` (:mod:`._netns`)."""
+    holder = os.environ[_netns.HOLDER_ENV]
+    hosts_file = os.environ.get(ENV.HOSTS_FILE, "")
+    try:
+        _netns.join(int(holder), env.hosts.index(env.current_host), env.current_host)
+        problem = _hostnames.private_mounts(hosts_file, tree)
+    except (OSError, ValueError) as exc:
+        raise TrainingSetupError(
+            f"{env.current_host} could not join the job's network (switch pid {holder}): {exc}. "
+            "Set LAUNCHBAY_HOST_NETWORK=shared to run the hosts on this machine's network "
+            "(docs/local.md)."
+        ) from exc
+    os.environ[_triage.HOST_NETWORK_VAR] = "own"
+    shared_dir = os.environ.get(ENV.SHARED_DIR)
+    if shared_dir:  # a script's own mpirun reaches the other hosts as through ssh
+        _netns.publish(shared_dir, env.current_host)
+        os.environ.setdefault("OMPI_MCA_plm_rsh_agent", _netns.rsh_agent())
+    if problem:
+        logger.warning("This host has no /opt/ml of its own (%s); see docs/local.md.", problem)
+    else:
+        os.environ[_hostnames.OPT_ML_ENV] = tree
 
 
 def _setup_logging() -> None:
@@ -253,7 +293,7 @@ def _run() -> int:
         return _fail_setup(p, socket.gethostname(), f"Invalid training configuration: {exc}")
     host = env.current_host
     try:
-        _resolve_host_names(env)
+        _resolve_host_names(env, p.base_dir)
     except TrainingSetupError as exc:
         return _fail_setup(p, host, str(exc))
     if isinstance(env.log_level, int):

@@ -37,6 +37,7 @@ import contextlib
 import functools
 import logging
 import os
+import select
 import shutil
 import signal
 import socket
@@ -44,6 +45,7 @@ import subprocess
 import sys
 import tempfile
 import time
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -52,7 +54,14 @@ from launchbay.backends.local.hosts import POLL, RUNTIME_MARGIN, prepare_hosts
 from launchbay.backends.local.layout import JobLayout
 from launchbay.backends.local.logs import join_readers, start_watcher
 from launchbay.backends.local.record import LocalJob, job_arn
-from launchbay.runtime.for_client import descendants, write_hosts_file
+from launchbay.runtime.for_client import (
+    HOLDER_ENV,
+    MAX_HOSTS,
+    descendants,
+    host_address,
+    proxy_environment,
+    write_hosts_file,
+)
 from launchbay.runtime.settings import RuntimeSettings
 
 __all__ = ["ProcessHosts", "free_port_block"]
@@ -184,7 +193,8 @@ class ProcessHosts:
     """Runs each host of a local job as a process group (a :class:`~launchbay.backends.local.hosts.HostRunner`)."""
 
     def check_can_run(self, request: Mapping[str, Any], hosts: list[str]) -> None:
-        """Nothing to refuse beyond the control loop's own checks."""
+        """Refuse a bad ``LAUNCHBAY_HOST_NETWORK`` before anything starts."""
+        network_setting(request)
 
     def check_name(self, name: str, job_dir: str) -> None:
         """Process groups are not named after the job: no other job's hosts can clash."""
@@ -194,7 +204,10 @@ class ProcessHosts:
 
     def start(self, job: LocalJob) -> None:
         layout = job.layout
-        env = self._host_environment(job)
+        network = _JobNetwork.start(job)
+        if network is not None:
+            _NETWORKS[layout.job_dir] = network
+        env = self._host_environment(job, network)
         preexec = _parent_death_signal()
         with job.lock:
             for host in job.hosts:
@@ -235,16 +248,22 @@ class ProcessHosts:
             f.write(path + "\n")
         return path
 
-    def _host_environment(self, job: LocalJob) -> dict[str, str]:
+    def _host_environment(self, job: LocalJob, network: _JobNetwork | None) -> dict[str, str]:
         layout = job.layout
         env = dict(os.environ)
+        addresses = {h: "127.0.0.1" for h in job.hosts}
+        if network is not None:
+            addresses = {h: host_address(i) for i, h in enumerate(job.hosts)}
+            env.update(proxy_environment(job.hosts))
+            env[HOLDER_ENV] = str(network.switch_pid)
         env.update({str(k): str(v) for k, v in (job.request.get("Environment") or {}).items()})
         port = free_port_block(2 * len(job.hosts) + 2)
+        hosts_file = os.path.join(layout.job_dir, "hosts")
         settings = RuntimeSettings(
             local_process=True,
             standins=True,
-            host_addresses={h: "127.0.0.1" for h in job.hosts},
-            hosts_file=write_hosts_file(os.path.join(layout.job_dir, "hosts"), job.hosts),
+            host_addresses=addresses,
+            hosts_file=write_hosts_file(hosts_file, job.hosts, addresses if network else None),
             master_port=port,
             shared_dir=layout.shared_dir,
             grace_seconds=job.grace,
@@ -296,6 +315,7 @@ class ProcessHosts:
             while time.monotonic() < deadline and _job_processes(job.layout.job_dir):
                 time.sleep(POLL)
         _remove_tmpdirs(job.layout.job_dir)
+        _stop_network(job.layout.job_dir)
         join_readers(job)
 
     def hard_kill(self, job: LocalJob) -> None:
@@ -305,6 +325,7 @@ class ProcessHosts:
             _killpg(pid, signal.SIGKILL)
         _kill(below | _job_processes(job.layout.job_dir), signal.SIGKILL)
         _remove_tmpdirs(job.layout.job_dir)
+        _stop_network(job.layout.job_dir)
 
     def stop_orphan_hosts(self, name: str, layout: JobLayout, grace: float) -> None:
         """Stop the hosts of a job whose client died: SIGTERM, SIGKILL after the grace period.
@@ -340,6 +361,111 @@ class ProcessHosts:
 
     def orphan_host_request(self, request: dict[str, Any]) -> dict[str, Any]:
         return request
+
+
+# --------------------------------------------------------------------------- job networks
+
+#: Set to ``shared`` (caller's environment or the job's ``environment=``) to run the
+#: hosts on this machine's network instead of a network of their own.
+NETWORK_SETTING = "LAUNCHBAY_HOST_NETWORK"
+_NETWORK_VALUES = ("own", "shared")
+_NETWORK_START_SECONDS = 10.0
+_NETWORKS: dict[str, _JobNetwork] = {}
+_network_warned: list[str] = []
+
+
+def network_setting(request: Mapping[str, Any]) -> str:
+    """``own`` or ``shared``: the job's ``environment=``, else the caller's, else ``own``."""
+    environment = request.get("Environment") or {}
+    raw = str(environment.get(NETWORK_SETTING, os.environ.get(NETWORK_SETTING, "own")))
+    setting = raw.strip().lower() or "own"
+    if setting not in _NETWORK_VALUES:
+        raise ValueError(
+            f"Invalid {NETWORK_SETTING}={raw!r}. Accepted: own (each host its own network "
+            "namespace, the default), shared (this machine's network)."
+        )
+    return setting
+
+
+class _JobNetwork:
+    """The job's switch and relay (``python -m launchbay.runtime._netns``), one per job."""
+
+    def __init__(self, proc: subprocess.Popen[bytes], switch_pid: int):
+        self.proc = proc
+        self.switch_pid = switch_pid
+
+    @classmethod
+    def start(cls, job: LocalJob) -> _JobNetwork | None:
+        """The job's network, or None (shared network) with one warning per process."""
+        environment = job.request.get("Environment") or {}
+        setting = network_setting(job.request)
+        names = str(
+            environment.get("LAUNCHBAY_HOST_NAMES", os.environ.get("LAUNCHBAY_HOST_NAMES", ""))
+        )
+        if setting == "shared" or names.strip().lower() in ("nss_wrapper", "off"):
+            return None  # asked for: no warning
+        if len(job.hosts) > MAX_HOSTS:
+            _shared_network(f"more than {MAX_HOSTS} hosts")
+            return None
+        if not sys.platform.startswith("linux"):
+            _shared_network(f"needs Linux (this is {sys.platform})")
+            return None
+        env = dict(os.environ)
+        extra_path = _launchbay_path()
+        if extra_path:
+            env["PYTHONPATH"] = os.pathsep.join(
+                [extra_path, *[p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]]
+            )
+        proc = subprocess.Popen(
+            [sys.executable, "-m", "launchbay.runtime._netns"],
+            stdin=subprocess.PIPE,
+            stdout=subprocess.PIPE,
+            stderr=subprocess.DEVNULL,
+            env=env,
+            start_new_session=True,  # Ctrl-C is the job's to handle, not the switch's
+        )
+        assert proc.stdout is not None
+        line = b""
+        if select.select([proc.stdout], [], [], _NETWORK_START_SECONDS)[0]:
+            line = proc.stdout.readline()
+        word, _, rest = line.decode(errors="replace").strip().partition(" ")
+        if word == "ready" and rest.isdigit():
+            return cls(proc, int(rest))
+        _end(proc)
+        _shared_network(rest or "the job's network did not start")
+        return None
+
+
+def _shared_network(reason: str) -> None:
+    if reason not in _network_warned:
+        _network_warned.append(reason)
+        warnings.warn(
+            f"The hosts of this local_process job share this machine's network ({reason}): "
+            "they cannot each bind the same port, and algo-N all resolve to 127.0.0.1. "
+            "Scripts that do (a group of their own on 127.0.0.1:29500 on every host, "
+            "TF_CONFIG workers at algo-N:7777) need root or unprivileged user namespaces "
+            "here, or Docker mode (instance_type='local'); docs/local.md.",
+            stacklevel=2,
+        )
+
+
+def _end(proc: subprocess.Popen[bytes]) -> None:
+    with contextlib.suppress(OSError):
+        if proc.stdin is not None:
+            proc.stdin.close()
+    try:
+        proc.wait(timeout=5)
+    except subprocess.TimeoutExpired:
+        proc.kill()
+        proc.wait()
+    if proc.stdout is not None:
+        proc.stdout.close()
+
+
+def _stop_network(job_dir: str) -> None:
+    network = _NETWORKS.pop(job_dir, None)
+    if network is not None:
+        _end(network.proc)
 
 
 #: The per-host temporary directories of a job, one per line, in its job dir.

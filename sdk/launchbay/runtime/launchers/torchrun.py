@@ -19,6 +19,8 @@ toolkit's NCCL/EFA variables are set.
 
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from launchbay.runtime.errors import TrainingSetupError
 from launchbay.runtime.launchers.base import (
     BOOTSTRAP_MODULE,
@@ -97,10 +99,19 @@ def torchrun_argv(ctx: LaunchContext, single_node_of: int | None = None) -> list
     return argv + ["-m", BOOTSTRAP_MODULE, *python_target(ctx.entry, ctx.args)]
 
 
+def local_interface(environ: Mapping[str, str]) -> str:
+    """The interface a ``local_process`` host's ranks talk on: ``eth0`` on the job's network
+    (each host its own, see runtime._netns), else loopback."""
+    return "eth0" if environ.get("LAUNCHBAY_HOST_NETWORK") == "own" else "lo"
+
+
 def _network_env(ctx: LaunchContext) -> dict[str, str]:
     base = ctx.base_env
     if ctx.settings.local_process:
-        return {name: base.get(name, "lo") for name in ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME")}
+        iface = local_interface(base)
+        return {
+            name: base.get(name, iface) for name in ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME")
+        }
     extra = {
         "NCCL_SOCKET_IFNAME": str(ctx.env.network_interface_name),
         "NCCL_PROTO": "simple",

@@ -1,0 +1,155 @@
+"""``local_process``: each host owns its ``/opt/ml``, its ports and its name (issue 22).
+
+Real runtimes, real namespaces (these tests run as root; unprivileged user
+namespaces give the same), real torch/gloo. See :mod:`launchbay.runtime._netns`,
+:mod:`launchbay.runtime._hostnames` and docs/local.md ("What a local host owns").
+"""
+
+from __future__ import annotations
+
+import http.server
+import json
+import os
+import threading
+from pathlib import Path
+
+import pytest
+
+from job_outputs import archive_members, file_uri
+from launchbay import JobFailedError
+from launchbay.pytorch import PyTorch
+
+pytestmark = pytest.mark.filterwarnings("ignore:framework_version=:UserWarning")
+
+SCRIPTS = Path(__file__).parent / "local_process_scripts"
+NETWORKS = ["own", "shared"]
+
+
+def _estimator(entry_point: str, out: Path, network: str = "own", **kwargs) -> PyTorch:
+    environment = {"LAUNCHBAY_HOST_NETWORK": network, **kwargs.pop("environment", {})}
+    return PyTorch(
+        entry_point=entry_point,
+        source_dir=str(SCRIPTS),
+        role=None,
+        instance_type="local_process",
+        instance_count=kwargs.pop("instance_count", 2),
+        framework_version="2.8.0",
+        py_version="py312",
+        output_path=file_uri(out),
+        environment=environment,
+        **kwargs,
+    )
+
+
+def _opt_ml_state() -> list[str] | None:
+    """The machine's /opt/ml as this (test) process sees it: None when there is none."""
+    if not os.path.lexists("/opt/ml"):
+        return None
+    return sorted(str(p) for p in Path("/opt/ml").rglob("*"))
+
+
+def _switches(home: Path) -> list[int]:
+    """This test's job network processes (``python -m launchbay.runtime._netns``) left."""
+    found = []
+    for name in os.listdir("/proc"):
+        if name.isdigit():
+            try:
+                cmdline = Path(f"/proc/{name}/cmdline").read_bytes()
+                environ = Path(f"/proc/{name}/environ").read_bytes().split(b"\0")
+            except OSError:
+                continue
+            mine = f"LAUNCHBAY_HOME={home}".encode() in environ
+            if mine and b"launchbay.runtime._netns" in cmdline:
+                found.append(int(name))
+    return found
+
+
+@pytest.mark.parametrize("network", NETWORKS)
+def test_literal_opt_ml_paths_land_in_the_hosts_archives(home, tmp_path, network):
+    before = _opt_ml_state()
+    est = _estimator(
+        "opt_ml_literal.py",
+        tmp_path / "out",
+        network,
+        distribution={"torch_distributed": {"enabled": True}},
+    )
+    est.fit(logs=False)
+    job = tmp_path / "out" / est.latest_training_job.name / "output"
+    model = archive_members(job / "model.tar.gz")
+    output = archive_members(job / "output.tar.gz")
+    # One torchrun for both hosts: algo-2's rank is a child of algo-1's runtime, and still
+    # sees algo-2's tree at /opt/ml.
+    expected = {"algo-1-0.txt": b"True", "algo-2-1.txt": b"True"}
+    assert {k: v for k, v in model.items() if k.endswith(".txt")} == expected
+    assert {k.rpartition("/")[2]: v for k, v in output.items() if k.endswith(".txt")} == expected
+    assert _opt_ml_state() == before  # the machine's /opt/ml: untouched (here: none)
+    assert not _switches(home)
+
+
+def test_two_hosts_bind_the_same_loopback_port_and_their_own_names(home, tmp_path):
+    est = _estimator("same_ports.py", tmp_path / "out")
+    est.fit(logs=False)
+    model = archive_members(
+        tmp_path / "out" / est.latest_training_job.name / "output" / "model.tar.gz"
+    )
+    reports = {name: json.loads(model[f"{name}.json"]) for name in ("algo-1", "algo-2")}
+    assert reports["algo-1"]["seen"] == {"algo-2": "algo-2"}
+    assert reports["algo-2"]["seen"] == {"algo-1": "algo-1"}
+    for host, report in reports.items():
+        assert report["hostname"] == host  # its own name, as in a container
+        assert report["address"] == f"10.213.0.{host[-1]}"
+    assert not _switches(home)  # the job's switch and relay ended with it
+
+
+def test_the_same_port_on_a_shared_loopback_names_the_cause(home, tmp_path):
+    est = _estimator("same_ports.py", tmp_path / "out", network="shared")
+    with pytest.raises(JobFailedError):
+        est.fit(logs=False)
+    reason = est.latest_training_job.describe()["FailureReason"]
+    assert "Address already in use" in reason
+    assert "loopback" in reason and "instance_type='local'" in reason
+
+
+class _Answer(http.server.BaseHTTPRequestHandler):
+    def do_GET(self) -> None:  # noqa: N802 - http.server's name
+        body = f"client loopback {self.path}".encode()
+        self.send_response(200)
+        self.send_header("Content-Length", str(len(body)))
+        self.end_headers()
+        self.wfile.write(body)
+
+    def log_message(self, *args: object) -> None:
+        pass
+
+
+def test_a_host_reaches_the_clients_network_through_the_relay(home, tmp_path):
+    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Answer)
+    threading.Thread(target=server.serve_forever, daemon=True).start()
+    port = server.server_address[1]
+    try:
+        est = _estimator(
+            "outside.py",
+            tmp_path / "out",
+            instance_count=1,
+            hyperparameters={
+                "url": f"http://127.0.0.1:{port}/plain",
+                "tunnel": f"127.0.0.1:{port}",
+            },
+        )
+        est.fit(logs=False)
+    finally:
+        server.shutdown()
+        server.server_close()
+    model = archive_members(
+        tmp_path / "out" / est.latest_training_job.name / "output" / "model.tar.gz"
+    )
+    assert json.loads(model["outside.json"]) == {
+        "plain": "client loopback /plain",
+        "tunnel": "client loopback /tunnel",
+    }
+
+
+def test_a_bad_network_setting_is_refused_naming_it(home, tmp_path):
+    est = _estimator("same_ports.py", tmp_path / "out", network="bridge")
+    with pytest.raises(ValueError, match=r"LAUNCHBAY_HOST_NETWORK='bridge'.*Accepted: own"):
+        est.fit(logs=False)
