@@ -17,6 +17,7 @@ import pytest
 
 from job_outputs import archive_members, file_uri
 from launchbay import JobFailedError
+from launchbay.backends.local import process_hosts
 from launchbay.pytorch import PyTorch
 
 pytestmark = pytest.mark.filterwarnings("ignore:framework_version=:UserWarning")
@@ -153,3 +154,18 @@ def test_a_bad_network_setting_is_refused_naming_it(home, tmp_path):
     est = _estimator("same_ports.py", tmp_path / "out", network="bridge")
     with pytest.raises(ValueError, match=r"LAUNCHBAY_HOST_NETWORK='bridge'.*Accepted: own"):
         est.fit(logs=False)
+
+
+def test_no_mount_namespace_warns_once_naming_what_happens_to_opt_ml(home, tmp_path, monkeypatch):
+    # LAUNCHBAY_HOST_NAMES=off asks for no namespace at all: the hosts have no /opt/ml of
+    # their own, as on a machine without user namespaces; fit() says so, once per process
+    # (an earlier test in this process may have had the warning: start afresh).
+    monkeypatch.setattr(process_hosts, "_network_warned", [])
+    est = _estimator("noop.py", tmp_path / "out", environment={"LAUNCHBAY_HOST_NAMES": "off"})
+    with pytest.warns(UserWarning) as caught:
+        est.fit(logs=False)
+        est.fit(logs=False)
+    messages = [str(w.message) for w in caught if "/opt/ml" in str(w.message)]
+    assert len(messages) == 1, messages
+    assert "LAUNCHBAY_HOST_NAMES=off makes no mount namespace" in messages[0]
+    assert "left out of model.tar.gz" in messages[0] and "SM_MODEL_DIR" in messages[0]

@@ -271,6 +271,41 @@ def become_host(environ: Mapping[str, str]) -> str | None:
         return str(exc)
 
 
+_NAMESPACE_PROBE: list[str | None] = []
+
+
+def namespace_problem() -> str | None:
+    """Why this process's children could not have a mount namespace, or None (probed once)."""
+    if not _NAMESPACE_PROBE:
+        if not sys.platform.startswith("linux"):
+            _NAMESPACE_PROBE.append(f"needs Linux (this is {sys.platform})")
+        else:
+            _NAMESPACE_PROBE.append(_probe_unshare(os.geteuid() != 0))
+    return _NAMESPACE_PROBE[0]
+
+
+def _probe_unshare(user: bool) -> str | None:
+    """Can a forked child of this process make a mount (and user) namespace?"""
+    read_end, write_end = os.pipe()
+    pid = os.fork()
+    if pid == 0:
+        code = 0
+        try:
+            os.close(read_end)
+            flags = _CLONE_NEWNS | (_CLONE_NEWUSER if user else 0)
+            _check(_libc().unshare(flags), "unshare(CLONE_NEWUSER | CLONE_NEWNS)")
+        except BaseException as exc:
+            with contextlib.suppress(OSError):
+                os.write(write_end, str(exc).encode()[:500])
+            code = 1
+        os._exit(code)
+    os.close(write_end)
+    with os.fdopen(read_end, "rb") as pipe:
+        message = pipe.read().decode(errors="replace")
+    _, status = os.waitpid(pid, 0)
+    return None if os.waitstatus_to_exitcode(status) == 0 else (message or f"status {status}")
+
+
 def _probe_namespace(hosts_file: str, user: bool, opt_ml: str | None) -> str | None:
     """Try the namespace in a forked child (a half-made user namespace cannot be undone)."""
     read_end, write_end = os.pipe()

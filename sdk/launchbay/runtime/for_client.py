@@ -21,7 +21,7 @@ from launchbay.runtime._confine import (
     scan_tree,
     unlink_beneath,
 )
-from launchbay.runtime._hostnames import write_hosts_file
+from launchbay.runtime._hostnames import namespace_problem, write_hosts_file
 from launchbay.runtime._netns import HOLDER_ENV, MAX_HOSTS, host_address, proxy_environment
 from launchbay.runtime._procs import descendants, describe_exit, fit_lines, is_alive
 from launchbay.runtime._records import read_records
@@ -35,6 +35,7 @@ __all__ = [
     "fit_lines",
     "host_address",
     "is_alive",
+    "namespace_problem",
     "open_regular",
     "proxy_environment",
     "reached_without_links",

@@ -59,6 +59,7 @@ from launchbay.runtime.for_client import (
     MAX_HOSTS,
     descendants,
     host_address,
+    namespace_problem,
     proxy_environment,
     write_hosts_file,
 )
@@ -402,8 +403,12 @@ class _JobNetwork:
         names = str(
             environment.get("LAUNCHBAY_HOST_NAMES", os.environ.get("LAUNCHBAY_HOST_NAMES", ""))
         )
-        if setting == "shared" or names.strip().lower() in ("nss_wrapper", "off"):
-            return None  # asked for: no warning
+        mode = names.strip().lower()
+        if mode in ("nss_wrapper", "off"):
+            _no_private_opt_ml(f"LAUNCHBAY_HOST_NAMES={mode} makes no mount namespace")
+            return None
+        if setting == "shared":
+            return None  # asked for; the hosts still get their own /opt/ml
         if len(job.hosts) > MAX_HOSTS:
             _shared_network(f"more than {MAX_HOSTS} hosts")
             return None
@@ -436,7 +441,23 @@ class _JobNetwork:
         return None
 
 
+def _no_private_opt_ml(reason: str) -> None:
+    if reason not in _network_warned:
+        _network_warned.append(reason)
+        warnings.warn(
+            f"The hosts of this local_process job get no /opt/ml of their own ({reason}): "
+            "a script that writes to a literal /opt/ml path writes to this machine's "
+            "/opt/ml, shared by every host and left out of model.tar.gz and output.tar.gz. "
+            "Use the SM_* paths (SM_MODEL_DIR, SM_OUTPUT_DATA_DIR), or Docker mode "
+            "(instance_type='local'); docs/local.md.",
+            stacklevel=3,
+        )
+
+
 def _shared_network(reason: str) -> None:
+    problem = namespace_problem()
+    if problem is not None:
+        _no_private_opt_ml(problem)
     if reason not in _network_warned:
         _network_warned.append(reason)
         warnings.warn(

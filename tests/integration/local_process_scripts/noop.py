@@ -1,0 +1,1 @@
+"""Does nothing: for tests about what happens around a script."""
