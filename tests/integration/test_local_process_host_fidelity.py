@@ -169,3 +169,27 @@ def test_no_mount_namespace_warns_once_naming_what_happens_to_opt_ml(home, tmp_p
     assert len(messages) == 1, messages
     assert "LAUNCHBAY_HOST_NAMES=off makes no mount namespace" in messages[0]
     assert "left out of model.tar.gz" in messages[0] and "SM_MODEL_DIR" in messages[0]
+
+
+def test_tf_workers_at_algo_n_on_the_same_port(home, tmp_path):
+    from launchbay.tensorflow import TensorFlow
+
+    est = TensorFlow(
+        entry_point="mwms_own_tf_config.py",
+        source_dir=str(SCRIPTS),
+        role=None,
+        instance_type="local_process",
+        instance_count=2,
+        framework_version="2.19.0",
+        py_version="py312",
+        output_path=file_uri(tmp_path / "out"),
+        environment={"TF_CPP_MIN_LOG_LEVEL": "2"},
+    )
+    est.fit(logs=False)
+    model = archive_members(
+        tmp_path / "out" / est.latest_training_job.name / "output" / "model.tar.gz"
+    )
+    assert {k: v for k, v in model.items() if k.endswith(".txt")} == {
+        "algo-1.txt": b"3.0",
+        "algo-2.txt": b"3.0",
+    }
