@@ -14,6 +14,7 @@ import os
 import signal
 import subprocess
 import sys
+from collections.abc import Callable
 
 __all__ = [
     "set_child_subreaper",
@@ -29,6 +30,8 @@ __all__ = [
     "signal_name",
     "describe_exit",
     "OOM_HINT",
+    "shorten_line",
+    "fit_lines",
 ]
 
 _PR_SET_PDEATHSIG = 1
@@ -217,3 +220,81 @@ def describe_exit(code: int | None, *, hint: bool = True) -> str:
         killed = f"killed by {signal_name(signum)} (signal {signum}){hint_text}"
         return killed if code < 0 else f"exit code {code}: {killed}"
     return f"exit code {code}"
+
+
+#: What stands for the middle of a line shortened by :func:`shorten_line`.
+ELISION = " [...] "
+
+
+def shorten_line(line: str, limit: int) -> str:
+    """``line`` within ``limit`` characters, with its start and its end kept.
+
+    A line that fits is returned whole. A longer one keeps about two thirds of
+    the room for its start and one third for its end (where a command's "returned
+    non-zero exit status 1" or an error's last words are), joined by
+    :data:`ELISION`; each part is cut at a space when one is near, so words are
+    not split.
+
+    >>> shorten_line("a" * 10, 10)
+    'aaaaaaaaaa'
+    >>> shorten_line("one two three four five six seven eight nine ten", 30)
+    'one two three [...] nine ten'
+    """
+    if len(line) <= limit:
+        return line
+    room = limit - len(ELISION)
+    if room < 2:
+        return line[: max(limit, 0)]
+    head_len = room * 2 // 3
+    tail_len = room - head_len
+    head = line[:head_len]
+    space = head.rfind(" ", head_len // 2)
+    if space > 0:
+        head = head[:space]
+    tail = line[len(line) - tail_len :]
+    space = tail.find(" ", 0, tail_len // 2)
+    if space >= 0:
+        tail = tail[space + 1 :]
+    return head.rstrip() + ELISION + tail.lstrip()
+
+
+def fit_lines(
+    lines: list[str], limit: int, left_out: Callable[[int], str], *, more: int = 0
+) -> str:
+    """Whole ``lines`` from the first, joined by newlines, within ``limit`` characters.
+
+    The lines that do not fit are dropped whole, from the last, and
+    ``left_out(count)`` (a line saying how many were dropped and where they are)
+    takes their place; ``more`` lines were left out before (the note is then
+    always there, and counts them). A first line longer than ``limit`` is
+    shortened with :func:`shorten_line`. Nothing is cut in the middle of a phrase.
+
+    >>> print(fit_lines(["first", "second", "third"], 15, lambda n: f"[{n} more]"))
+    first
+    [2 more]
+    """
+    if not lines:
+        return left_out(more)[:limit] if more else ""
+    if not more and sum(len(line) + 1 for line in lines) - 1 <= limit:
+        return "\n".join(lines)
+    kept = [shorten_line(lines[0], limit)]
+    used = len(kept[0])
+    for line in lines[1:]:
+        if used + 1 + len(line) > limit:
+            break
+        kept.append(line)
+        used += 1 + len(line)
+    while True:
+        if len(kept) == len(lines) and not more:
+            return "\n".join(kept)
+        while len(kept) > 1 and not kept[-1].strip():  # no blank line before the note
+            used -= 1 + len(kept.pop())
+        note = left_out(len(lines) - len(kept) + more)
+        if used + 1 + len(note) <= limit:
+            return "\n".join([*kept, note])
+        if len(kept) == 1:
+            room = limit - 1 - len(note)
+            if room < 1:
+                return kept[0]
+            return "\n".join([shorten_line(kept[0], room), note])
+        used -= 1 + len(kept.pop())

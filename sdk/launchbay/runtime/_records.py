@@ -8,6 +8,12 @@ else ``<base>/output/ranks``):
 * ``rank-<N>.json`` when it ends: the same plus ``exit_code`` and, for an
   uncaught exception, ``error`` (``Type: message``) and ``traceback`` (text).
 
+A process the rank started that runs the bootstrap too (a user's launcher that
+starts ``python -m launchbay.runtime._bootstrap ...`` or a nested launcher) is
+not the rank: it writes no start record and, when it fails, its end record as
+``rank-<N>.child-<pid>.json``, which triage reads as context for the rank's own
+failure (:func:`read_child_records`), never as the rank's.
+
 Files are written atomically (temp file + rename), so readers never see half a
 record. This module is imported by every rank: it stays tiny and stdlib only.
 """
@@ -19,7 +25,14 @@ import os
 import time
 from typing import Any
 
-__all__ = ["write_record", "read_records", "start_path", "end_path"]
+__all__ = [
+    "write_record",
+    "read_records",
+    "read_child_records",
+    "start_path",
+    "end_path",
+    "child_path",
+]
 
 
 def start_path(ranks_dir: str, rank: int) -> str:
@@ -30,6 +43,11 @@ def start_path(ranks_dir: str, rank: int) -> str:
 def end_path(ranks_dir: str, rank: int) -> str:
     """Where rank ``rank``'s end record lives."""
     return os.path.join(ranks_dir, f"rank-{rank}.json")
+
+
+def child_path(ranks_dir: str, rank: int, pid: int) -> str:
+    """Where a failed child process (``pid``) of rank ``rank`` leaves its end record."""
+    return os.path.join(ranks_dir, f"rank-{rank}.child-{pid}.json")
 
 
 def write_record(path: str, record: dict[str, Any]) -> None:
@@ -64,3 +82,28 @@ def read_records(ranks_dir: str) -> tuple[dict[int, dict[str, Any]], dict[int, d
             continue
         (starts if is_start else ends)[int(number)] = record
     return starts, ends
+
+
+def read_child_records(ranks_dir: str) -> dict[int, list[dict[str, Any]]]:
+    """The end records of the ranks' failed children, by rank, earliest first."""
+    found: dict[int, list[dict[str, Any]]] = {}
+    try:
+        names = os.listdir(ranks_dir)
+    except OSError:
+        return found
+    for name in names:
+        if not name.startswith("rank-") or not name.endswith(".json"):
+            continue
+        number, sep, pid = name[len("rank-") : -len(".json")].partition(".child-")
+        if not sep or not number.isdigit() or not pid.isdigit():
+            continue
+        try:
+            with open(os.path.join(ranks_dir, name), encoding="utf-8") as f:
+                record = json.load(f)
+        except (OSError, ValueError):
+            continue
+        if isinstance(record, dict):
+            found.setdefault(int(number), []).append(record)
+    for records in found.values():
+        records.sort(key=lambda r: float(r.get("timestamp") or 0))
+    return found

@@ -54,10 +54,16 @@ FAILURE_KILL_DELAY = 2.0
 CLEANUP_KILL_DELAY = 2.0
 HARD_STOP_AFTER_KILL = 5.0
 TAIL_LINES = 40
+#: Tracebacks in a rank's output whose exception line is kept (the earliest).
+EXCEPTIONS_KEPT = 16
+#: What torch puts before each line a torchrun worker writes to stderr on an error.
+_RANK_PREFIX = re.compile(r"^\[(?:rank|default)\d+\]:\s?")
 #: A second stop signal within this many seconds of the first is taken as a copy of it.
 SIGNAL_REPEAT_SECONDS = 1.0
 #: The longest piece of a line written to the host's output (a longer one is cut).
 MAX_LINE = MAX_LOG_LINE
+#: The longest exception line kept for the failure report.
+MAX_REPORTED_LINE = 2000
 #: What ends a line: a newline, or a carriage return (a progress bar's redraw).
 _LINE_END = re.compile(rb"\r\n|\r|\n")
 
@@ -72,6 +78,11 @@ class RankState:
     pid: int | None = None
     died_at: float | None = None
     traceback_seen_at: float | None = None
+    #: The exception line ending each traceback in the rank's output (the first
+    #: :data:`EXCEPTIONS_KEPT`): ``(time seen, line, whether the rank had started
+    #: processes then)``. Triage names one as the context of the rank's failure.
+    exceptions: list[tuple[float, str, bool]] = field(default_factory=list)
+    in_traceback: bool = False
 
 
 @dataclass
@@ -176,11 +187,25 @@ class Supervisor:
         if rank is not None and rank in self.outcome.ranks:
             state = self.outcome.ranks[rank]
             state.stderr_tail.append(text)
-            if state.traceback_seen_at is None and text.startswith("Traceback (most recent"):
-                state.traceback_seen_at = time.time()
+            self._note_traceback(state, _RANK_PREFIX.sub("", text))
         else:
             tails = self.outcome.launcher_tails.setdefault(stream.name, deque(maxlen=TAIL_LINES))
             tails.append(text)
+
+    def _note_traceback(self, state: RankState, text: str) -> None:
+        """Follow the tracebacks in a rank's stderr; keep each one's exception line."""
+        if text.startswith("Traceback (most recent"):
+            if state.traceback_seen_at is None:
+                state.traceback_seen_at = time.time()
+            state.in_traceback = True
+            return
+        if not state.in_traceback or not text.strip() or text[:1].isspace():
+            return
+        state.in_traceback = False
+        if len(state.exceptions) < EXCEPTIONS_KEPT:
+            # Whether the rank had started processes: a launcher's child printed it.
+            below = bool(state.pid and _procs.descendants(state.pid, include_zombies=True))
+            state.exceptions.append((time.time(), text.strip()[:MAX_REPORTED_LINE], below))
 
     def _emit_line(self, stream: _Stream, line: bytes) -> None:
         rank = stream.rank

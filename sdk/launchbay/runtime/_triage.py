@@ -11,6 +11,16 @@ Candidates, each with a time:
   traceback appeared), when no record is reachable;
 * a stop signal.
 
+A rank is the process the runtime (or its launcher) started; what the processes
+it starts in turn do is context, never a failure of a rank of its own. A user's
+launcher (the entry point, which starts ``python -m torch.distributed.run`` or
+its own workers) fails as itself, on its host and with its exit code, and the
+reason adds what its child raised: from the child's record when the child ran
+the bootstrap too (``rank-<N>.child-<pid>.json``), else from the tracebacks seen
+in the rank's output before the rank ended. A traceback in the output of a rank
+whose records are reachable is never a candidate: had the rank raised, its end
+record would say so.
+
 The root cause is the earliest rank-level candidate -- so a rank that raised
 is reported, not its peers that died later of the broken collective or of
 being torn down. Errors that read like fallout of another rank's death
@@ -21,13 +31,23 @@ them. Host-level candidates (a launcher's exit, another host's mark, setup
 errors) count only when no rank-level candidate exists. Candidates after a
 requested stop are consequences of it.
 
-Written on failure: ``<base>/output/failure`` (its first 1024 characters name
-host, rank, exit code and the last traceback lines; SageMaker shows those as
-FailureReason) and ``<base>/output/launchbay-failure.json``::
+Written on failure: ``<base>/output/failure`` and
+``<base>/output/launchbay-failure.json``. The failure file starts with the reason
+(SageMaker shows the start of the file as FailureReason): whole lines within
+:data:`HEAD_LIMIT` characters naming host, rank, exit code, the child's error, a
+hint where one applies, and the last traceback lines (the earliest of those are
+left out first, and the text says so). A line too long for its place
+keeps its start and its end around ``[...]`` (:func:`._procs.shorten_line`);
+nothing is cut mid-phrase. The other ranks and their stderr tails follow. ::
 
     {"host", "rank", "local_rank", "exit_code", "timestamp", "error",
-     "traceback_tail", "cause", "reporting_host",
+     "traceback_tail", "cause", "context", "hint", "reporting_host",
      "ranks": [{"rank", "host", "exit_code", "stderr_tail"}, ...]}
+
+Hint: where ``local_process`` hosts share this machine's loopback
+(``$LAUNCHBAY_HOST_NETWORK=shared`` in the runtime's environment), a failure
+whose text says a port was taken (``EADDRINUSE``, "Address already in use",
+"Could not start gRPC server") gets a line naming that cause and the way out.
 """
 
 from __future__ import annotations
@@ -35,6 +55,7 @@ from __future__ import annotations
 import os
 import re
 import signal
+from collections.abc import Mapping
 from dataclasses import asdict, dataclass
 from typing import Any
 
@@ -51,10 +72,34 @@ __all__ = [
     "failure_report",
     "write_failure_files",
     "setup_failure",
+    "network_hint",
+    "HOST_NETWORK_VAR",
+    "SHARED_LOOPBACK_HINT",
 ]
 
 TRACEBACK_LINES = 20
 REASON_LIMIT = 1024
+#: The reason at the start of the failure file: within SageMaker's 1024 characters
+#: after "AlgorithmError: ", with room for a line the client adds when it leaves
+#: the lines after the reason out.
+HEAD_LIMIT = REASON_LIMIT - len("AlgorithmError: ") - 128
+#: How much of the head line the error and the child's error may take.
+ERROR_LIMIT = 300
+CONTEXT_LIMIT = 240
+#: A traceback line in the reason.
+LINE_LIMIT = 200
+
+#: ``shared`` where the hosts of a local_process job share this machine's loopback
+#: (set by the runtime of such a host); ``own`` where each has its own.
+HOST_NETWORK_VAR = "LAUNCHBAY_HOST_NETWORK"
+SHARED_LOOPBACK_HINT = (
+    "local_process hosts share this machine's loopback here, so the same port cannot be "
+    "bound on two hosts; run with instance_type='local' (Docker), or allow unprivileged "
+    "user namespaces (docs/local.md)."
+)
+_PORT_TAKEN = re.compile(
+    r"EADDRINUSE|Address already in use|Could not start gRPC server", re.IGNORECASE
+)
 
 # Errors a rank gets because another rank died or hung (checked against the
 # error and the last traceback lines).
@@ -79,6 +124,10 @@ class Failure:
     error: str
     traceback_tail: str
     cause: str
+    #: What a process the rank started raised (``its child raised ...``), or "".
+    context: str = ""
+    #: A sentence on a known cause and the way out, or "".
+    hint: str = ""
 
 
 def _tail(text: str | None, lines: int = TRACEBACK_LINES) -> str:
@@ -137,7 +186,7 @@ def find_root_cause(
 ) -> Failure | None:
     """The earliest failure of the run, or ``None`` if there is nothing to report."""
     since = outcome.started_at - 1.0
-    _, ends = _records.read_records(ranks_dir)
+    starts, ends = _records.read_records(ranks_dir)
     candidates: list[Failure] = []
     for rank, end in ends.items():
         if end.get("timestamp", 0) < since or not (end.get("exit_code") or end.get("crashed")):
@@ -170,10 +219,12 @@ def find_root_cause(
     for rank, state in outcome.ranks.items():
         if rank in recorded or rank in ends or state.traceback_seen_at is None:
             continue
+        if _has_records(starts, rank, since):
+            continue  # it did not raise (its record would say so): a child's traceback
         tail = "\n".join(list(state.stderr_tail)[-TRACEBACK_LINES:])
         candidates.append(
             Failure(
-                host=None,
+                host=host if state.local_rank >= 0 else None,
                 rank=rank,
                 local_rank=state.local_rank if state.local_rank >= 0 else None,
                 exit_code=None,
@@ -201,13 +252,18 @@ def find_root_cause(
             )
     for spec in plan.main_processes:
         code = outcome.main_codes.get(spec.name)
-        if not code:
-            continue
+        if not code or (spec.rank is not None and spec.rank in recorded):
+            continue  # a rank's own end record says more than its exit code
         state = outcome.ranks.get(spec.rank) if spec.rank is not None else None
         tail_lines = (
             list(state.stderr_tail) if state else list(outcome.launcher_tails.get(spec.name, []))
         )
         tail = "\n".join(tail_lines[-TRACEBACK_LINES:])
+        if spec.rank is not None and _has_records(starts, spec.rank, since):
+            # Its output is its children's too, and it raised nothing (no end record).
+            error = _procs.crash_error(code)
+        else:
+            error = _last_line(tail) or f"{spec.name} failed ({_procs.describe_exit(code)})"
         candidates.append(
             Failure(
                 host=host,
@@ -215,7 +271,7 @@ def find_root_cause(
                 local_rank=0 if spec.rank is not None else None,
                 exit_code=code,
                 timestamp=outcome.main_exit_times.get(spec.name, outcome.started_at),
-                error=_last_line(tail) or f"{spec.name} failed ({_procs.describe_exit(code)})",
+                error=error,
                 traceback_tail=tail,
                 cause="launcher" if spec.rank is None else "exit",
             )
@@ -255,10 +311,82 @@ def find_root_cause(
         return None
     # Genuine failures before fallout; then earliest; on a tie the most informative.
     order = {"exception": 0, "exit": 1, "crash": 2, "launcher": 3, "host": 4, "setup": 5}
-    return min(
+    root = min(
         candidates,
         key=lambda c: (is_collateral(c), c.timestamp, order.get(c.cause, 9), c.rank or 0),
     )
+    if root.rank is not None:
+        root.context = _child_context(root, outcome, starts, ends, ranks_dir, since)
+    root.hint = network_hint(root, outcome)
+    return root
+
+
+def _has_records(starts: dict[int, dict[str, Any]], rank: int, since: float) -> bool:
+    """Whether ``rank`` started through the bootstrap in this run (so it records its end)."""
+    start = starts.get(rank)
+    return start is not None and float(start.get("timestamp") or 0) >= since
+
+
+def _one_line(text: str) -> str:
+    return " ".join(line.strip() for line in text.splitlines() if line.strip())
+
+
+def _child_context(
+    failure: Failure,
+    outcome: Outcome,
+    starts: dict[int, dict[str, Any]],
+    ends: dict[int, dict[str, Any]],
+    ranks_dir: str,
+    since: float,
+) -> str:
+    """What a process the failing rank started raised first, as context ("" if nothing).
+
+    A child's own record (it ran the bootstrap) says it best; else the first
+    traceback in the rank's output before the rank's end record (its own
+    traceback is printed after that record), when the rank records its end.
+    """
+    rank = failure.rank
+    assert rank is not None  # noqa: S101 - callers pass rank failures only
+    for child in _records.read_child_records(ranks_dir).get(rank, []):
+        if float(child.get("timestamp") or 0) < since or not child.get("exit_code"):
+            continue
+        error = _one_line(str(child.get("error") or _procs.describe_exit(child.get("exit_code"))))
+        if child.get("traceback"):
+            return f"its child raised {error}"
+        return f"its child failed: {error}"
+    state = outcome.ranks.get(rank)
+    if state is None or not _has_records(starts, rank, since):
+        return ""
+    end = ends.get(rank)
+    until = float(end["timestamp"]) if end and end.get("timestamp") else float("inf")
+    own = _one_line(str(end.get("error") or "")) if end else ""
+    for seen_at, line, from_child in state.exceptions:
+        if seen_at >= until or (own and _one_line(line) == own):
+            continue
+        if from_child:
+            return f"its child raised {line}"
+        return f"its output showed {line} before it ended"
+    return ""
+
+
+def network_hint(
+    failure: Failure, outcome: Outcome | None = None, environ: Mapping[str, str] | None = None
+) -> str:
+    """:data:`SHARED_LOOPBACK_HINT` when a port was taken on hosts sharing the loopback.
+
+    Only where ``$LAUNCHBAY_HOST_NETWORK`` is ``shared`` (``environ``, by default
+    this runtime's environment), and only when the failure's error, traceback,
+    child's error or the rank's stderr tail says a port was taken.
+    """
+    environ = os.environ if environ is None else environ
+    if environ.get(HOST_NETWORK_VAR) != "shared":
+        return ""
+    texts = [failure.error, failure.traceback_tail, failure.context]
+    state = outcome.ranks.get(failure.rank) if outcome and failure.rank is not None else None
+    if state is not None:
+        texts.extend(state.stderr_tail)
+        texts.extend(line for _, line, _ in state.exceptions)
+    return SHARED_LOOPBACK_HINT if any(_PORT_TAKEN.search(t) for t in texts if t) else ""
 
 
 def is_collateral(failure: Failure) -> bool:
@@ -298,34 +426,56 @@ def _header(failure: Failure) -> str:
         who = f"Rank {failure.rank}{local} on {where}"
     else:
         who = f"Host {failure.host}" if failure.host else "The job"
-    error = failure.error if len(failure.error) <= 300 else failure.error[:297] + "..."
+    error = _procs.shorten_line(_one_line(failure.error), ERROR_LIMIT)
     verb = "stopped" if failure.cause == "signal" else "failed"
-    return f"{who} {verb} ({_procs.describe_exit(failure.exit_code)}): {error}"
+    line = f"{who} {verb} ({_procs.describe_exit(failure.exit_code)}): {error}"
+    if failure.context:
+        line += "; " + _procs.shorten_line(_one_line(failure.context), CONTEXT_LIMIT)
+    return line
+
+
+def _head(failure: Failure) -> str:
+    """The reason: whole lines within :data:`HEAD_LIMIT` characters (see the module doc)."""
+    lines = [_procs.shorten_line(_header(failure), HEAD_LIMIT)]
+    if failure.hint:
+        lines.append(failure.hint)
+    frames = [
+        "  " + _procs.shorten_line(line, LINE_LIMIT)
+        for line in failure.traceback_tail.splitlines()
+        if line.strip()
+    ]
+    used = sum(len(line) + 1 for line in lines) - 1
+    for dropped in range(len(frames) + 1):
+        kept = frames[dropped:]
+        if not kept:
+            break
+        title = "Last lines (earlier ones left out):" if dropped else "Last lines:"
+        block = [title, *kept]
+        if used + sum(len(line) + 1 for line in block) <= HEAD_LIMIT:
+            lines.extend(block)
+            break
+    return "\n".join(lines)
 
 
 def failure_report(failure: Failure, ranks: list[dict[str, Any]]) -> str:
-    """The text of the failure file: the essentials first, within 1024 characters."""
-    header = _header(failure)
-    lines = [line[:200] for line in failure.traceback_tail.splitlines() if line.strip()]
-    while True:
-        block = "\n".join(["Last lines:"] + [f"  {line}" for line in lines]) if lines else ""
-        head = header + ("\n" + block if block else "")
-        if len(head) <= REASON_LIMIT - 2 or not lines:
-            break
-        lines = lines[1:]
+    """The text of the failure file: the reason first (:func:`_head`), then the details."""
+    head = _head(failure)
     others = [
         r
         for r in ranks
         if r["rank"] != failure.rank
         and (r.get("exit_code") not in (0, None) or r.get("stderr_tail"))
     ]
-    parts = [head[:REASON_LIMIT]]
+    parts = [head]
     if others:
+        listed = ", ".join(
+            f"{r['rank']} ({_procs.describe_exit(r.get('exit_code'), hint=False)})"
+            for r in others[:32]
+        )
         parts.append(
-            "Other ranks (failed later, or stopped when the job was torn down): "
-            + ", ".join(
-                f"{r['rank']} ({_procs.describe_exit(r.get('exit_code'), hint=False)})"
-                for r in others[:32]
+            _procs.shorten_line(
+                f"Other ranks (failed later, or stopped when the job was torn down): {listed}",
+                ERROR_LIMIT,
             )
         )
     parts.append("")

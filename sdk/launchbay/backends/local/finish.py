@@ -4,12 +4,13 @@ from __future__ import annotations
 
 import json
 import logging
+import os
 from collections.abc import Mapping
 from typing import Any
 
 from launchbay.backends.local.logs import _log_tail
 from launchbay.backends.local.record import _REASON_LIMIT, LocalJob
-from launchbay.runtime.for_client import describe_exit
+from launchbay.runtime.for_client import describe_exit, fit_lines
 from launchbay.runtime.names import (
     COMPLETED,
     FAILED,
@@ -33,7 +34,12 @@ _FAILURE_CAUSE_ORDER = {
 
 
 def failure_reason(job: LocalJob, first_host: str, code: int | None) -> str:
-    """The root cause across hosts: the earliest failure any host reported."""
+    """The root cause across hosts: the earliest failure any host reported.
+
+    Whole lines within the 1024 characters of FailureReason: the lines that do
+    not fit are left out whole, and a last line says how many and where the
+    whole report is (:func:`launchbay.runtime.for_client.fit_lines`).
+    """
     reports: list[tuple[dict[str, Any], str]] = []
     for host in job.hosts:
         try:
@@ -56,13 +62,27 @@ def failure_reason(job: LocalJob, first_host: str, code: int | None) -> str:
             text = _compose_reason(document)
         job.failed_host = host
     else:
-        job.failed_host = first_host
+        host = job.failed_host = first_host
         text = job.layout.read_host_file(first_host, "failure")
         if not text:
             tail = _log_tail(job.layout.log_file(first_host), _TAIL_LINES)
             how = describe_exit(code)
             text = f"Host {first_host} failed: {how}.\n" + "\n".join(tail)
-    return ("AlgorithmError: " + text.strip())[:_REASON_LIMIT]
+    whole = os.path.join(job.layout.host_dir(host), "output", "failure")
+    if not reports and not os.path.exists(whole):
+        whole = job.layout.log_file(host)
+
+    def left_out(count: int) -> str:
+        lines = "line" if count == 1 else "lines"
+        return f"[{count} more {lines} left out; the whole report: {whole}]"
+
+    lines = ("AlgorithmError: " + text.strip()).splitlines()
+    if sum(len(line) + 1 for line in lines) - 1 > _REASON_LIMIT and "" in lines:
+        # The report's first paragraph is the reason (the runtime keeps it short):
+        # the details after it (the ranks' stderr tails) are left out whole.
+        reason = lines[: lines.index("")]
+        return fit_lines(reason, _REASON_LIMIT, left_out, more=len(lines) - len(reason))
+    return fit_lines(lines, _REASON_LIMIT, left_out)
 
 
 def finish_job(job: LocalJob, status: str, reason: str | None) -> None:
@@ -93,7 +113,7 @@ def finish_job(job: LocalJob, status: str, reason: str | None) -> None:
         job.end_time = job.transitions[-1]["StartTime"]
         job.transitions[-1]["EndTime"] = job.end_time
         job.status = status
-        job.failure_reason = reason[:_REASON_LIMIT] if reason else None
+        job.failure_reason = _whole_lines(reason) if reason else None
     job.save_final()
     status = job.status
     job.release_name()
@@ -105,6 +125,13 @@ def finish_job(job: LocalJob, status: str, reason: str | None) -> None:
         logger.info(
             "Local training job %s ended %s (logs: %s)", job.name, status, job.layout.logs_dir
         )
+
+
+def _whole_lines(reason: str) -> str:
+    """A reason within 1024 characters, as whole lines (ones from failure_reason() fit)."""
+    return fit_lines(
+        reason.splitlines(), _REASON_LIMIT, lambda count: f"[{count} more lines left out]"
+    )
 
 
 def _final_message(status: str, reason: str | None) -> str:
@@ -120,5 +147,9 @@ def _compose_reason(document: Mapping[str, Any]) -> str:
     rank = document.get("rank")
     who = f"Rank {rank} on host {host}" if rank is not None else f"Host {host}"
     text = f"{who} failed with exit code {document.get('exit_code')}: {document.get('error') or ''}"
+    if document.get("context"):
+        text += f"; {document['context']}"
+    if document.get("hint"):
+        text += f"\n{document['hint']}"
     tail = str(document.get("traceback_tail") or "").strip()
     return text + ("\nLast lines:\n" + tail if tail else "")
