@@ -235,6 +235,16 @@ LAYERS = {
     "launchbay.tensorflow": 5,
     "launchbay.utils": 5,
     "launchbay.instance_group": 5,
+    # tuning (docs/tuning.md): ranges, settings and the plan are parts of a job (2); the
+    # SageMaker side, analytics and the local hook run plans (3); the tuner and attach are
+    # user API (5)
+    "launchbay.parameter": 2,
+    "launchbay.tuning": 3,
+    "launchbay.tuning.parameter": 2,
+    "launchbay.tuning.configs": 2,
+    "launchbay.tuning.plan": 2,
+    "launchbay.tuning.attach": 5,
+    "launchbay.tuner": 5,
     # 6: the command line
     "launchbay.cli": 6,
     "launchbay._summary": 6,

@@ -1,0 +1,113 @@
+"""Estimators back from a tuning job's definitions (``HyperparameterTuner.attach``).
+
+The class of each comes from the class metadata SDK v2 and launchbay put in the
+static hyperparameters (``sagemaker_estimator_module``/``sagemaker_estimator_class_name``):
+SDK v2's framework classes map to launchbay's (:data:`V2_CLASSES`, both ways), so
+either SDK attaches to the other's tuning jobs. The estimator's arguments come from
+the definition read as a training job's description
+(:func:`launchbay._attach.init_params_from_description`), so its training request
+gives the definition back.
+"""
+
+from __future__ import annotations
+
+import importlib
+import json
+import logging
+from collections.abc import Mapping
+from typing import Any
+
+from launchbay.errors import ConfigurationError, JobError
+from launchbay.estimator import EstimatorBase
+from launchbay.tuning.plan import OBJECTIVE_HYPERPARAMETER
+
+__all__ = ["V2_CLASSES", "ESTIMATOR_MODULE", "ESTIMATOR_CLASS_NAME", "estimator_from_definition"]
+
+logger = logging.getLogger("launchbay.tuning.attach")
+
+ESTIMATOR_MODULE = "sagemaker_estimator_module"
+ESTIMATOR_CLASS_NAME = "sagemaker_estimator_class_name"
+#: launchbay's estimator classes and the SDK v2 classes their tuning jobs name (both ways).
+V2_CLASSES = {
+    ("launchbay.pytorch", "PyTorch"): ("sagemaker.pytorch.estimator", "PyTorch"),
+    ("launchbay.tensorflow", "TensorFlow"): ("sagemaker.tensorflow.estimator", "TensorFlow"),
+    ("launchbay.estimator", "Estimator"): ("sagemaker.estimator", "Estimator"),
+}
+_FROM_V2 = {v2: ours for ours, v2 in V2_CLASSES.items()}
+_FROM_V2.update(
+    {
+        ("sagemaker.pytorch", "PyTorch"): ("launchbay.pytorch", "PyTorch"),
+        ("sagemaker.tensorflow", "TensorFlow"): ("launchbay.tensorflow", "TensorFlow"),
+    }
+)
+
+
+def _estimator_class(estimator_cls: Any, definition: Mapping[str, Any]) -> type[EstimatorBase]:
+    """The launchbay class for a definition: given, from its class metadata, or Estimator."""
+    if estimator_cls is not None:
+        if isinstance(estimator_cls, type) and issubclass(estimator_cls, EstimatorBase):
+            return estimator_cls
+        if not isinstance(estimator_cls, str) or "." not in estimator_cls:
+            raise ConfigurationError.invalid(
+                "estimator_cls", estimator_cls, "'module.Class' or a launchbay estimator class"
+            )
+        module, name = estimator_cls.rsplit(".", 1)
+    else:
+        static = definition.get("StaticHyperParameters") or {}
+        try:
+            module = json.loads(static[ESTIMATOR_MODULE])
+            name = json.loads(static[ESTIMATOR_CLASS_NAME])
+        except (KeyError, ValueError):
+            module, name = "launchbay.estimator", "Estimator"
+    module, name = _FROM_V2.get((module, name), (module, name))
+    if not module.startswith("launchbay"):
+        logger.warning(
+            "Estimator class %s.%s has no launchbay counterpart: using Estimator.", module, name
+        )
+        module, name = "launchbay.estimator", "Estimator"
+    found = getattr(importlib.import_module(module), name, None)
+    if not (isinstance(found, type) and issubclass(found, EstimatorBase)):
+        raise ConfigurationError.invalid(
+            "estimator_cls", f"{module}.{name}", "a launchbay estimator class"
+        )
+    return found
+
+
+def estimator_from_definition(
+    definition: Mapping[str, Any],
+    estimator_cls: Any,
+    session: Any,
+    region: str | None,
+    tuning_name: str,
+) -> EstimatorBase:
+    """An estimator whose training request gives ``definition`` back (through ``_attach``)."""
+    from launchbay._attach import init_params_from_description
+
+    cls = _estimator_class(estimator_cls, definition)
+    static = {
+        k: v for k, v in (definition.get("StaticHyperParameters") or {}).items()
+        if k != OBJECTIVE_HYPERPARAMETER
+    }  # fmt: skip
+    try:
+        job_name = json.loads(static.get("sagemaker_job_name", "null")) or tuning_name
+    except ValueError:
+        job_name = tuning_name
+    description = {
+        "TrainingJobName": job_name,
+        "HyperParameters": static,
+        "ResourceConfig": dict(definition.get("HyperParameterTuningResourceConfig") or {}),
+        **{k: v for k, v in definition.items() if k not in (
+            "StaticHyperParameters", "HyperParameterTuningResourceConfig", "DefinitionName",
+            "TuningObjective", "HyperParameterRanges",
+        )},
+    }  # fmt: skip
+    description["AlgorithmSpecification"] = {
+        k: v for k, v in definition["AlgorithmSpecification"].items() if k != "MetricDefinitions"
+    }
+    params = init_params_from_description(cls, description, region=region)
+    try:
+        return cls(sagemaker_session=session, **params)
+    except ConfigurationError as exc:
+        raise JobError(
+            f"Cannot rebuild the estimator of tuning job {tuning_name!r}: {exc}"
+        ) from exc

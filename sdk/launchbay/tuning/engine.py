@@ -1,0 +1,55 @@
+"""THE LOCAL TUNING HOOK: where a tuning job of local estimators runs.
+
+``HyperparameterTuner.fit()`` on ``local_process``/``local``/``local_gpu``
+estimators sends nothing to SageMaker: it calls :func:`run_local` with the
+:class:`~launchbay.tuning.plan.TuningPlan` and nothing else. Today that raises
+:class:`LocalTuningNotAvailable`; the local engine (issue 23, second part)
+replaces the body of :func:`run_local` and nothing else needs to change.
+
+What the engine gets (see docs/tuning.md, "Interface for the local engine"):
+
+* ``plan``: every resolved setting (ranges with scaling, objective, metric
+  definitions, strategy and its config, limits, early stopping, completion
+  criteria, warm start parents, static hyperparameters, random seed), and
+  ``plan.trial_request(plan.encode(values), number)``: the CreateTrainingJob
+  request of one trial, to run with :func:`launchbay.backends.plan.plan_request`
+  and :func:`launchbay.backends.backend_for_plan` as ``Estimator.fit()`` does.
+* ``stage``: stores the estimators' code where the trial requests point
+  (``file://``); call it once before the first trial.
+* ``session``: the estimators' session (``None`` for a purely local job).
+* ``wait``: follow the tuning job to its end (``fit(wait=True)``) or return at once.
+
+It returns the tuning job's handle, kept as ``tuner.latest_tuning_job``: an
+object with ``name``, ``describe()`` (DescribeHyperParameterTuningJob's shape),
+``wait()``, ``stop()``, ``training_jobs()`` (TrainingJobSummary dicts) and
+``best_training_job()``, as :class:`launchbay.tuning.sagemaker.TuningJob` has.
+"""
+
+from __future__ import annotations
+
+from collections.abc import Callable
+from typing import Any
+
+from launchbay.errors import LaunchbayError
+from launchbay.tuning.plan import TuningPlan
+
+__all__ = ["LocalTuningNotAvailable", "run_local"]
+
+
+class LocalTuningNotAvailable(LaunchbayError, NotImplementedError):
+    """Local tuning is not built yet: the tuning job's estimators are local."""
+
+
+def run_local(plan: TuningPlan, *, stage: Callable[[], None], session: Any, wait: bool) -> Any:
+    """Run ``plan``'s trials on this machine; the local engine implements this.
+
+    Raises:
+        LocalTuningNotAvailable: always, until the local engine lands.
+    """
+    instance = plan.definition().training_request["ResourceConfig"].get("InstanceType")
+    raise LocalTuningNotAvailable(
+        f"local tuning is being built (issue 23): tuning job {plan.name!r} has estimators "
+        f"on instance_type={instance!r}, which runs trials on this machine. Meanwhile: tune "
+        "on SageMaker with an ml.* instance type, or look at the request with "
+        "tuner.create_tuning_job_request(); nothing was sent to SageMaker."
+    )
