@@ -9,7 +9,9 @@ every torchrun agent fails and every launcher exits with code 1 (``CalledProcess
 The rank is the launcher, the process the runtime started: the job's FailureReason
 names its host and its exit code, and the child's ``AssertionError`` only as context,
 never as "a rank on an unknown host" (issue 22). Which host's launcher fails first
-varies from run to run, so the job runs ten times.
+varies from run to run, so the job runs ten times: half of them with the hosts on this
+machine's shared loopback (``LAUNCHBAY_HOST_NETWORK=shared``, where the wrong reason was
+seen), half with a network of their own where the machine allows it.
 """
 
 from __future__ import annotations
@@ -72,6 +74,7 @@ def _free_port() -> int:
 
 @pytest.mark.parametrize("run", range(10))
 def test_a_failing_torchrun_child_is_reported_as_its_launchers_failure(home, tmp_path, run):
+    network = ("shared", "own")[run % 2]
     src = tmp_path / "src"
     src.mkdir()
     (src / "launcher.py").write_text(LAUNCHER)
@@ -85,6 +88,7 @@ def test_a_failing_torchrun_child_is_reported_as_its_launchers_failure(home, tmp
         framework_version="2.8.0",
         py_version="py312",
         hyperparameters={"master-port": _free_port()},
+        environment={"LAUNCHBAY_HOST_NETWORK": network},
         output_path=file_uri(tmp_path / "out"),
         max_run=240,
     )
