@@ -742,13 +742,15 @@ class HyperparameterTuner:
             definition = details["TrainingJobDefinition"]
             objective = config.get("HyperParameterTuningJobObjective") or {}
             ranges = config.get("ParameterRanges") or {}
+            estimator = estimator_from_definition(
+                definition, estimator_cls, sagemaker_session, region, tuning_job_name
+            )
+            json_values = isinstance(estimator, Framework)
             tuner = cls(
-                estimator=estimator_from_definition(
-                    definition, estimator_cls, sagemaker_session, region, tuning_job_name
-                ),
+                estimator=estimator,
                 objective_metric_name=objective.get("MetricName", ""),
                 objective_type=objective.get("Type", "Maximize"),
-                hyperparameter_ranges=ranges_from_request(ranges) or None,
+                hyperparameter_ranges=ranges_from_request(ranges, json_values) or None,
                 metric_definitions=definition["AlgorithmSpecification"].get("MetricDefinitions"),
                 **params,
             )
@@ -757,17 +759,22 @@ class HyperparameterTuner:
             names = sorted(d["DefinitionName"] for d in definitions)
             cls._check_dict("estimator_cls", estimator_cls, names)
             by_name = {d["DefinitionName"]: d for d in definitions}
+            estimators = {
+                n: estimator_from_definition(
+                    by_name[n], (estimator_cls or {}).get(n), sagemaker_session, region,
+                    tuning_job_name,
+                )
+                for n in names
+            }  # fmt: skip
             tuner = cls.create(
-                estimator_dict={
-                    n: estimator_from_definition(
-                        by_name[n], (estimator_cls or {}).get(n), sagemaker_session, region,
-                        tuning_job_name,
-                    )
-                    for n in names
-                },
+                estimator_dict=estimators,
                 objective_metric_name_dict={n: by_name[n]["TuningObjective"]["MetricName"] for n in names},
                 hyperparameter_ranges_dict={
-                    n: ranges_from_request(by_name[n].get("HyperParameterRanges") or {}) or None
+                    n: ranges_from_request(
+                        by_name[n].get("HyperParameterRanges") or {},
+                        isinstance(estimators[n], Framework),
+                    )
+                    or None
                     for n in names
                 },
                 metric_definitions_dict={

@@ -228,15 +228,22 @@ def ranges_request(ranges: Mapping[str, ParameterRange], json_values: bool) -> d
     return out
 
 
-def ranges_from_request(request: Mapping[str, Any]) -> dict[str, ParameterRange]:
+def ranges_from_request(
+    request: Mapping[str, Any], json_values: bool = False
+) -> dict[str, ParameterRange]:
     """The ranges of a ``HyperParameterRanges`` (a job's description), as objects.
 
-    Categorical values come back as sent (JSON text for framework estimators, as SDK
-    v2's ``attach`` leaves them); numeric bounds are parsed, with their scaling type.
+    ``json_values``: the categorical values were sent as JSON text (a framework
+    estimator's); they are decoded, so that the range sends them again as they were
+    (SDK v2's ``attach`` keeps the JSON text, and encodes it a second time).
+    Numeric bounds are parsed, with their scaling type.
     """
     out: dict[str, ParameterRange] = {}
     for item in request.get("CategoricalParameterRanges") or []:
-        out[item["Name"]] = CategoricalParameter(list(item["Values"]))
+        values = list(item["Values"])
+        if json_values:
+            values = [_json_text(v) for v in values]
+        out[item["Name"]] = CategoricalParameter(values)
     for item in request.get("ContinuousParameterRanges") or []:
         out[item["Name"]] = ContinuousParameter(
             float(item["MinValue"]), float(item["MaxValue"]), item.get("ScalingType", "Auto")
@@ -246,3 +253,12 @@ def ranges_from_request(request: Mapping[str, Any]) -> dict[str, ParameterRange]
             int(item["MinValue"]), int(item["MaxValue"]), item.get("ScalingType", "Auto")
         )
     return out
+
+
+def _json_text(value: str) -> str:
+    """The string a JSON text of a string holds (other values as they are)."""
+    try:
+        decoded = json.loads(value)
+    except ValueError:
+        return value
+    return decoded if isinstance(decoded, str) else value
