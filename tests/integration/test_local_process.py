@@ -156,20 +156,22 @@ def test_tensorflow_tf_config_per_host(home, tmp_path, strategy):
     seen = {h: json.loads(members[f"tf-{h}.json"]) for h in ("algo-1", "algo-2")}
     base = int(seen["algo-1"]["master_port"])
     assert seen["algo-2"]["master_port"] == str(base)
+    # Each host on the job's network (runtime._netns): algo-N is 10.213.0.N.
+    one, two = "10.213.0.1", "10.213.0.2"
     for index, host in enumerate(("algo-1", "algo-2")):
         if strategy == "parameter_server":
             expected = {
                 "cluster": {
-                    "master": [f"127.0.0.1:{base}"],
-                    "ps": [f"127.0.0.1:{base + 1}", f"127.0.0.1:{base + 3}"],
-                    "worker": [f"127.0.0.1:{base + 2}"],
+                    "master": [f"{one}:{base}"],
+                    "ps": [f"{one}:{base + 1}", f"{two}:{base + 3}"],
+                    "worker": [f"{two}:{base + 2}"],
                 },
                 "environment": "cloud",
                 "task": {"index": 0, "type": "master" if index == 0 else "worker"},
             }
         else:
             expected = {
-                "cluster": {"worker": [f"127.0.0.1:{base}", f"127.0.0.1:{base + 1}"]},
+                "cluster": {"worker": [f"{one}:{base}", f"{two}:{base + 1}"]},
                 "environment": "cloud",
                 "task": {"index": index, "type": "worker"},
             }
