@@ -18,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
-from launchbay.debugger import DebuggerHookConfig
+from launchbay.debugger import DebuggerHookConfig, TensorBoardOutputConfig
 from launchbay.inputs import InstanceGroup
 from launchbay.session import Session
 from launchbay.vpc import VpcConfig
@@ -70,6 +70,7 @@ class BoundArguments:
     container_entry_point: list[str] | None
     container_arguments: list[str] | None
     debugger_hook_config: DebuggerHookConfig | Literal[False] | None
+    tensorboard_output_config: TensorBoardOutputConfig | None
     disable_profiler: bool
     _hyperparameters: dict[str, Any]
     _distribution_arg: dict[str, Any] | None

@@ -18,7 +18,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from launchbay._patterns import INSTANCE_TYPE_RE, JOB_NAME_RE
-from launchbay.debugger import CollectionConfig, DebuggerHookConfig
+from launchbay.debugger import CollectionConfig, DebuggerHookConfig, TensorBoardOutputConfig
 from launchbay.errors import ConfigurationError
 from launchbay.inputs import InstanceGroup, check_uri
 from launchbay.runtime.contract import CHECKPOINT_PATH_ACCEPTED, checkpoint_path_problem
@@ -58,6 +58,7 @@ __all__ = [
     "check_metric_definitions",
     "check_model_dir",
     "check_role",
+    "check_tensorboard",
     "check_version",
     "debugger_from_description",
     "debugger_from_spec",
@@ -78,6 +79,9 @@ __all__ = [
     "str_list",
     "tags_from_spec",
     "tags_to_spec",
+    "tensorboard_from_description",
+    "tensorboard_from_spec",
+    "tensorboard_to_spec",
     "true_only",
 ]
 
@@ -482,6 +486,22 @@ def check_debugger(name: str, value: Any, ctx: Context) -> Any:
     return value
 
 
+def check_tensorboard(name: str, value: Any, ctx: Context) -> Any:
+    if value is None:
+        return None
+    if not isinstance(value, TensorBoardOutputConfig):
+        raise ConfigurationError.invalid(
+            name, value, "a TensorBoardOutputConfig (from launchbay.debugger)"
+        )
+    if not ctx.local and str(value.s3_output_path)[:7].lower() == "file://":
+        raise ConfigurationError.invalid(
+            f"{name}.s3_output_path",
+            value.s3_output_path,
+            "an s3:// URI (file:// only for local_process, local and local_gpu jobs)",
+        )
+    return value
+
+
 def check_json(hyperparameters: Mapping[str, Any], argument: str = "hyperparameters") -> None:
     """Every key a non-empty string and every value JSON-serialisable, else the error."""
     import json
@@ -616,6 +636,21 @@ def debugger_from_spec(value: Any) -> Any:
     )
 
 
+def tensorboard_to_spec(config: Any, ctx: SpecContext) -> Any:
+    spec = {"s3_output_path": config.s3_output_path}
+    if config.container_local_output_path is not None:
+        spec["container_local_output_path"] = config.container_local_output_path
+    return spec
+
+
+def tensorboard_from_spec(value: Any) -> Any:
+    if not isinstance(value, dict):
+        return value
+    return TensorBoardOutputConfig(
+        value["s3_output_path"], value.get("container_local_output_path")
+    )
+
+
 class SpecContext:
     """Where a spec is written (paths under it are written relative to it) and the arguments."""
 
@@ -692,3 +727,10 @@ def debugger_from_description(config: Any) -> Any:
         hook_parameters=config.get("HookParameters"),
         collection_configs=collections or None,
     )
+
+
+def tensorboard_from_description(config: Any) -> Any:
+    """The ``TensorBoardOutputConfig`` of a described job, as the service stored it."""
+    if not config:
+        return MISSING
+    return TensorBoardOutputConfig._described(config.get("S3OutputPath"), config.get("LocalPath"))

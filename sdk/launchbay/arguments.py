@@ -76,6 +76,7 @@ from launchbay._kinds import (  # the kinds and checkers; the public ones re-exp
     check_metric_definitions,
     check_model_dir,
     check_role,
+    check_tensorboard,
     check_version,
     debugger_from_description,
     debugger_from_spec,
@@ -96,8 +97,12 @@ from launchbay._kinds import (  # the kinds and checkers; the public ones re-exp
     str_list,
     tags_from_spec,
     tags_to_spec,
+    tensorboard_from_description,
+    tensorboard_from_spec,
+    tensorboard_to_spec,
     true_only,
 )
+from launchbay.debugger import TensorBoardOutputConfig
 from launchbay.errors import ConfigurationError, UnknownArgumentError
 from launchbay.inputs import INPUT_MODES
 
@@ -129,7 +134,6 @@ __all__ = [
 UNSUPPORTED_V2_ARGUMENTS = {
     "rules": "Debugger/Profiler rules run as SageMaker processing jobs",
     "profiler_config": "use disable_profiler to turn the profiler off",
-    "tensorboard_output_config": "TensorBoard output configuration",
     "git_config": "clone the repository yourself and pass source_dir",
     "compiler_config": "SageMaker Training Compiler",
     "training_recipe": "training recipes",
@@ -261,6 +265,13 @@ _DEBUGGER = {"anyOf": [{"type": "boolean"}, {
             "type": "object", "additionalProperties": False, "required": ["name"],
             "properties": {"name": {"type": "string", "minLength": 1},
                            "parameters": _SCALARS}}}}}]}  # fmt: skip
+_TENSORBOARD = {
+    "type": "object", "additionalProperties": False, "required": ["s3_output_path"],
+    "properties": {
+        "s3_output_path": _URI,
+        "container_local_output_path": {
+            "type": "string", "pattern": "^/",
+            "x-accepted": "an absolute path such as /opt/ml/output/tensorboard"}}}  # fmt: skip
 _STRING = {"type": "string"}
 _NON_EMPTY = {"type": "string", "minLength": 1}
 
@@ -404,6 +415,15 @@ ARGUMENTS: tuple[Argument, ...] = (
       "a mapping configures it.", request="DebugHookConfig", resolved=True,
       from_request=debugger_from_description, to_spec=debugger_to_spec,
       from_spec=debugger_from_spec, example=False),
+    A("tensorboard_output_config", Custom(_TENSORBOARD, check_tensorboard,
+                                          type="TensorBoardOutputConfig | None"),
+      "TensorBoard: the directory the script writes TensorBoard files to (container_local_"
+      "output_path, default /opt/ml/output/tensorboard), copied to "
+      "<s3_output_path>/<job>/tensorboard-output while the job runs.",
+      request="TensorBoardOutputConfig", to_request=lambda c: c.to_request_dict(),
+      from_request=tensorboard_from_description, to_spec=tensorboard_to_spec,
+      from_spec=tensorboard_from_spec,
+      example=TensorBoardOutputConfig("s3://bucket/tensorboard", "/opt/tensorboard")),
     A("disable_profiler", Bool(), "Turn SageMaker Profiler off.", default=False,
       request="ProfilerConfig.DisableProfiler", resolved=True, from_request=attach_true,
       example=True),

@@ -377,6 +377,31 @@ class EstimatorBase(Rules):
         path = "/".join([target.rstrip("/"), self.latest_training_job.name, "debug-output"])
         return path.removeprefix("file://")
 
+    def latest_job_tensorboard_artifacts_path(self) -> str | None:
+        """Where the latest job's TensorBoard files went: ``<S3OutputPath>/<job>/tensorboard-output``.
+
+        ``S3OutputPath`` is the request's ``TensorBoardOutputConfig`` one (the config's
+        ``s3_output_path``). An ``s3://`` URI is returned as is; for a ``file://`` one
+        (where local jobs copy them) the plain local path, which ``tensorboard --logdir``
+        reads as it is. ``None`` when the job ran without a TensorBoard output config
+        (SDK v2 looks at the debugger hook config instead, and fails without one).
+
+        Raises:
+            ConfigurationError: no job has run from this estimator yet.
+        """
+        if self.latest_training_job is None:
+            raise ConfigurationError.invalid(
+                "latest_training_job",
+                None,
+                "a job started by fit() (or attach()) before asking for its TensorBoard artifacts",
+            )
+        config = self.latest_training_job.describe().get("TensorBoardOutputConfig") or {}
+        target = config.get("S3OutputPath")
+        if not target:
+            return None
+        path = "/".join([target.rstrip("/"), self.latest_training_job.name, "tensorboard-output"])
+        return path.removeprefix("file://")
+
     @classmethod
     def attach(
         cls,

@@ -686,6 +686,46 @@ CASES: list[Case] = [
         expect={"DebugHookConfig": ABSENT, "ProfilerConfig.DisableProfiler": False},
     ),
     Case(
+        "tensorboard-output-config-local-path",
+        "PyTorch",
+        {
+            **PT_P4D,
+            "distribution": TORCH_DISTRIBUTED,
+            "tensorboard_output_config": (
+                "TensorBoardOutputConfig",
+                {
+                    "s3_output_path": "s3://tb-bucket/runs",
+                    "container_local_output_path": "/opt/tensorboard/logs",
+                },
+            ),
+        },
+        expect={
+            "TensorBoardOutputConfig": {
+                "S3OutputPath": "s3://tb-bucket/runs",
+                "LocalPath": "/opt/tensorboard/logs",
+            },
+            "DebugHookConfig.S3OutputPath": f"s3://{BUCKET}/",
+        },
+    ),
+    Case(
+        "tensorboard-output-config-default-local-path",
+        "TensorFlow",
+        {
+            **TF_CPU,
+            "debugger_hook_config": False,
+            "tensorboard_output_config": (
+                "TensorBoardOutputConfig",
+                {"s3_output_path": "s3://tb-bucket/"},
+            ),
+        },
+        # v2 sends no LocalPath when container_local_output_path is not given: the
+        # service's default, /opt/ml/output/tensorboard, applies.
+        expect={
+            "TensorBoardOutputConfig": {"S3OutputPath": "s3://tb-bucket/"},
+            "DebugHookConfig": ABSENT,
+        },
+    ),
+    Case(
         "disable-profiler",
         "PyTorch",
         {**PT, "disable_profiler": True},

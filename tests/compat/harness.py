@@ -58,6 +58,7 @@ NEUTRAL_CLASSES = (
     "FileSystemInput",
     "DebuggerHookConfig",
     "CollectionConfig",
+    "TensorBoardOutputConfig",
     "InstanceGroup",
 )
 
@@ -198,6 +199,7 @@ def _v2_classes() -> dict[str, Any]:
         "FileSystemInput": sagemaker.inputs.FileSystemInput,
         "DebuggerHookConfig": sagemaker.debugger.DebuggerHookConfig,
         "CollectionConfig": sagemaker.debugger.CollectionConfig,
+        "TensorBoardOutputConfig": sagemaker.debugger.TensorBoardOutputConfig,
         "InstanceGroup": sagemaker.instance_group.InstanceGroup,
     }
 
@@ -214,6 +216,7 @@ def _ours_classes(names: set[str]) -> dict[str, Any]:
         "FileSystemInput": "launchbay.inputs",
         "DebuggerHookConfig": "launchbay.debugger",
         "CollectionConfig": "launchbay.debugger",
+        "TensorBoardOutputConfig": "launchbay.debugger",
         # SDK v2 has it in sagemaker.instance_group; launchbay keeps it with the inputs.
         "InstanceGroup": "launchbay.inputs",
     }

@@ -54,6 +54,8 @@ __all__ = [
     "rewrite_container_path",
     "CHANNEL_NAME_ACCEPTED",
     "CHECKPOINT_PATH_ACCEPTED",
+    "DEFAULT_TENSORBOARD_PATH",
+    "tensorboard_config_for",
     "channel_name_problem",
     "checkpoint_path_problem",
     "normalise_checkpoint_path",
@@ -89,6 +91,8 @@ DEFAULT_GROUP = "homogeneousCluster"
 DEFAULT_INTERFACE = "eth0"
 DEFAULT_TENSORS_PATH = "/opt/ml/output/tensors"
 DEFAULT_CHECKPOINT_PATH = "/opt/ml/checkpoints"
+#: CreateTrainingJob's ``TensorBoardOutputConfig.LocalPath`` default.
+DEFAULT_TENSORBOARD_PATH = "/opt/ml/output/tensorboard"
 
 # Hyperparameters the toolkit treats as its own (stripped from user args and
 # not reported as framework parameters); every other ``sagemaker_*`` key is a
@@ -261,6 +265,7 @@ class ContractPaths:
     input_data_config_file: str
     debug_hook_config_file: str
     checkpoint_config_file: str
+    tensorboard_config_file: str
     failure_file: str
     failure_json_file: str
     success_file: str
@@ -298,6 +303,7 @@ def paths(base: str | None = None) -> ContractPaths:
         input_data_config_file=os.path.join(config, "inputdataconfig.json"),
         debug_hook_config_file=os.path.join(config, "debughookconfig.json"),
         checkpoint_config_file=os.path.join(config, "checkpointconfig.json"),
+        tensorboard_config_file=os.path.join(config, "tensorboardoutputconfig.json"),
         failure_file=os.path.join(output, "failure"),
         failure_json_file=os.path.join(output, "launchbay-failure.json"),
         success_file=os.path.join(output, "success"),
@@ -494,6 +500,15 @@ def checkpoint_config_for(request: Mapping[str, Any], base: str) -> dict[str, An
     }
 
 
+def tensorboard_config_for(request: Mapping[str, Any], base: str) -> dict[str, Any] | None:
+    """The ``tensorboardoutputconfig.json`` (smdebug reads its ``LocalPath``) for ``request``."""
+    config = request.get("TensorBoardOutputConfig")
+    if not config:
+        return None
+    local_path = normalise_checkpoint_path(config.get("LocalPath") or DEFAULT_TENSORBOARD_PATH)
+    return {**config, "LocalPath": rewrite_container_path(local_path, base)}
+
+
 def _write_json(path: str, obj: Any) -> None:
     tmp = f"{path}.tmp-{os.getpid()}"
     with open(tmp, "w", encoding="utf-8") as f:
@@ -541,9 +556,11 @@ def write_host_config(
     _write_json(p.resource_config_file, resource_config_for(request, current_host, hosts))
     _write_json(p.input_data_config_file, input_data_config_for(request))
     checkpoint = checkpoint_config_for(request, seen_base)
+    tensorboard = tensorboard_config_for(request, seen_base)
     optional = (
         (p.debug_hook_config_file, debug_hook_config_for(request, seen_base)),
         (p.checkpoint_config_file, checkpoint),
+        (p.tensorboard_config_file, tensorboard),
     )
     for path, config in optional:
         if config is None:
@@ -553,6 +570,10 @@ def write_host_config(
             _write_json(path, config)
     if checkpoint and container_base is None:
         os.makedirs(checkpoint["LocalPath"], exist_ok=True)
+    if tensorboard:  # a container gets <base>/output/tensorboard at its LocalPath
+        made = tensorboard["LocalPath"] if container_base is None else p.output_dir + "/tensorboard"
+        if made.startswith(p.base_dir + os.sep):  # a path outside the host's tree is the script's
+            os.makedirs(made, exist_ok=True)
 
 
 # --------------------------------------------------------------------------- detection

@@ -77,7 +77,11 @@ from launchbay.backends.local.logs import join_readers, start_reader
 from launchbay.backends.local.record import CLIENT_ID, LocalJob, client_pid, job_arn
 from launchbay.errors import DockerError, ImageNotFoundError, JobError
 from launchbay.runtime.code import fetch_code
-from launchbay.runtime.contract import write_host_config
+from launchbay.runtime.contract import (
+    DEFAULT_TENSORBOARD_PATH,
+    normalise_checkpoint_path,
+    write_host_config,
+)
 from launchbay.runtime.for_client import is_alive
 from launchbay.runtime.names import HP, MAX_LOG_LINE
 from launchbay.runtime.settings import RuntimeSettings
@@ -163,9 +167,10 @@ def container_endpoint(url: str) -> str:
 
 
 def _without_local_paths(request: Mapping[str, Any]) -> dict[str, Any]:
-    """The request with checkpoint/tensor ``LocalPath`` dropped: how the host trees look here."""
+    """The request with checkpoint/tensor/TensorBoard ``LocalPath`` dropped: how the host trees
+    look here (each such directory is mounted from its default place in the host's tree)."""
     view = copy.deepcopy(dict(request))
-    for key in ("CheckpointConfig", "DebugHookConfig"):
+    for key in ("CheckpointConfig", "DebugHookConfig", "TensorBoardOutputConfig"):
         if view.get(key):
             view[key] = {k: v for k, v in view[key].items() if k != "LocalPath"}
     return view
@@ -386,6 +391,11 @@ class ContainerHosts:
             hook = request.get("DebugHookConfig") or {}
             if hook.get("LocalPath") and not hook["LocalPath"].startswith("/opt/ml/output/"):
                 binds[os.path.join(host_dir, "output", "tensors")] = _bind(hook["LocalPath"], "rw")
+            tensorboard = (request.get("TensorBoardOutputConfig") or {}).get("LocalPath")
+            if tensorboard and normalise_checkpoint_path(tensorboard) != DEFAULT_TENSORBOARD_PATH:
+                binds[os.path.join(host_dir, "output", "tensorboard")] = _bind(
+                    normalise_checkpoint_path(tensorboard), "rw"
+                )
             if local_code:
                 binds[os.path.join(host_dir, "code")] = _bind(CODE_DIR, "rw")
             data_dir = os.path.join(host_dir, "input", "data")

@@ -20,7 +20,8 @@ training job, whatever runs the hosts:
    (first 1024 characters, as SageMaker);
 5. *Uploading*: checkpoints are saved (in every end state: success, failure,
    stop, Ctrl-C), then ``model.tar.gz``, ``output.tar.gz`` and the failure reason
-   are written under ``<output_path>/<job>/output/``;
+   are written under ``<output_path>/<job>/output/``, and the TensorBoard files
+   (copied every few seconds while the hosts ran, :mod:`.tensorboard`) copied once more;
 6. teardown (:meth:`LocalBackend._teardown`) always runs, also when the
    interpreter exits with jobs still running.
 
@@ -46,7 +47,7 @@ from launchbay import transfer
 from launchbay._home import unusable_home_error, usable_local_home
 from launchbay._logs import LogPrinter, show_logs
 from launchbay.backends.base import Backend, DetachedRun
-from launchbay.backends.local import detached
+from launchbay.backends.local import detached, tensorboard
 from launchbay.backends.local.finish import _final_message, failure_reason, finish_job
 from launchbay.backends.local.hosts import POLL, RUNTIME_MARGIN, HostRunner
 from launchbay.backends.local.layout import (
@@ -84,6 +85,7 @@ from launchbay.backends.local.signals import (
     start_watchdog,
 )
 from launchbay.backends.local.staging import LocalStager, check_request
+from launchbay.backends.local.tensorboard import TensorBoardSync
 from launchbay.backends.plan import JobPlan
 from launchbay.errors import ConfigurationError, JobError, LaunchbayError
 from launchbay.job import LogTail, TrainingJob
@@ -142,6 +144,18 @@ def _check_host_paths(request: Mapping[str, Any]) -> None:
         check_request_paths(request)
     except ValueError as exc:
         raise ConfigurationError(str(exc)) from None
+
+
+def _start_tensorboard_sync(job: LocalJob) -> TensorBoardSync | None:
+    """Copy the hosts' TensorBoard files to their destination while the job runs (if asked)."""
+    if tensorboard.destination(job.host_request) is None:
+        return None
+    outputs = job.stager.outputs
+    return TensorBoardSync(
+        job.name,
+        lambda: outputs.sync_tensorboard(job.host_request, job.layout),
+        cancel=[(job.force_kill, "the job was killed at once")],
+    ).start()
 
 
 def _still_running(job: LocalJob, hosts: Sequence[str]) -> str:
@@ -231,14 +245,15 @@ class LocalBackend(Backend):
         Raises:
             ConfigurationError: the request asks for something that cannot run
                 locally (FileSystemInput channels, Pipe mode ...), a channel named
-                ``.`` or ``..``, a checkpoint ``LocalPath`` a host's tree cannot
-                take, or a grace period that is not a finite number of seconds
-                from 0 to 3600.
+                ``.`` or ``..``, a checkpoint or TensorBoard ``LocalPath`` a host's
+                tree cannot take, or a grace period that is not a finite number of
+                seconds from 0 to 3600.
             InputError: a ``file://`` channel path does not exist.
         """
         super().check(plan)
         check_request(plan.request)
         _check_host_paths(plan.request)
+        tensorboard.check_request(plan.request)
         grace_from(plan.request, self.grace_seconds)
 
     def run(self, plan: JobPlan) -> TrainingJob:
@@ -790,7 +805,12 @@ class LocalBackend(Backend):
             job.start_time = _now()
         self.runner.start(job)
         job.save()
-        return self._monitor(job)
+        sync = _start_tensorboard_sync(job)
+        try:
+            return self._monitor(job)
+        finally:
+            if sync is not None:  # the copy made with the outputs sends the rest
+                sync.stop()
 
     def _monitor(self, job: LocalJob) -> tuple[str, str | None]:
         """Watch the hosts until the job ends; returns ``(status, failure reason)``."""

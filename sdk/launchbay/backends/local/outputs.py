@@ -13,6 +13,10 @@ restored into every host's checkpoint dir before the hosts start; when the job
 ends, in any state, each host's new or changed checkpoint files are saved back
 (the first host wins on a name clash).
 
+TensorBoard files (``TensorBoardOutputConfig``): every host's TensorBoard dir is
+copied to ``<S3OutputPath>/<job>/tensorboard-output`` while the job runs
+(:mod:`launchbay.backends.local.tensorboard`) and once more when it ends, in any state.
+
 Every S3 listing and upload, and the parallel runner, are :mod:`launchbay.transfer`'s.
 """
 
@@ -32,6 +36,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from launchbay import transfer
+from launchbay.backends.local import tensorboard
 from launchbay.backends.local.layout import (
     JobLayout,
     _join_uri,
@@ -65,6 +70,8 @@ class Outputs:
     def __init__(self, s3: Callable[[], Any], max_workers: int = 16) -> None:
         self._s3 = s3
         self.max_workers = max_workers
+        self._tensorboard_lock = threading.Lock()
+        self._tensorboard_warned: set[tuple[str, str]] = set()
 
     @property
     def s3(self) -> Any:
@@ -211,7 +218,37 @@ class Outputs:
                 failure_reason.encode(), _join_uri(prefix, "failure"), layout, request
             )
         self._publish_debug_output(request, layout)
+        try:
+            self.sync_tensorboard(request, layout)
+        except Exception as exc:  # TensorBoard's copy is a view of the run: report it only
+            logger.error(
+                "Copying the TensorBoard files of job %s to %s failed: %s",
+                request["TrainingJobName"],
+                tensorboard.destination(request),
+                exc,
+            )
         return self.model_artifacts_uri(request)
+
+    def sync_tensorboard(self, request: Mapping[str, Any], layout: JobLayout) -> int:
+        """Copy every host's new or changed TensorBoard files to ``<S3OutputPath>/<job>/tensorboard-output``.
+
+        Called while the job runs (:class:`~launchbay.backends.local.tensorboard.TensorBoardSync`)
+        and when it ends. Returns the number of files copied; nothing without a
+        ``TensorBoardOutputConfig``.
+        """
+        target = tensorboard.destination(request)
+        if target is None:
+            return 0
+        with self._tensorboard_lock:
+            entries, fingerprints = tensorboard.changed_entries(
+                request, layout, self._tensorboard_warned
+            )
+            if not entries:
+                return 0
+            self._publish_files(entries, target, request)
+            tensorboard.record_copied(layout, fingerprints)
+        logger.debug("Copied %d TensorBoard file(s) to %s", len(entries), target)
+        return len(entries)
 
     def _publish_debug_output(self, request: Mapping[str, Any], layout: JobLayout) -> None:
         """Tensors the debugger hook wrote go to ``<S3OutputPath>/<job>/debug-output``."""
