@@ -352,6 +352,23 @@ class EstimatorBase(Rules):
             return None
         return self.latest_training_job.model_data
 
+    @property
+    def training_job_analytics(self) -> Any:
+        """The latest job's metrics (SDK v2's ``TrainingJobAnalytics``: ``.dataframe()``).
+
+        Raises:
+            ConfigurationError: no job was started or attached yet.
+        """
+        if self._current_job_name is None:
+            raise ConfigurationError.invalid(
+                "latest_training_job", None, "a job started by fit() or attach() first"
+            )
+        from launchbay.analytics import TrainingJobAnalytics  # same layer, imported when asked
+
+        return TrainingJobAnalytics(
+            self._current_job_name, sagemaker_session=self.sagemaker_session
+        )
+
     def latest_job_debugger_artifacts_path(self) -> str | None:
         """Where the latest job's debugger hook output went: ``<S3OutputPath>/<job>/debug-output``.
 

@@ -244,6 +244,9 @@ LAYERS = {
     "launchbay.tuning.configs": 2,
     "launchbay.tuning.plan": 2,
     "launchbay.tuning.attach": 5,
+    # metrics read from log lines (standard library) and the tables of SDK v2's sagemaker.analytics
+    "launchbay.metrics": 2,
+    "launchbay.analytics": 4,
     "launchbay.tuner": 5,
     # 6: the command line
     "launchbay.cli": 6,

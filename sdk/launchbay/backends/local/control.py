@@ -43,7 +43,7 @@ import time
 from collections.abc import Mapping, Sequence
 from typing import Any, TextIO
 
-from launchbay import transfer
+from launchbay import metrics, transfer
 from launchbay._home import unusable_home_error, usable_local_home
 from launchbay._logs import LogPrinter, show_logs
 from launchbay.backends.base import Backend, DetachedRun
@@ -293,6 +293,13 @@ class LocalBackend(Backend):
             target=self._supervise, args=(job,), name=f"launchbay-job-{name}", daemon=True
         )
         job.thread.start()
+        # Every metric of MetricDefinitions as a time series in <job dir>/metrics.json.
+        metrics.start_recorder(
+            layout.job_dir,
+            [layout.log_file(h) for h in hosts],
+            (request.get("AlgorithmSpecification") or {}).get("MetricDefinitions"),
+            job.done,
+        )
         logger.info(
             "Started local training job %s: %d host(s), job directory %s",
             name,
