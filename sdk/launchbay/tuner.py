@@ -595,7 +595,9 @@ class HyperparameterTuner:
     def analytics(self) -> HyperparameterTuningJobAnalytics:
         """The latest tuning job's trials as a table (``.dataframe()``)."""
         job = self._ensure_last_tuning_job()
-        return HyperparameterTuningJobAnalytics(job.name, self.sagemaker_session)
+        if isinstance(job, TuningJob):
+            return HyperparameterTuningJobAnalytics(job.name, self.sagemaker_session)
+        return HyperparameterTuningJobAnalytics(job.name, tuning_job=job)  # a local tuning job
 
     # -- several estimators -------------------------------------------------------------------
     @classmethod
@@ -709,6 +711,13 @@ class HyperparameterTuner:
         hyperparameters (SDK v2's class names map to launchbay's), else the generic
         :class:`~launchbay.estimator.Estimator`.
         """
+        handle: Any = None
+        if job_details is None and sagemaker_session is None:
+            from launchbay.tuning import local  # a local tuning job of that name is attached here
+
+            if local.exists(tuning_job_name):
+                handle = local.LocalTuningJob(tuning_job_name)
+                job_details = handle.describe()
         if sagemaker_session is None:
             from launchbay.session import Session
 
@@ -785,7 +794,7 @@ class HyperparameterTuner:
                 objective_type=by_name[names[0]]["TuningObjective"]["Type"],
                 **params,
             )  # fmt: skip
-        tuner.latest_tuning_job = TuningJob(sagemaker_session, tuning_job_name)
+        tuner.latest_tuning_job = handle or TuningJob(sagemaker_session, tuning_job_name)
         tuner._current_job_name = tuning_job_name
         return tuner
 

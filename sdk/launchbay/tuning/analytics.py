@@ -49,15 +49,31 @@ class HyperparameterTuningJobAnalytics:
 
     Args:
         hyperparameter_tuning_job_name: The tuning job's name.
-        sagemaker_session: A :class:`launchbay.Session` (default: a new one).
+        sagemaker_session: A :class:`launchbay.Session` (default: a new one, unless a
+            local tuning job of that name is here: then that one is read).
+        tuning_job: The tuning job's handle (launchbay's: ``tuner.analytics()`` passes
+            its local tuning job's).
     """
 
-    def __init__(self, hyperparameter_tuning_job_name: str, sagemaker_session: Any = None) -> None:
-        if sagemaker_session is None:
-            from launchbay.session import Session
+    def __init__(
+        self,
+        hyperparameter_tuning_job_name: str,
+        sagemaker_session: Any = None,
+        tuning_job: Any = None,
+    ) -> None:
+        if tuning_job is None and sagemaker_session is None:
+            from launchbay.tuning import local  # a local tuning job of that name is read here
 
-            sagemaker_session = Session()
-        self._job = TuningJob(sagemaker_session, hyperparameter_tuning_job_name)
+            if local.exists(hyperparameter_tuning_job_name):
+                tuning_job = local.LocalTuningJob(hyperparameter_tuning_job_name)
+        if tuning_job is None:
+            if sagemaker_session is None:
+                from launchbay.session import Session
+
+                sagemaker_session = Session()
+            tuning_job = TuningJob(sagemaker_session, hyperparameter_tuning_job_name)
+        #: The tuning job's handle: SageMaker's, or a local one (``tuning_job``, or found here).
+        self._job = tuning_job
         self._description: dict[str, Any] | None = None
         self._summaries: list[dict[str, Any]] | None = None
 

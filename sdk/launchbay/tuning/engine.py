@@ -2,9 +2,9 @@
 
 ``HyperparameterTuner.fit()`` on ``local_process``/``local``/``local_gpu``
 estimators sends nothing to SageMaker: it calls :func:`run_local` with the
-:class:`~launchbay.tuning.plan.TuningPlan` and nothing else. Today that raises
-:class:`LocalTuningNotAvailable`; the local engine (issue 23, second part)
-replaces the body of :func:`run_local` and nothing else needs to change.
+:class:`~launchbay.tuning.plan.TuningPlan` and nothing else. The local engine,
+:mod:`launchbay.tuning.local`, runs it (docs/tuning.md, "Locally").
+:class:`LocalTuningNotAvailable` is kept for callers that catch it.
 
 What the engine gets (see docs/tuning.md, "Interface for the local engine"):
 
@@ -41,15 +41,13 @@ class LocalTuningNotAvailable(LaunchbayError, NotImplementedError):
 
 
 def run_local(plan: TuningPlan, *, stage: Callable[[], None], session: Any, wait: bool) -> Any:
-    """Run ``plan``'s trials on this machine; the local engine implements this.
+    """Run ``plan``'s trials on this machine (:mod:`launchbay.tuning.local`); return the handle.
 
     Raises:
-        LocalTuningNotAvailable: always, until the local engine lands.
+        JobError: a local tuning job of that name exists already, or a warm start
+            parent is not a local tuning job here.
+        JobFailedError: with ``wait``, the tuning job ended Failed.
     """
-    instance = plan.definition().training_request["ResourceConfig"].get("InstanceType")
-    raise LocalTuningNotAvailable(
-        f"local tuning is being built (issue 23): tuning job {plan.name!r} has estimators "
-        f"on instance_type={instance!r}, which runs trials on this machine. Meanwhile: tune "
-        "on SageMaker with an ml.* instance type, or look at the request with "
-        "tuner.create_tuning_job_request(); nothing was sent to SageMaker."
-    )
+    from launchbay.tuning import local  # the local wing, imported when a local job tunes
+
+    return local.start(plan, stage=stage, session=session, wait=wait)

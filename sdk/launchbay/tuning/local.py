@@ -1,0 +1,791 @@
+"""Tuning jobs on this machine: trials as local jobs, searched, limited, followed and stopped.
+
+:func:`start` runs a :class:`~launchbay.tuning.plan.TuningPlan` of local
+estimators (docs/tuning.md, "Locally"). A scheduler thread (:class:`_Engine`)
+asks the strategy's searcher (:mod:`launchbay.tuning.search`) for values, runs
+each trial as ``Estimator.fit()`` runs a request (``plan_request`` then the
+local backend), at most ``parallel`` at once: ``max_parallel_jobs``, capped by
+what this machine runs (the rank limit over all running trials, and each trial
+its own share of the GPUs: on 4 GPUs, 1-GPU trials run 4 at a time on disjoint
+GPUs). Each trial's objective is the last value of its objective metric, read
+from its ``metrics.json`` (:mod:`launchbay.metrics`, recorded from its logs
+by the local backend); early stopping and Hyperband stop trials that fall behind
+(:mod:`launchbay.tuning.stopping`). The completion criteria end the search early.
+
+The tuning job's record is ``<LAUNCHBAY_HOME>/tuning/<name>/tuning.json``:
+its DescribeHyperParameterTuningJob description and its trials, rewritten as
+they change, so ``HyperparameterTuner.attach(name)``, ``analytics()`` and a
+warm start read it from any process. Stopping (``stop()``, Ctrl-C while
+following, SIGTERM to the client, the interpreter exiting) stops every running
+trial as the local backend stops a job (SIGTERM, the grace period, checkpoints
+saved), each ends Stopped, and no new trial starts. A client that was killed
+leaves its trials to their watchdogs; its record reads Stopped.
+"""
+
+from __future__ import annotations
+
+import atexit
+import contextlib
+import dataclasses
+import datetime as _dt
+import json
+import logging
+import os
+import sys
+import threading
+import time
+from collections.abc import Callable, Mapping
+from typing import Any, TextIO
+
+from launchbay._home import local_dir, local_home
+from launchbay.backends import backend_for_plan
+from launchbay.backends.local import signals as _signals
+from launchbay.backends.local.capacity import local_capacity, split_gpus
+from launchbay.backends.local.record import CLIENT_ID, client_pid
+from launchbay.backends.plan import JobPlan, plan_request
+from launchbay.display import Display
+from launchbay.errors import JobError, JobFailedError
+from launchbay.metrics import load_metrics
+from launchbay.runtime.for_client import is_alive
+from launchbay.tuning.plan import TuningPlan
+from launchbay.tuning.sagemaker import progress_line
+from launchbay.tuning.search import Searcher, make_searcher
+from launchbay.tuning.stopping import better, hyperband_stops, median_rule_stops
+
+__all__ = ["LocalTuningJob", "start", "record_path", "exists", "CONVERGENCE_WINDOW"]
+
+logger = logging.getLogger("launchbay.tuning.local")
+
+_TERMINAL = ("Completed", "Failed", "Stopped")
+_TICK = 0.2
+#: Seconds a trial's metrics may take to be read to their end after it ended.
+_METRICS_WAIT = 10.0
+#: Convergence (``CompleteOnConvergence``): this many trials in a row (at least; twice
+#: ``max_parallel_jobs`` when larger) that improve the best by less than CONVERGENCE_TOLERANCE.
+CONVERGENCE_WINDOW = 5
+CONVERGENCE_TOLERANCE = 1e-4
+
+
+def record_path(name: str) -> str:
+    """``<LAUNCHBAY_HOME>/tuning/<name>/tuning.json``."""
+    return os.path.join(local_home(), "tuning", name, "tuning.json")
+
+
+def exists(name: str) -> bool:
+    """Whether a local tuning job of that name has a record here."""
+    return os.path.isfile(record_path(name))
+
+
+def _now() -> _dt.datetime:
+    return _dt.datetime.now(_dt.timezone.utc)
+
+
+def _iso(value: Any) -> Any:
+    return value.isoformat() if isinstance(value, _dt.datetime) else value
+
+
+_TIME_KEYS = ("CreationTime", "TrainingStartTime", "TrainingEndTime", "LastModifiedTime",
+              "HyperParameterTuningEndTime")  # fmt: skip
+
+
+def _to_json(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {k: _to_json(v) for k, v in value.items()}
+    if isinstance(value, list | tuple):
+        return [_to_json(v) for v in value]
+    return _iso(value)
+
+
+def _from_json(value: Any) -> Any:
+    if isinstance(value, Mapping):
+        return {
+            k: _dt.datetime.fromisoformat(v)
+            if k in _TIME_KEYS and isinstance(v, str)
+            else _from_json(v)
+            for k, v in value.items()
+        }
+    if isinstance(value, list):
+        return [_from_json(v) for v in value]
+    return value
+
+
+@dataclasses.dataclass
+class _Trial:
+    number: int
+    name: str
+    definition: str | None
+    values: dict[str, str]
+    key: Any = None
+    handle: Any = None
+    job_dir: str | None = None
+    status: str = "InProgress"
+    created: _dt.datetime = dataclasses.field(default_factory=_now)
+    start: _dt.datetime | None = None
+    end: _dt.datetime | None = None
+    failure: str | None = None
+    steps: list[float] = dataclasses.field(default_factory=list)
+    checked: int = 0
+    value: float | None = None
+    stopping: bool = False
+    early_stopped: bool = False
+    slot: int | None = None
+    gpus: dict[str, list[str]] | None = None
+
+    def summary(self, plan: TuningPlan) -> dict[str, Any]:
+        """The TrainingJobSummary of ListTrainingJobsForHyperParameterTuningJob."""
+        out: dict[str, Any] = {
+            "TrainingJobName": self.name,
+            "TrainingJobArn": f"arn:aws:sagemaker:local:000000000000:training-job/{self.name}",
+            "TuningJobName": plan.name,
+            "CreationTime": self.created,
+            "TrainingJobStatus": self.status,
+            "TunedHyperParameters": dict(self.values),
+        }
+        if plan.multi:
+            out["TrainingJobDefinitionName"] = self.definition
+        if self.start:
+            out["TrainingStartTime"] = self.start
+        if self.end:
+            out["TrainingEndTime"] = self.end
+        if self.failure:
+            out["FailureReason"] = self.failure
+        if self.value is not None:
+            out["FinalHyperParameterTuningJobObjectiveMetric"] = {
+                "MetricName": plan.definition(self.definition).objective_metric_name,
+                "Value": self.value,
+            }
+        if self.status == "InProgress":
+            out["ObjectiveStatus"] = "Pending"
+        else:
+            out["ObjectiveStatus"] = "Succeeded" if self.value is not None else "Failed"
+        out["LocalJobDir"] = self.job_dir
+        out["LocalEarlyStopped"] = self.early_stopped
+        if self.gpus is not None:
+            out["LocalGpus"] = self.gpus
+        out["LocalDefinition"] = self.definition
+        return out
+
+
+class _Engine:
+    """The scheduler of one local tuning job (a thread of the client process)."""
+
+    def __init__(
+        self, plan: TuningPlan, session: Any, history: list[dict[str, Any]], parents_best: Any
+    ) -> None:
+        self.plan = plan
+        self.session = session
+        self.history = history
+        self.parents_best = parents_best
+        self.searcher: Searcher = make_searcher(plan, history)
+        self.trials: list[_Trial] = []
+        self.lock = threading.RLock()
+        self.stop_requested = threading.Event()
+        self.done = threading.Event()
+        self.status = "InProgress"
+        self.failure: str | None = None
+        self.created = _now()
+        self.ended: _dt.datetime | None = None
+        self.exhausted = False
+        self.not_improving = 0
+        self.no_gain = 0
+        self.stop_reason: str | None = None
+        self.bases = {d.name: plan_request(d.training_request) for d in plan.definitions}
+        self.parallel, self.slots = self._capacity()
+        self.free = list(range(self.parallel))
+        self.stoppers: list[threading.Thread] = []
+        self.thread = threading.Thread(target=self._run, name=f"launchbay-tuning-{plan.name}",
+                                       daemon=True)  # fmt: skip
+        self._at_exit = False
+        self.dir = local_dir("tuning", plan.name)
+
+    # -- capacity -------------------------------------------------------------------
+    def _capacity(self) -> tuple[int, list[dict[str, list[str]] | None]]:
+        """``(trials at once, each slot's GPUs by host)``: max_parallel_jobs within this machine."""
+        parallel = self.plan.max_parallel_jobs
+        reasons = []
+        need_gpus = 0
+        hosts: tuple[str, ...] = ()
+        all_gpus: list[str] = []
+        for base in self.bases.values():
+            ranks = len(base.hosts) * (base.processes_per_host or 1)
+            limit = local_capacity()
+            if ranks * parallel > limit.max_ranks:
+                parallel = max(1, limit.max_ranks // ranks)
+                reasons.append(f"{limit.max_ranks} ranks at once ({limit.reason})")
+            if base.gpus is not None and base.placement.instance_type is not None:
+                found = split_gpus(base.placement.instance_type, 1) or [[]]
+                all_gpus = list(found[0])
+                need = len(base.hosts) * (base.processes_per_host or 1)
+                if need > need_gpus:
+                    need_gpus, hosts = need, base.hosts
+        if need_gpus:
+            by_gpus = max(1, len(all_gpus) // need_gpus)
+            if by_gpus < parallel:
+                parallel = by_gpus
+                reasons.append(f"{len(all_gpus)} GPU(s), {need_gpus} per trial")
+        if parallel < self.plan.max_parallel_jobs:
+            logger.warning(
+                "Tuning job %s runs %d trial(s) at once, not max_parallel_jobs=%d: this machine "
+                "runs %s.", self.plan.name, parallel, self.plan.max_parallel_jobs,
+                " and ".join(reasons),
+            )  # fmt: skip
+        slots: list[dict[str, list[str]] | None] = []
+        for i in range(parallel):
+            if not need_gpus:
+                slots.append(None)
+                continue
+            ids = all_gpus[i * need_gpus : (i + 1) * need_gpus]
+            per_host = need_gpus // len(hosts)
+            slots.append({h: ids[j * per_host : (j + 1) * per_host] for j, h in enumerate(hosts)})
+        return parallel, slots
+
+    # -- the loop ---------------------------------------------------------------------
+    def start(self) -> None:
+        self.thread.start()
+
+    def _run(self) -> None:
+        try:
+            started = time.monotonic()
+            limit = self.plan.max_runtime_in_seconds
+            while True:
+                self._refresh()
+                if _signals._sigterm["stopping"] and not self.stop_requested.is_set():
+                    # SIGTERM to this process stops its local jobs (launchbay.backends.local.signals)
+                    self.stop_reason = "the client process received SIGTERM"
+                    self.stop_requested.set()
+                if self._stop_file_seen():
+                    self.stop_reason = self.stop_reason or "stop requested by another process"
+                    self.stop_requested.set()
+                if (
+                    limit
+                    and time.monotonic() - started > limit
+                    and not self.stop_requested.is_set()
+                ):
+                    self.stop_reason = f"MaxRuntimeInSeconds ({limit} s) reached"
+                    self.stop_requested.set()
+                if self.stop_requested.is_set():
+                    self._stop_all()
+                    with self.lock:
+                        self.status = "Stopped"
+                    break
+                running = self._running()
+                if not running and not self._may_launch():
+                    self._finish()
+                    break
+                while len(self._running()) < self.parallel and self._may_launch():
+                    self._launch()
+                self._save()
+                self.stop_requested.wait(_TICK)
+        except Exception as exc:  # the engine must always end the tuning job
+            logger.exception("Tuning job %s: unexpected error", self.plan.name)
+            with self.lock:
+                self.status, self.failure = "Failed", f"InternalError: {type(exc).__name__}: {exc}"
+            with contextlib.suppress(Exception):
+                self._stop_all()
+        finally:
+            with self.lock:
+                self.ended = _now()
+            self._save()
+            self.done.set()
+
+    def _running(self) -> list[_Trial]:
+        return [t for t in self.trials if t.status == "InProgress"]
+
+    def _may_launch(self) -> bool:
+        """Whether another trial may start (limits, criteria, what the searcher has left)."""
+        if self.exhausted or self.stop_requested.is_set():
+            return False
+        if self.plan.max_jobs is not None and len(self.trials) >= self.plan.max_jobs:
+            return False
+        return not self._criteria_met()
+
+    def _criteria_met(self) -> bool:
+        criteria = self.plan.completion_criteria or {}
+        best = self._best()
+        target = criteria.get("TargetObjectiveMetricValue")
+        if target is not None and best is not None:
+            if not better(float(target), best.value, self.plan.objective_type):  # type: ignore[arg-type]  # best has a value
+                self.stop_reason = f"TargetObjectiveMetricValue {target} reached"
+                return True
+        patience = (criteria.get("BestObjectiveNotImproving") or {}).get(
+            "MaxNumberOfTrainingJobsNotImproving"
+        )
+        if patience and self.not_improving >= int(patience):
+            self.stop_reason = f"{patience} training jobs in a row did not improve the best"
+            return True
+        convergence = (criteria.get("ConvergenceDetected") or {}).get("CompleteOnConvergence")
+        window = max(CONVERGENCE_WINDOW, 2 * self.plan.max_parallel_jobs)
+        if convergence == "Enabled" and self.no_gain >= window:
+            self.stop_reason = f"converged ({window} trials without a gain)"
+            return True
+        return False
+
+    def _finish(self) -> None:
+        with self.lock:
+            scored = [t for t in self.trials if t.value is not None]
+            if self.trials and not scored:
+                first = next((t for t in self.trials if t.failure), None)
+                self.status = "Failed"
+                self.failure = (
+                    f"All training jobs failed. First: {first.name}: {first.failure}"
+                    if first is not None
+                    else "No objective metric was found in any training job's logs: check "
+                    "that metric_definitions' regexes match the lines the script prints."
+                )
+            else:
+                self.status = "Completed"
+
+    # -- trials -------------------------------------------------------------------
+    def _launch(self) -> None:
+        asked = self.searcher.ask()
+        if asked is None:
+            self.exhausted = True
+            return
+        definition, values, key = asked
+        number = len(self.trials) + 1
+        encoded = self.plan.encode(values, definition)
+        request = self.plan.trial_request(encoded, number, definition=definition)
+        slot = self.free.pop(0)
+        trial = _Trial(number, request["TrainingJobName"], definition, encoded, key, slot=slot)
+        trial.gpus = self.slots[slot]
+        base = self.bases[definition]
+        gpus = None if trial.gpus is None else {h: tuple(g) for h, g in trial.gpus.items()}
+        job_plan: JobPlan = dataclasses.replace(base, request=request, gpus=gpus)
+        with self.lock:
+            self.trials.append(trial)
+        try:
+            trial.handle = backend_for_plan(job_plan, self.session).run(job_plan)
+            trial.job_dir = trial.handle.describe().get("LocalJobDir")
+        except Exception as exc:  # a trial that cannot start fails; the search goes on
+            logger.warning("Training job %s could not start: %s", trial.name, exc)
+            self._ended(trial, "Failed", f"ClientError: {exc}")
+        self._register_exit()
+        logger.info("Started training job %s of tuning job %s", trial.name, self.plan.name)
+
+    def _register_exit(self) -> None:
+        # After the local backend registered its own exit handler: atexit runs this one first,
+        # so no trial starts while the backend stops those that run.
+        if not self._at_exit:
+            self._at_exit = True
+            atexit.register(self._at_interpreter_exit)
+
+    def _at_interpreter_exit(self) -> None:
+        if not self.done.is_set():
+            self.stop_reason = self.stop_reason or "the Python process that started it exited"
+            self.stop_requested.set()
+            self.done.wait(120)
+
+    def _refresh(self) -> None:
+        for trial in self._running():
+            if trial.handle is None:
+                continue
+            description = trial.handle.describe()
+            status = description.get("TrainingJobStatus")
+            trial.start = description.get("TrainingStartTime") or trial.start
+            if trial.job_dir:
+                final = status in _TERMINAL
+                deadline = time.monotonic() + (_METRICS_WAIT if final else 0)
+                while True:
+                    stored = load_metrics(trial.job_dir)
+                    if not final or stored.get("final") or time.monotonic() > deadline:
+                        break
+                    time.sleep(0.05)
+                metric = self.plan.definition(trial.definition).objective_metric_name
+                trial.steps = [float(v) for _, v in stored["metrics"].get(metric, [])]
+                self._check_stopping(trial)
+            if status in _TERMINAL:
+                trial.end = description.get("TrainingEndTime")
+                self._ended(trial, str(status), description.get("FailureReason"))
+
+    def _check_stopping(self, trial: _Trial) -> None:
+        plan = self.plan
+        config = (plan.strategy_config or {}).get("HyperbandStrategyConfig") or {}
+        while trial.checked < len(trial.steps) and not trial.stopping:
+            trial.checked += 1
+            steps = trial.steps[: trial.checked]
+            stop = False
+            if plan.strategy == "Hyperband":
+                others = [t.steps for t in self.trials if t is not trial]
+                stop = hyperband_stops(
+                    steps, others, plan.objective_type,
+                    int(config.get("MinResource") or 1), int(config.get("MaxResource") or 10**9),
+                )  # fmt: skip
+            elif plan.early_stopping_type == "Auto":
+                finished = [t.steps for t in self.trials if t.status in _TERMINAL and t.steps]
+                stop = median_rule_stops(steps, finished, plan.objective_type)
+            if stop:
+                logger.info("Stopping training job %s early at step %d", trial.name, trial.checked)
+                trial.stopping = trial.early_stopped = True
+                self._stop_trial(trial)
+
+    def _stop_trial(self, trial: _Trial) -> None:
+        thread = threading.Thread(target=trial.handle.stop, name=f"launchbay-stop-{trial.name}",
+                                  daemon=True)  # fmt: skip
+        thread.start()
+        self.stoppers.append(thread)
+
+    def _ended(self, trial: _Trial, status: str, failure: str | None) -> None:
+        with self.lock:
+            trial.status = status
+            trial.end = trial.end or _now()
+            trial.failure = failure if status == "Failed" else None
+            trial.value = trial.steps[-1] if trial.steps and status != "Failed" else None
+            if trial.slot is not None:
+                self.free.append(trial.slot)
+                self.free.sort()
+                trial.slot = None
+        self.searcher.tell(trial.key, trial.value)
+        if status == "Failed":
+            logger.warning("Training job %s failed: %s", trial.name, failure)
+        previous = self._best(exclude=trial)
+        if trial.value is None:
+            return
+        if previous is None or better(trial.value, previous.value, self.plan.objective_type):  # type: ignore[arg-type]  # best has a value
+            gain = None if previous is None else abs(trial.value - previous.value)  # type: ignore[operator]  # best has a value
+            scale = max(abs(previous.value), 1e-12) if previous is not None else 1.0  # type: ignore[arg-type]  # best has a value
+            self.not_improving = 0
+            small = gain is not None and gain <= CONVERGENCE_TOLERANCE * scale
+            self.no_gain = self.no_gain + 1 if small else 0
+        else:
+            self.not_improving += 1
+            self.no_gain += 1
+
+    def _best(self, exclude: _Trial | None = None) -> _Trial | None:
+        best = None
+        for trial in self.trials:
+            if trial is exclude or trial.value is None or trial.status == "InProgress":
+                continue
+            if best is None or better(trial.value, best.value, self.plan.objective_type):  # type: ignore[arg-type]  # best has a value
+                best = trial
+        return best
+
+    def _stop_all(self) -> None:
+        """Stop every running trial at once (each gets the grace period) and wait for all."""
+        for trial in self._running():
+            if trial.handle is not None and not trial.stopping:
+                trial.stopping = True
+                self._stop_trial(trial)
+        for thread in self.stoppers:
+            thread.join()
+        for _ in range(50):
+            self._refresh()
+            if not [t for t in self._running() if t.handle is not None]:
+                break
+            time.sleep(_TICK)
+        for trial in self._running():  # never started
+            self._ended(trial, "Stopped", None)
+
+    def _stop_file_seen(self) -> bool:
+        return os.path.exists(os.path.join(self.dir, "stop-requested"))
+
+    # -- the record -----------------------------------------------------------------
+    def describe(self) -> dict[str, Any]:
+        with self.lock:
+            plan = self.plan
+            out: dict[str, Any] = {
+                "HyperParameterTuningJobName": plan.name,
+                "HyperParameterTuningJobArn": (
+                    f"arn:aws:sagemaker:local:000000000000:hyper-parameter-tuning-job/{plan.name}"
+                ),
+                "HyperParameterTuningJobConfig": json.loads(
+                    json.dumps(plan.request["HyperParameterTuningJobConfig"])
+                ),
+                "HyperParameterTuningJobStatus": self.status,
+                "CreationTime": self.created,
+                "LastModifiedTime": _now(),
+            }
+            for key in ("TrainingJobDefinition", "TrainingJobDefinitions", "WarmStartConfig",
+                        "Autotune"):  # fmt: skip
+                if key in plan.request:
+                    out[key] = json.loads(json.dumps(plan.request[key]))
+            if self.ended:
+                out["HyperParameterTuningEndTime"] = self.ended
+            if self.failure:
+                out["FailureReason"] = self.failure
+            statuses = [t.status for t in self.trials]
+            out["TrainingJobStatusCounters"] = {
+                "Completed": statuses.count("Completed"),
+                "InProgress": statuses.count("InProgress"),
+                "RetryableError": 0,
+                "NonRetryableError": statuses.count("Failed"),
+                "Stopped": statuses.count("Stopped"),
+            }
+            summaries = [t.summary(plan) for t in self.trials]
+            objective = [s["ObjectiveStatus"] for s in summaries]
+            out["ObjectiveStatusCounters"] = {
+                "Succeeded": objective.count("Succeeded"),
+                "Pending": objective.count("Pending"),
+                "Failed": objective.count("Failed"),
+            }
+            best = self._best()
+            if best is not None:
+                out["BestTrainingJob"] = best.summary(plan)
+            overall = _pick_best(
+                [s for s in [out.get("BestTrainingJob"), self.parents_best] if s],
+                plan.objective_type,
+            )
+            if plan.warm_start_parents and overall is not None:
+                out["OverallBestTrainingJob"] = overall
+            out["LocalTuningDir"] = self.dir
+            out["LocalClient"] = CLIENT_ID
+            out["LocalParallelTrainingJobs"] = self.parallel
+            if self.stop_reason:
+                out["LocalStopReason"] = self.stop_reason
+            if self.history:
+                out["LocalWarmStartTrainingJobs"] = len(self.history)
+            out["LocalTrainingJobs"] = summaries
+            return out
+
+    def _save(self) -> None:
+        record = _to_json(self.describe())
+        path = os.path.join(self.dir, "tuning.json")
+        tmp = f"{path}.{os.getpid()}.tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(record, f, indent=1)
+        os.replace(tmp, path)
+
+
+def _pick_best(summaries: list[Mapping[str, Any]], objective_type: str) -> dict[str, Any] | None:
+    best = None
+    for summary in summaries:
+        value = (summary.get("FinalHyperParameterTuningJobObjectiveMetric") or {}).get("Value")
+        if value is None:
+            continue
+        if best is None or better(value, best[0], objective_type):
+            best = (value, summary)
+    return None if best is None else dict(best[1])
+
+
+# -- the handle ---------------------------------------------------------------------------
+_ENGINES: dict[str, _Engine] = {}
+
+
+class LocalTuningJob:
+    """A local tuning job, by name: the same handle as :class:`launchbay.tuning.sagemaker.TuningJob`.
+
+    In the process that runs it, it reads the scheduler; elsewhere its record
+    (``<LAUNCHBAY_HOME>/tuning/<name>/tuning.json``).
+    """
+
+    def __init__(self, name: str, *, stream: TextIO | None = None) -> None:
+        self.name = name
+        self.stream = stream
+
+    @property
+    def job_name(self) -> str:
+        return self.name
+
+    def __repr__(self) -> str:
+        return f"LocalTuningJob({self.name!r})"
+
+    @property
+    def _engine(self) -> _Engine | None:
+        return _ENGINES.get(self.name)
+
+    def describe(self) -> dict[str, Any]:
+        """The DescribeHyperParameterTuningJob-shaped description (plus ``LocalTrainingJobs``).
+
+        Raises:
+            JobError: no local tuning job of that name, or its record cannot be read.
+        """
+        engine = self._engine
+        if engine is not None:
+            return engine.describe()
+        path = record_path(self.name)
+        try:
+            with open(path, encoding="utf-8") as f:
+                description = _from_json(json.load(f))
+        except FileNotFoundError as exc:
+            raise JobError(
+                f"No local tuning job named {self.name!r} under {os.path.dirname(os.path.dirname(path))}."
+            ) from exc
+        except (OSError, ValueError) as exc:
+            raise JobError(
+                f"The record of local tuning job {self.name!r} ({path}) cannot be read: {exc}"
+            ) from exc
+        return _reconcile(description)
+
+    def training_jobs(self, status: str | None = None) -> list[dict[str, Any]]:
+        """Every trial's TrainingJobSummary (``status``: only those with that status)."""
+        found = list(self.describe().get("LocalTrainingJobs") or [])
+        return [s for s in found if status is None or s.get("TrainingJobStatus") == status]
+
+    def best_training_job(self) -> dict[str, Any]:
+        """The description's ``BestTrainingJob``.
+
+        Raises:
+            JobError: no trial has reported its objective yet.
+        """
+        best = self.describe().get("BestTrainingJob")
+        if not best:
+            raise JobError(
+                f"Best training job not available for tuning job {self.name!r}: no trial has "
+                "reported its objective metric yet. Next: wait() for the job, and check that "
+                "the metric definitions' regexes match the trials' log lines."
+            )
+        return dict(best)
+
+    def stop(self) -> None:
+        """Stop the tuning job: every running trial is stopped (checkpoints saved); returns once all ended."""
+        engine = self._engine
+        if engine is not None:
+            if not engine.done.is_set():
+                engine.stop_reason = engine.stop_reason or "stopped by request (stop_tuning_job())"
+                engine.stop_requested.set()
+                engine.done.wait()
+            return
+        description = self.describe()
+        if description["HyperParameterTuningJobStatus"] in _TERMINAL:
+            logger.info("Tuning job %s is already stopped or not running.", self.name)
+            return
+        with open(os.path.join(os.path.dirname(record_path(self.name)), "stop-requested"), "w"):
+            pass
+        while self.describe()["HyperParameterTuningJobStatus"] not in _TERMINAL:
+            time.sleep(0.5)
+
+    def wait(self, poll: float = 0.5) -> dict[str, Any]:
+        """Follow the job to its end with one progress line; return its last description.
+
+        Ctrl-C stops the tuning job (every running trial, as :meth:`stop`) and
+        re-raises :class:`KeyboardInterrupt`.
+
+        Raises:
+            JobFailedError: the tuning job ended Failed (its reason in the message).
+        """
+        display = Display(self.stream or sys.stdout)
+        shown = ""
+        with _signals._SigintFlag() as interrupts:
+            try:
+                while True:
+                    if interrupts.pending():
+                        raise KeyboardInterrupt
+                    description = self.describe()
+                    line = progress_line(description)
+                    if line != shown:
+                        if display.live:
+                            display.update(line)
+                        else:
+                            display.print(
+                                f"{_dt.datetime.now(_dt.timezone.utc):%Y-%m-%d %H:%M:%S} {line}"
+                            )
+                        shown = line
+                    status = description["HyperParameterTuningJobStatus"]
+                    if status in _TERMINAL:
+                        break
+                    engine = self._engine
+                    if engine is not None:
+                        engine.done.wait(poll)
+                    else:
+                        time.sleep(poll)
+            except KeyboardInterrupt:
+                display.close()
+                display.print(
+                    f"Interrupted: stopping tuning job {self.name} and its running training jobs"
+                )
+                self.stop()
+                raise
+        display.close()
+        if status == "Failed":
+            reason = str(description.get("FailureReason") or "")
+            raise JobFailedError(
+                f"Tuning job {self.name} failed: {reason or 'no reason given'}",
+                job_name=self.name,
+                status="Failed",
+                reason=reason,
+            )
+        return description
+
+
+def _reconcile(description: dict[str, Any]) -> dict[str, Any]:
+    """A record whose client is gone while it ran reads Stopped (its trials: their own records)."""
+    if description.get("HyperParameterTuningJobStatus") in _TERMINAL:
+        return description
+    pid = client_pid(str(description.get("LocalClient") or ""))
+    if pid is None or is_alive(pid):
+        return description
+    from launchbay.backends import registry
+
+    description["HyperParameterTuningJobStatus"] = "Stopped"
+    description["LocalStopReason"] = "the process that ran it is gone"
+    counters = dict.fromkeys(("Completed", "InProgress", "RetryableError", "NonRetryableError",
+                              "Stopped"), 0)  # fmt: skip
+    for summary in description.get("LocalTrainingJobs") or []:
+        if summary.get("TrainingJobStatus") == "InProgress":
+            try:
+                found = registry.backend_for_job(summary["TrainingJobName"]).describe(
+                    summary["TrainingJobName"]
+                )
+                summary["TrainingJobStatus"] = found.get("TrainingJobStatus", "Stopped")
+            except Exception:  # its directory is gone: it ran no longer
+                summary["TrainingJobStatus"] = "Stopped"
+            if summary["TrainingJobStatus"] == "InProgress":
+                summary["TrainingJobStatus"] = "Stopped"
+            summary["ObjectiveStatus"] = "Failed"
+        status = summary["TrainingJobStatus"]
+        counters["NonRetryableError" if status == "Failed" else status] += 1
+    description["TrainingJobStatusCounters"] = counters
+    return description
+
+
+def _warm_start(plan: TuningPlan) -> tuple[list[dict[str, Any]], Any]:
+    """The parents' trials (``definition``, ``values``, ``value``) and their best summary.
+
+    Raises:
+        JobError: a parent is not a local tuning job here (naming it and where it was looked for).
+    """
+    history: list[dict[str, Any]] = []
+    bests = []
+    for parent in plan.warm_start_parents:
+        if not exists(parent):
+            raise JobError(
+                f"Warm start parent {parent!r} of tuning job {plan.name!r} is not a local tuning "
+                f"job here (no {record_path(parent)}). Accepted: names of local tuning jobs "
+                "run under this LAUNCHBAY_HOME."
+            )
+        description = LocalTuningJob(parent).describe()
+        if description.get("BestTrainingJob"):
+            bests.append(description["BestTrainingJob"])
+        for summary in description.get("LocalTrainingJobs") or []:
+            metric = summary.get("FinalHyperParameterTuningJobObjectiveMetric") or {}
+            history.append(
+                {
+                    "definition": summary.get("LocalDefinition"),
+                    "values": summary.get("TunedHyperParameters") or {},
+                    "value": metric.get("Value"),
+                    "name": summary.get("TrainingJobName"),
+                }
+            )
+    return history, _pick_best(bests, plan.objective_type)
+
+
+def start(
+    plan: TuningPlan, *, stage: Callable[[], None], session: Any, wait: bool,
+    stream: TextIO | None = None,
+) -> LocalTuningJob:  # fmt: skip
+    """Run ``plan``'s trials here; return the handle (after following it, with ``wait``).
+
+    Raises:
+        JobError: a local tuning job of that name exists already, or a warm start
+            parent is not a local tuning job here.
+        JobFailedError: with ``wait``, the tuning job ended Failed.
+    """
+    if plan.name in _ENGINES and not _ENGINES[plan.name].done.is_set() or exists(plan.name):
+        raise JobError(
+            f"A local tuning job named {plan.name!r} exists already ({record_path(plan.name)}). "
+            "SageMaker refuses a duplicate tuning job name, and so does a local run. Accepted: "
+            "another job_name or base_tuning_job_name."
+        )
+    history, parents_best = _warm_start(plan)
+    engine = _Engine(plan, session, history, parents_best)
+    stage()
+    engine._save()
+    _ENGINES[plan.name] = engine
+    logger.info(
+        "Started local tuning job %s: %s strategy, up to %s training jobs, %d at once",
+        plan.name, plan.strategy, plan.max_jobs or "every grid", engine.parallel,
+    )  # fmt: skip
+    engine.start()
+    handle = LocalTuningJob(plan.name, stream=stream)
+    if wait:
+        handle.wait()
+    return handle
