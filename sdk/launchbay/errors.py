@@ -79,14 +79,106 @@ class ConfigurationError(LaunchbayError, ValueError):
         )
 
 
+#: Names SageMaker SDK v2 users write for an argument that has another name, which
+#: difflib's ratio is too far from to find (``env`` -> ``environment``): the argument
+#: they meant. Used only where that argument is one of the valid names; v1 names
+#: (``train_instance_count``, ``distributions``) are not here, they are accepted.
+MEANT_ARGUMENTS: dict[str, str] = {
+    "env": "environment",
+    "envs": "environment",
+    "env_vars": "environment",
+    "environment_variables": "environment",
+    "hyperparameter": "hyperparameters",
+    "hyper_parameters": "hyperparameters",
+    "hparams": "hyperparameters",
+    "hps": "hyperparameters",
+    "params": "hyperparameters",
+    "entrypoint": "entry_point",
+    "script": "entry_point",
+    "entry_script": "entry_point",
+    "source": "source_dir",
+    "src": "source_dir",
+    "src_dir": "source_dir",
+    "source_directory": "source_dir",
+    "code_dir": "source_dir",
+    "instance_size": "instance_type",
+    "num_instances": "instance_count",
+    "instances": "instance_count",
+    "node_count": "instance_count",
+    "nodes": "instance_count",
+    "num_nodes": "instance_count",
+    "image": "image_uri",
+    "image_url": "image_uri",
+    "training_image": "image_uri",
+    "container_image": "image_uri",
+    "distributed": "distribution",
+    "role_arn": "role",
+    "execution_role": "role",
+    "session": "sagemaker_session",
+    "sm_session": "sagemaker_session",
+    "version": "framework_version",
+    "pytorch_version": "framework_version",
+    "tensorflow_version": "framework_version",
+    "torch_version": "framework_version",
+    "python_version": "py_version",
+    "python": "py_version",
+    "output_dir": "output_path",
+    "output_uri": "output_path",
+    "output_s3_uri": "output_path",
+    "checkpoint_uri": "checkpoint_s3_uri",
+    "max_runtime": "max_run",
+    "max_runtime_in_seconds": "max_run",
+    "timeout": "max_run",
+    "volume_size_in_gb": "volume_size",
+    "spot": "use_spot_instances",
+    "use_spot": "use_spot_instances",
+    "spot_instances": "use_spot_instances",
+    "network_isolation": "enable_network_isolation",
+    "metrics": "metric_definitions",
+    "subnet_ids": "subnets",
+    "security_groups": "security_group_ids",
+    "log_level": "container_log_level",
+    "keep_alive": "keep_alive_period_in_seconds",
+    "warm_pool": "keep_alive_period_in_seconds",
+}
+
+#: Names that are no argument's, with where what they ask for goes instead.
+_ELSEWHERE: dict[str, str] = {
+    **{
+        name: f"{name!r} is an argument of fit(), not of the estimator"
+        for name in ("inputs", "wait", "logs", "job_name", "experiment_config")
+    },
+    "requirements": (
+        "Put a requirements.txt in source_dir: it is installed before the entry point runs "
+        "(in local_process with LAUNCHBAY_INSTALL_REQUIREMENTS=1)"
+    ),
+}
+
+
+def suggestion(name: str, valid: Iterable[str]) -> str | None:
+    """The valid name a user who wrote ``name`` most likely meant, or ``None``.
+
+    :data:`MEANT_ARGUMENTS` first (when its argument is among ``valid``), then the
+    closest name by :func:`difflib.get_close_matches`.
+    """
+    valid = sorted(valid)
+    meant = MEANT_ARGUMENTS.get(name) or MEANT_ARGUMENTS.get(name.lower().replace("-", "_"))
+    if meant is not None and meant in valid:
+        return meant
+    close = difflib.get_close_matches(name, valid, n=1, cutoff=0.6)
+    return close[0] if close else None
+
+
 class UnknownArgumentError(ConfigurationError, TypeError):
     """An unknown keyword argument (a typo must never be ignored)."""
 
     @classmethod
     def for_name(cls, owner: str, name: str, valid: Iterable[str]) -> UnknownArgumentError:
-        valid = sorted(valid)
-        close = difflib.get_close_matches(name, valid, n=1, cutoff=0.6)
-        hint = f" Did you mean {close[0]!r}?" if close else ""
+        meant = None if name in _ELSEWHERE else suggestion(name, valid)
+        if meant is not None:
+            hint = f" Did you mean {meant!r}?"
+        else:
+            hint = f" {_ELSEWHERE[name]}." if name in _ELSEWHERE else ""
         return cls(
             f"{owner} got an unexpected keyword argument {name!r}.{hint}",
             argument=name,

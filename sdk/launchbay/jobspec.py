@@ -40,7 +40,6 @@ are the way back (``Estimator.to_yaml``); this module never sees the estimator c
 from __future__ import annotations
 
 import copy
-import difflib
 import importlib.resources
 import json
 import logging
@@ -68,7 +67,7 @@ from launchbay._specyaml import (  # reading the text; JobSpecError, Problem, ..
     scalar_from_text,
     substitute,
 )
-from launchbay.errors import ConfigurationError, ProvisioningError
+from launchbay.errors import ConfigurationError, ProvisioningError, suggestion
 from launchbay.inputs import FileSystemInput, TrainingInput
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -255,9 +254,9 @@ def _describe(error: Any, locations: Locations) -> list[Problem]:
         ]
         out = []
         for key in extra:
-            close = difflib.get_close_matches(key, known, n=1, cutoff=0.6)
+            close = suggestion(key, known)
             if close:
-                hint = f" Did you mean {close[0]!r}?"
+                hint = f" Did you mean {close!r}?"
             elif known:
                 hint = " Known keys: " + ", ".join(known) + "."
             else:

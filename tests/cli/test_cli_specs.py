@@ -57,6 +57,19 @@ def test_unknown_key_suggests_and_names_line(run_cli, project):
     )
 
 
+def test_env_key_suggests_environment(run_cli, project):
+    # A v2 user's 'env' is too far from 'environment' for difflib: the table of v2
+    # mistakes (launchbay.errors.MEANT_ARGUMENTS) names it, in a spec and in --set.
+    spec = project.spec(GOOD + "env:\n  TOKEN: abc\n")
+    check_usage_error(
+        run_cli("validate", spec), "job.yaml:10: env: unknown key. Did you mean 'environment'?"
+    )
+    check_usage_error(
+        run_cli("validate", project.spec(GOOD), "--set", "env.TOKEN=abc"),
+        "--set env.TOKEN=abc: env: unknown key. Did you mean 'environment'?",
+    )
+
+
 def test_wrong_types_name_key_path_and_line(run_cli, project):
     spec = project.spec(
         """

@@ -12,11 +12,16 @@
 * :func:`prepare_requirements`: in containers, ``pip install`` as the toolkit
   does (``.`` for packages plus ``-r requirements.txt``); in local processes
   nothing is installed unless asked, unmet requirements are reported instead.
+  When asked, the hosts of a ``local_process`` job, which share one interpreter,
+  install once: the first host to take a lock in the job's shared directory runs
+  pip, the others wait for it and take its result (:func:`_install_once`).
 """
 
 from __future__ import annotations
 
 import contextlib
+import hashlib
+import json
 import logging
 import os
 import re
@@ -30,7 +35,7 @@ from dataclasses import dataclass
 
 from launchbay.runtime._confine import INSIDE, resolve
 from launchbay.runtime.errors import TrainingSetupError, UnsafeArchiveError
-from launchbay.runtime.names import HP
+from launchbay.runtime.names import ENV, HP
 
 __all__ = [
     "EntryPoint",
@@ -365,16 +370,105 @@ def unmet_requirements(requirements: list[Requirement]) -> list[str]:
 
 
 def _pip_install(args: list[str], cwd: str, python: str) -> None:
+    problem = _run_pip(args, cwd, python)
+    if problem is not None:
+        raise TrainingSetupError(problem)
+
+
+def _run_pip(args: list[str], cwd: str, python: str) -> str | None:
+    """Run ``pip install args`` with its output shown; why it failed, or ``None``."""
     command = [python, "-m", "pip", "install", *args]
     logger.info("Installing: %s", " ".join(command))
     result = subprocess.run(command, cwd=cwd, capture_output=True, text=True)
     sys.stdout.write(result.stdout)
     sys.stderr.write(result.stderr)
-    if result.returncode != 0:
-        tail = "\n".join(result.stderr.strip().splitlines()[-10:])
-        raise TrainingSetupError(
-            f"'{' '.join(command)}' failed with exit code {result.returncode} in {cwd}:\n{tail}"
-        )
+    sys.stdout.flush()
+    sys.stderr.flush()
+    if result.returncode == 0:
+        return None
+    tail = "\n".join(result.stderr.strip().splitlines()[-10:])
+    return f"'{' '.join(command)}' failed with exit code {result.returncode} in {cwd}:\n{tail}"
+
+
+def _interpreter_key(args: list[str], cwd: str, python: str) -> str:
+    """What makes two hosts' installs the same one: interpreter, arguments, requirements.
+
+    The interpreter is its path as given (a venv's ``python`` is a link to the base
+    interpreter: following it would merge venvs) and, for this one, ``sys.prefix``.
+    """
+    requirements = b""
+    with contextlib.suppress(OSError), open(os.path.join(cwd, "requirements.txt"), "rb") as f:
+        requirements = f.read()
+    prefix = sys.prefix if os.path.abspath(python) == os.path.abspath(sys.executable) else ""
+    what = json.dumps([os.path.abspath(python), prefix, args]).encode() + b"\0" + requirements
+    return hashlib.sha256(what).hexdigest()[:24]
+
+
+def _this_host() -> str:
+    with contextlib.suppress(OSError, ValueError, KeyError, TypeError):
+        from launchbay.runtime import contract  # noqa: PLC0415 - only to name the installer
+
+        return str(contract.read_resource_config(contract.paths())["current_host"])
+    return "another host"
+
+
+def _install_once(args: list[str], cwd: str, python: str, shared_dir: str) -> None:
+    """``pip install args`` into ``python`` once for all the hosts of a local job.
+
+    The hosts of a ``local_process`` job share this machine's interpreter: the
+    first host to take an exclusive lock on ``<shared_dir>/requirements/<key>.lock``
+    (``key``: the interpreter, the pip arguments and requirements.txt's content)
+    runs pip, with its output in its own log, and records the result next to the
+    lock; every other host waits for the lock and takes that result: nothing to
+    do after a success, the same :class:`TrainingSetupError` after a failure. A
+    host that dies while installing releases the lock without a result, and the
+    next host installs.
+    """
+    try:
+        import fcntl  # noqa: PLC0415 - POSIX only; elsewhere every host installs
+    except ImportError:  # pragma: no cover - the runtime runs on Linux
+        _pip_install(args, cwd, python)
+        return
+    directory = os.path.join(shared_dir, "requirements")
+    os.makedirs(directory, exist_ok=True)
+    key = _interpreter_key(args, cwd, python)
+    result_path = os.path.join(directory, f"{key}.json")
+    with open(os.path.join(directory, f"{key}.lock"), "a+") as lock:
+        try:
+            fcntl.flock(lock.fileno(), fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            logger.info(
+                "Waiting for another host of this job to install requirements.txt into %s",
+                python,
+            )
+            fcntl.flock(lock.fileno(), fcntl.LOCK_EX)
+        try:
+            with open(result_path, encoding="utf-8") as f:
+                done = json.load(f)
+        except (OSError, ValueError):
+            done = None
+        if isinstance(done, dict):
+            host = done.get("host") or "another host"
+            problem = done.get("problem")
+            if problem:
+                raise TrainingSetupError(
+                    f"{problem}\n(pip ran once for this job's hosts, on {host}: its output is "
+                    f"in {host}'s log.)"
+                )
+            logger.info(
+                "requirements.txt is installed: %s installed it into %s for this job's hosts",
+                host,
+                python,
+            )
+            return
+        problem = _run_pip(args, cwd, python)
+        record = {"host": _this_host(), "python": python, "args": args, "problem": problem}
+        tmp = f"{result_path}.{os.getpid()}.tmp"
+        with open(tmp, "w", encoding="utf-8") as f:
+            json.dump(record, f)
+        os.replace(tmp, result_path)
+    if problem is not None:
+        raise TrainingSetupError(problem)
 
 
 def prepare_requirements(
@@ -384,15 +478,19 @@ def prepare_requirements(
     local_process: bool,
     install: str | None,
     python: str = sys.executable,
+    shared_dir: str | None = None,
 ) -> list[str]:
     """Install or check requirements; returns warnings to show the user.
 
     ``install`` is ``$LAUNCHBAY_INSTALL_REQUIREMENTS``. In containers
     (``local_process`` false) the toolkit's rule applies unless it is ``"0"``:
     a package (setup.py) is ``pip install . [-r requirements.txt]``, a script
-    with a requirements.txt gets ``pip install -r requirements.txt``. In local
-    processes nothing is installed unless it is ``"1"``; unmet requirements are
-    returned as warnings instead.
+    with a requirements.txt gets ``pip install -r requirements.txt``; each
+    container installs into its own interpreter. In local processes nothing is
+    installed unless it is ``"1"``; unmet requirements are returned as warnings
+    instead. When it is ``"1"``, the hosts of the job install once
+    (:func:`_install_once`), coordinating in ``shared_dir`` (default
+    ``$LAUNCHBAY_SHARED_DIR``; ``""``: every host installs).
     """
     requirements_file = os.path.join(code_dir, "requirements.txt")
     has_requirements = os.path.exists(requirements_file)
@@ -404,7 +502,12 @@ def prepare_requirements(
                 ["."] + (["-r", "requirements.txt"] if has_requirements else []), code_dir, python
             )
         elif has_requirements and entry.kind != "command":
-            _pip_install(["-r", "requirements.txt"], code_dir, python)
+            if shared_dir is None:
+                shared_dir = os.environ.get(ENV.SHARED_DIR, "")
+            if local_process and shared_dir:
+                _install_once(["-r", "requirements.txt"], code_dir, python, shared_dir)
+            else:
+                _pip_install(["-r", "requirements.txt"], code_dir, python)
         return []
     if not has_requirements:
         return []

@@ -10,8 +10,10 @@ framework parameter                                launcher
 ``sagemaker_mpi_enabled``                          ``mpi`` (:mod:`.mpi`)
 ``sagemaker_pytorch_ddp_enabled``,                 ``smdistributed`` on GPU hosts with
 ``sagemaker_distributed_dataparallel_enabled``     ``smddprun``; in local jobs without it
-                                                   ``smddp_local`` (mpirun + the local
-                                                   stand-in); else ``torch_distributed``
+                                                   ``smddp_local`` (the local stand-in,
+                                                   :mod:`.smddp`: torchrun for PyTorch
+                                                   scripts in ``local_process``, else
+                                                   mpirun); else ``torch_distributed``
 ``sagemaker_torch_distributed_enabled``            ``torch_distributed`` (:mod:`.torchrun`)
 ``sagemaker_parameter_server_enabled``             ``parameter_server`` (:mod:`.tf_config`)
 ``sagemaker_multi_worker_mirrored_strategy_...``   ``multi_worker_mirrored_strategy``
@@ -24,7 +26,7 @@ from __future__ import annotations
 import logging
 
 from launchbay.runtime.contract import TrainingEnv
-from launchbay.runtime.launchers import mpi, plain, tf_config, torchrun
+from launchbay.runtime.launchers import mpi, plain, smddp, tf_config, torchrun
 from launchbay.runtime.launchers.base import (
     BOOTSTRAP_MODULE,
     LaunchContext,
@@ -83,7 +85,7 @@ _BUILDERS = {
     "torch_distributed": _torch_distributed,
     "mpi": mpi.build,
     "smdistributed": mpi.build_smddp,
-    "smddp_local": mpi.build_smddp_local,
+    "smddp_local": smddp.build_local,
     "parameter_server": tf_config.build_parameter_server,
     "multi_worker_mirrored_strategy": tf_config.build_mwms,
 }

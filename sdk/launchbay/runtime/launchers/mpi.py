@@ -783,9 +783,11 @@ def build_smddp(ctx: LaunchContext) -> LaunchPlan:
 
 
 def build_smddp_local(ctx: LaunchContext) -> LaunchPlan:
-    """smdistributed dataparallel in a local job without ``smddprun``: the stand-in's plan.
+    """smdistributed dataparallel in a local job without ``smddprun``: the stand-in's MPI plan.
 
-    The ranks start as the MPI launcher starts them (one ``mpirun`` for the job, on
+    (A PyTorch script in ``local_process`` mode is started by torchrun instead:
+    :func:`launchbay.runtime.launchers.smddp.build_local` decides.) The ranks
+    start as the MPI launcher starts them (one ``mpirun`` for the job, on
     this machine in ``local_process`` mode, over SSH between containers), one per
     GPU or ``processes_per_host`` per host. ``LAUNCHBAY_SMDDP=1`` makes each rank's
     bootstrap export ``RANK``, ``WORLD_SIZE``, ``LOCAL_RANK``, ``LOCAL_WORLD_SIZE``
@@ -797,7 +799,7 @@ def build_smddp_local(ctx: LaunchContext) -> LaunchPlan:
     base_env["LAUNCHBAY_SMDDP"] = "1"
     if ctx.settings.local_process:
         for name in ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME"):
-            base_env.setdefault(name, "lo")
+            base_env.setdefault(name, torchrun.local_interface(base_env))
     local = dataclasses.replace(ctx, base_env=base_env)
     if ctx.settings.local_process:
         return _build_local(local, launcher="smdistributed", options_key=SMDDP_OPTIONS)
