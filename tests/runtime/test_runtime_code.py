@@ -4,6 +4,8 @@ from __future__ import annotations
 
 import io
 import os
+import subprocess
+import sys
 import tarfile
 from pathlib import Path
 
@@ -273,3 +275,76 @@ def test_containers_install_like_the_toolkit(tmp_path: Path) -> None:
         )
     # Opted out.
     assert code.prepare_requirements(str(tmp_path), entry, local_process=False, install="0")
+
+
+# A stand-in interpreter for pip: counts its runs, takes a moment, then exits $FAKE_PIP_EXIT.
+FAKE_PYTHON = """#!/bin/sh
+echo run >> "$(dirname "$0")/runs"
+echo "fake pip output"
+sleep 1
+echo "fake pip error" >&2
+exit "${FAKE_PIP_EXIT:-0}"
+"""
+
+PREPARE = """
+import sys
+from launchbay.runtime import code
+from launchbay.runtime.errors import TrainingSetupError
+
+code_dir, python, local, shared = sys.argv[1:5]
+entry = code.resolve_entry_point(code_dir, "train.py")
+try:
+    code.prepare_requirements(code_dir, entry, local_process=local == "1", install="1",
+                              python=python, shared_dir=shared)
+except TrainingSetupError as exc:
+    print("FAILED:", str(exc).splitlines()[0])
+"""
+
+
+def _hosts_prepare(tmp_path: Path, *, local: bool, exit_code: int = 0) -> list[str]:
+    """Two hosts' runtimes preparing requirements.txt at once; what each printed."""
+    python = tmp_path / "bin" / "python"
+    python.parent.mkdir()
+    python.write_text(FAKE_PYTHON)
+    python.chmod(0o755)
+    procs = []
+    for host in ("algo-1", "algo-2"):
+        code_dir = tmp_path / host / "code"
+        code_dir.mkdir(parents=True)
+        (code_dir / "train.py").write_text("")
+        (code_dir / "requirements.txt").write_text("tiny==1.0\n")
+        env = dict(os.environ, FAKE_PIP_EXIT=str(exit_code))
+        args = [str(code_dir), str(python), "1" if local else "0", str(tmp_path / "shared")]
+        procs.append(
+            subprocess.Popen(
+                [sys.executable, "-c", PREPARE, *args],
+                stdout=subprocess.PIPE,
+                stderr=subprocess.STDOUT,
+                text=True,
+                env=env,
+            )
+        )
+    return [p.communicate(timeout=60)[0] for p in procs]
+
+
+def test_local_process_hosts_run_pip_once_and_share_its_result(tmp_path: Path) -> None:
+    outputs = _hosts_prepare(tmp_path, local=True)
+    assert (tmp_path / "bin" / "runs").read_text() == "run\n"
+    assert sum(out.count("fake pip output") for out in outputs) == 1  # pip's output, once
+    assert not any("FAILED" in out for out in outputs)
+    assert sorted(os.listdir(tmp_path / "shared" / "requirements"))[0].endswith(".json")
+
+
+def test_local_process_hosts_share_a_failed_install(tmp_path: Path) -> None:
+    outputs = _hosts_prepare(tmp_path, local=True, exit_code=3)
+    assert (tmp_path / "bin" / "runs").read_text() == "run\n"
+    failures = [line for out in outputs for line in out.splitlines() if "FAILED" in line]
+    assert len(failures) == 2 and len(set(failures)) == 1, outputs
+    assert "failed with exit code 3" in failures[0]
+
+
+def test_containers_each_install_into_their_own_interpreter(tmp_path: Path) -> None:
+    """Docker: one container per host, each with its own interpreter, each installs."""
+    _hosts_prepare(tmp_path, local=False)
+    assert (tmp_path / "bin" / "runs").read_text() == "run\nrun\n"
+    assert not (tmp_path / "shared").exists()
