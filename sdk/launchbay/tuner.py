@@ -540,8 +540,10 @@ class HyperparameterTuner:
                 estimator._stage(dict(request), bundle, code_uri)
 
         self._current_job_name = plan.name
-        if plan.local:
-            self.latest_tuning_job = self._run_locally(plan, stage=stage, wait=wait)
+        if plan.local:  # kept before following it: a failed or interrupted job can be looked at
+            self.latest_tuning_job = self._run_locally(plan, stage=stage, wait=False)
+            if wait:
+                self.latest_tuning_job.wait()
             return
         stage()
         self.latest_tuning_job = create_tuning_job(self.sagemaker_session, plan.request)
@@ -725,6 +727,8 @@ class HyperparameterTuner:
         if job_details is None:
             job_details = TuningJob(sagemaker_session, tuning_job_name).describe()
         details = copy.deepcopy(dict(job_details))
+        if handle is not None:  # each estimator's code: the folder the local tuning job kept
+            details = local.attachable(details)
         config = details["HyperParameterTuningJobConfig"]
         limits = config.get("ResourceLimits") or {}
         params: dict[str, Any] = {
@@ -746,7 +750,10 @@ class HyperparameterTuner:
         stamp = tuning_job_name.rsplit("-", 2)
         if len(stamp) == 3 and len(stamp[1]) == 6 and stamp[1].isdigit():
             params["base_tuning_job_name"] = stamp[0]
-        region = getattr(sagemaker_session, "boto_region_name", None)
+        # a local tuning job needs no AWS region (none may be configured)
+        region = (
+            None if handle is not None else getattr(sagemaker_session, "boto_region_name", None)
+        )
         if details.get("TrainingJobDefinition"):
             definition = details["TrainingJobDefinition"]
             objective = config.get("HyperParameterTuningJobObjective") or {}

@@ -758,6 +758,47 @@ def _warm_start(plan: TuningPlan) -> tuple[list[dict[str, Any]], Any]:
     return history, _pick_best(bests, plan.objective_type)
 
 
+_SUBMIT = "sagemaker_submit_directory"
+
+
+def _keep_code(plan: TuningPlan, directory: str) -> None:
+    """Unpack each definition's staged ``sourcedir.tar.gz`` into ``<tuning dir>/code/<n>``.
+
+    ``attach`` rebuilds each estimator with that folder as its ``source_dir`` (an
+    estimator takes a local folder or an ``s3://`` archive, not a ``file://`` one).
+    """
+    import tarfile
+
+    for index, item in enumerate(plan.definitions):
+        raw = item.static_hyperparameters.get(_SUBMIT)
+        try:
+            uri = json.loads(raw) if raw else None
+        except ValueError:
+            uri = raw
+        if not isinstance(uri, str) or not uri.startswith("file://"):
+            continue
+        target = os.path.join(directory, "code", str(index))
+        try:
+            with tarfile.open(uri.removeprefix("file://")) as archive:
+                archive.extractall(target, filter="data")
+        except (OSError, tarfile.TarError) as exc:
+            logger.warning("The code of tuning job %s is not kept for attach: %s", plan.name, exc)
+
+
+def attachable(details: dict[str, Any]) -> dict[str, Any]:
+    """A local tuning job's description with each definition's code as its kept folder."""
+    directory = os.path.dirname(record_path(str(details["HyperParameterTuningJobName"])))
+    definitions = details.get("TrainingJobDefinitions") or [details.get("TrainingJobDefinition")]
+    if details.get("TrainingJobDefinitions"):  # the plan's order: sorted by name
+        definitions = sorted(definitions, key=lambda d: str(d.get("DefinitionName")))
+    for index, definition in enumerate(definitions):
+        kept = os.path.join(directory, "code", str(index))
+        static = (definition or {}).get("StaticHyperParameters") or {}
+        if _SUBMIT in static and os.path.isdir(kept):
+            static[_SUBMIT] = json.dumps(kept)
+    return details
+
+
 def start(
     plan: TuningPlan, *, stage: Callable[[], None], session: Any, wait: bool,
     stream: TextIO | None = None,
@@ -778,6 +819,7 @@ def start(
     history, parents_best = _warm_start(plan)
     engine = _Engine(plan, session, history, parents_best)
     stage()
+    _keep_code(plan, engine.dir)
     engine._save()
     _ENGINES[plan.name] = engine
     logger.info(

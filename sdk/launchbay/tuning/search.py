@@ -178,7 +178,7 @@ class BayesianSearcher(Searcher):
                 return  # another search space: not comparable
             try:
                 value = _decode(parameter, raw)
-                if parameter.scaling_type == "ReverseLogarithmic":
+                if getattr(parameter, "scaling_type", None) == "ReverseLogarithmic":
                     value = 1.0 - value
                 if not distributions[name]._contains(distributions[name].to_internal_repr(value)):
                     return
@@ -196,7 +196,7 @@ class BayesianSearcher(Searcher):
         values: dict[str, Any] = {}
         for name, parameter in self._ranges(definition).items():
             value = trial.params[name]
-            if parameter.scaling_type == "ReverseLogarithmic":
+            if getattr(parameter, "scaling_type", None) == "ReverseLogarithmic":
                 value = min(max(1.0 - value, parameter.min_value), parameter.max_value)
             values[name] = value
         values.update(self._auto(definition))

@@ -4,7 +4,7 @@ loss at epoch e (1-based) = (lr - 0.3)**2 + slope / e, plus ``last_bump`` on an 
 last line when given (so the last value is not the smallest). Writes a JSON record
 ``<marks>/<job>.json`` (start and end times, the values printed, CUDA_VISIBLE_DEVICES,
 how it ended) so the tests can check what ran when. Exits 3 when ``optimizer`` is
-"broken". On SIGTERM it writes ``<checkpoint dir>/stopped.txt`` and ends "stopped".
+"broken". On SIGTERM it writes ``<checkpoint dir>/stopped-<job>.txt`` and ends "stopped".
 No torch, nothing heavy.
 """
 
@@ -50,7 +50,7 @@ def on_term(signum, frame):
     if os.path.isdir(checkpoints) or os.environ.get("SM_CHECKPOINT_DIR"):
         directory = os.environ.get("SM_CHECKPOINT_DIR", checkpoints)
         os.makedirs(directory, exist_ok=True)
-        with open(os.path.join(directory, "stopped.txt"), "w") as f:
+        with open(os.path.join(directory, f"stopped-{job}.txt"), "w") as f:
             f.write(f"{len(record['values'])}\n")
     record["how"] = "stopped"
     record["end"] = time.time()
