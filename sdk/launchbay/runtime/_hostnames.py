@@ -37,7 +37,7 @@ import ctypes
 import os
 import stat
 import sys
-from collections.abc import Iterable, Mapping, MutableMapping
+from collections.abc import Callable, Iterable, Mapping, MutableMapping
 
 from launchbay.runtime.errors import TrainingSetupError
 from launchbay.runtime.names import ENV
@@ -286,35 +286,25 @@ def namespace_problem() -> str | None:
 
 def _probe_unshare(user: bool) -> str | None:
     """Can a forked child of this process make a mount (and user) namespace?"""
+    flags = _CLONE_NEWNS | (_CLONE_NEWUSER if user else 0)
+    return _in_child(lambda: _check(_libc().unshare(flags), "unshare(CLONE_NEWUSER | CLONE_NEWNS)"))
+
+
+def _probe_namespace(hosts_file: str, user: bool, opt_ml: str | None) -> str | None:
+    """Try the namespace in a forked child (a half-made user namespace cannot be undone)."""
+    return _in_child(lambda: _enter_namespace(hosts_file, user, opt_ml))
+
+
+def _in_child(attempt: Callable[[], object]) -> str | None:
+    """Run ``attempt`` in a forked child (single-threaded, as the runtime is at this point);
+    None when it worked, else why not."""
     read_end, write_end = os.pipe()
     pid = os.fork()
     if pid == 0:
         code = 0
         try:
             os.close(read_end)
-            flags = _CLONE_NEWNS | (_CLONE_NEWUSER if user else 0)
-            _check(_libc().unshare(flags), "unshare(CLONE_NEWUSER | CLONE_NEWNS)")
-        except BaseException as exc:
-            with contextlib.suppress(OSError):
-                os.write(write_end, str(exc).encode()[:500])
-            code = 1
-        os._exit(code)
-    os.close(write_end)
-    with os.fdopen(read_end, "rb") as pipe:
-        message = pipe.read().decode(errors="replace")
-    _, status = os.waitpid(pid, 0)
-    return None if os.waitstatus_to_exitcode(status) == 0 else (message or f"status {status}")
-
-
-def _probe_namespace(hosts_file: str, user: bool, opt_ml: str | None) -> str | None:
-    """Try the namespace in a forked child (a half-made user namespace cannot be undone)."""
-    read_end, write_end = os.pipe()
-    pid = os.fork()
-    if pid == 0:  # child: single-threaded like the runtime at this point
-        code = 0
-        try:
-            os.close(read_end)
-            _enter_namespace(hosts_file, user, opt_ml)
+            attempt()
         except BaseException as exc:
             with contextlib.suppress(OSError):
                 os.write(write_end, str(exc).encode()[:500])
