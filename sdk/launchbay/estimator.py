@@ -381,18 +381,7 @@ class EstimatorBase(Rules):
         Raises:
             ConfigurationError: no job has run from this estimator yet.
         """
-        if self.latest_training_job is None:
-            raise ConfigurationError.invalid(
-                "latest_training_job",
-                None,
-                "a job started by fit() (or attach()) before asking for its debugger artifacts",
-            )
-        hook = self.latest_training_job.describe().get("DebugHookConfig") or {}
-        target = hook.get("S3OutputPath")
-        if not target:
-            return None
-        path = "/".join([target.rstrip("/"), self.latest_training_job.name, "debug-output"])
-        return path.removeprefix("file://")
+        return self._artifacts_path("DebugHookConfig", "debug-output", "debugger artifacts")
 
     def latest_job_tensorboard_artifacts_path(self) -> str | None:
         """Where the latest job's TensorBoard files went: ``<S3OutputPath>/<job>/tensorboard-output``.
@@ -406,17 +395,22 @@ class EstimatorBase(Rules):
         Raises:
             ConfigurationError: no job has run from this estimator yet.
         """
+        return self._artifacts_path(
+            "TensorBoardOutputConfig", "tensorboard-output", "TensorBoard artifacts"
+        )
+
+    def _artifacts_path(self, config: str, folder: str, what: str) -> str | None:
+        """``<the request's config S3OutputPath>/<job>/<folder>`` (``file://`` as a plain path)."""
         if self.latest_training_job is None:
             raise ConfigurationError.invalid(
                 "latest_training_job",
                 None,
-                "a job started by fit() (or attach()) before asking for its TensorBoard artifacts",
+                f"a job started by fit() (or attach()) before asking for its {what}",
             )
-        config = self.latest_training_job.describe().get("TensorBoardOutputConfig") or {}
-        target = config.get("S3OutputPath")
+        target = (self.latest_training_job.describe().get(config) or {}).get("S3OutputPath")
         if not target:
             return None
-        path = "/".join([target.rstrip("/"), self.latest_training_job.name, "tensorboard-output"])
+        path = "/".join([target.rstrip("/"), self.latest_training_job.name, folder])
         return path.removeprefix("file://")
 
     @classmethod
