@@ -583,13 +583,26 @@ class HyperparameterTuner:
         return str(self._ensure_last_tuning_job().best_training_job()["TrainingJobName"])
 
     def best_estimator(self, best_training_job: Mapping[str, Any] | None = None) -> EstimatorBase:
-        """The estimator attached to the best trial (``Estimator.attach``)."""
+        """The estimator attached to the best trial (``Estimator.attach``; a local trial: its record)."""
         best = best_training_job or self._ensure_last_tuning_job().best_training_job()
         if self.estimator is not None:
             estimator = self.estimator
         else:
             assert self.estimator_dict is not None
             estimator = self.estimator_dict[best["TrainingJobDefinitionName"]]
+        job = self._ensure_last_tuning_job()
+        if not isinstance(job, TuningJob):  # a local tuning job: its trial, with the kept code
+            from launchbay.tuning import local
+            from launchbay.tuning.attach import local_trial_estimator
+
+            details = local.attachable(job.describe())
+            definition = details.get("TrainingJobDefinition") or next(
+                d for d in details["TrainingJobDefinitions"]
+                if d.get("DefinitionName") == best.get("TrainingJobDefinitionName")
+            )  # fmt: skip
+            return local_trial_estimator(
+                type(estimator), best["TrainingJobName"], definition, estimator.sagemaker_session
+            )
         return type(estimator).attach(
             best["TrainingJobName"], sagemaker_session=estimator.sagemaker_session
         )
@@ -750,16 +763,18 @@ class HyperparameterTuner:
         stamp = tuning_job_name.rsplit("-", 2)
         if len(stamp) == 3 and len(stamp[1]) == 6 and stamp[1].isdigit():
             params["base_tuning_job_name"] = stamp[0]
-        # a local tuning job needs no AWS region (none may be configured)
+        # a local tuning job needs no AWS region (none may be configured): its estimators
+        # keep no session, as local estimators made without one
         region = (
             None if handle is not None else getattr(sagemaker_session, "boto_region_name", None)
         )
+        estimator_session = None if handle is not None else sagemaker_session
         if details.get("TrainingJobDefinition"):
             definition = details["TrainingJobDefinition"]
             objective = config.get("HyperParameterTuningJobObjective") or {}
             ranges = config.get("ParameterRanges") or {}
             estimator = estimator_from_definition(
-                definition, estimator_cls, sagemaker_session, region, tuning_job_name
+                definition, estimator_cls, estimator_session, region, tuning_job_name
             )
             json_values = isinstance(estimator, Framework)
             tuner = cls(
@@ -777,7 +792,7 @@ class HyperparameterTuner:
             by_name = {d["DefinitionName"]: d for d in definitions}
             estimators = {
                 n: estimator_from_definition(
-                    by_name[n], (estimator_cls or {}).get(n), sagemaker_session, region,
+                    by_name[n], (estimator_cls or {}).get(n), estimator_session, region,
                     tuning_job_name,
                 )
                 for n in names

@@ -332,3 +332,30 @@ def test_training_job_analytics_of_a_plain_local_fit(home, tmp_path):
     printed = marks(tmp_path)[plain.latest_training_job.name]["values"]
     assert list(frame["value"]) == printed and set(frame["metric_name"]) == {"loss"}
     assert (frame["timestamp"] >= 0).all()
+
+
+def test_best_estimator_of_a_local_tuning_job_has_the_best_values_and_fits_again(home, tmp_path):
+    tuner = HyperparameterTuner(
+        estimator(tmp_path, epochs=2), "loss",
+        {"lr": ContinuousParameter(0.01, 1.0), "optimizer": CategoricalParameter(["sgd", "adam"])},
+        metric_definitions=METRICS, objective_type="Minimize", strategy="Random", max_jobs=3,
+        max_parallel_jobs=2, random_seed=3,
+    )  # fmt: skip
+    tuner.fit(job_name="t-best-estimator")
+    best = tuner.describe()["BestTrainingJob"]
+    for source in (tuner, HyperparameterTuner.attach("t-best-estimator")):
+        best_estimator = source.best_estimator()
+        assert isinstance(best_estimator, PyTorch)
+        assert best_estimator.latest_training_job.name == best["TrainingJobName"]
+        # the trial's values, as SageMaker passed them (JSON text for a framework estimator)
+        hyperparameters = best_estimator.hyperparameters()
+        for name, value in best["TunedHyperParameters"].items():
+            assert hyperparameters[name] == value
+        assert json.loads(hyperparameters["epochs"]) == 2
+        assert "_tuning_objective_metric" not in hyperparameters
+    # the best estimator trains again, a plain local job with the best trial's values
+    best_estimator.fit(job_name="t-best-again")
+    again = marks(tmp_path)["t-best-again"]
+    assert again["how"] == "completed"
+    assert again["lr"] == float(best["TunedHyperParameters"]["lr"])
+    assert again["optimizer"] == json.loads(best["TunedHyperParameters"]["optimizer"])

@@ -21,12 +21,19 @@ from launchbay.errors import ConfigurationError, JobError
 from launchbay.estimator import EstimatorBase
 from launchbay.tuning.plan import OBJECTIVE_HYPERPARAMETER
 
-__all__ = ["V2_CLASSES", "ESTIMATOR_MODULE", "ESTIMATOR_CLASS_NAME", "estimator_from_definition"]
+__all__ = [
+    "V2_CLASSES",
+    "ESTIMATOR_MODULE",
+    "ESTIMATOR_CLASS_NAME",
+    "estimator_from_definition",
+    "local_trial_estimator",
+]
 
 logger = logging.getLogger("launchbay.tuning.attach")
 
 ESTIMATOR_MODULE = "sagemaker_estimator_module"
 ESTIMATOR_CLASS_NAME = "sagemaker_estimator_class_name"
+SUBMIT_DIRECTORY = "sagemaker_submit_directory"
 #: launchbay's estimator classes and the SDK v2 classes their tuning jobs name (both ways).
 V2_CLASSES = {
     ("launchbay.pytorch", "PyTorch"): ("sagemaker.pytorch.estimator", "PyTorch"),
@@ -111,3 +118,38 @@ def estimator_from_definition(
         raise JobError(
             f"Cannot rebuild the estimator of tuning job {tuning_name!r}: {exc}"
         ) from exc
+
+
+def local_trial_estimator(
+    cls: type[EstimatorBase], trial_name: str, definition: Mapping[str, Any], session: Any
+) -> EstimatorBase:
+    """The estimator of local trial ``trial_name``, attached to it (``best_estimator()``).
+
+    Its arguments come from the trial's own description (its hyperparameters are the
+    trial's values and the static ones, less ``_tuning_objective_metric``), its
+    ``source_dir`` from ``definition``'s code (the folder the local tuning job kept:
+    an estimator takes a folder, not the trial's ``file://`` archive), and
+    ``latest_training_job`` is the trial, so ``fit()`` trains again with those values.
+    """
+    from launchbay._attach import init_params_from_description
+    from launchbay.backends.registry import backend_for_job
+    from launchbay.job import TrainingJob
+
+    backend = backend_for_job(trial_name, session)
+    description = dict(backend.describe(trial_name))
+    hyperparameters = dict(description.get("HyperParameters") or {})
+    hyperparameters.pop(OBJECTIVE_HYPERPARAMETER, None)
+    kept = (definition.get("StaticHyperParameters") or {}).get(SUBMIT_DIRECTORY)
+    if kept and SUBMIT_DIRECTORY in hyperparameters:
+        hyperparameters[SUBMIT_DIRECTORY] = kept
+    description["HyperParameters"] = hyperparameters
+    params = init_params_from_description(cls, description, region=None)
+    try:
+        estimator = cls(sagemaker_session=session, **params)
+    except ConfigurationError as exc:
+        raise JobError(
+            f"Cannot rebuild the estimator of training job {trial_name!r}: {exc}"
+        ) from exc
+    estimator.latest_training_job = TrainingJob(trial_name, backend)
+    estimator._current_job_name = trial_name
+    return estimator
