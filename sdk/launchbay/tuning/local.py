@@ -31,7 +31,6 @@ import datetime as _dt
 import json
 import logging
 import os
-import sys
 import threading
 import time
 from collections.abc import Callable, Mapping
@@ -43,12 +42,11 @@ from launchbay.backends.local import signals as _signals
 from launchbay.backends.local.capacity import local_capacity, split_gpus
 from launchbay.backends.local.record import CLIENT_ID, client_pid
 from launchbay.backends.plan import JobPlan, plan_request
-from launchbay.display import Display
-from launchbay.errors import JobError, JobFailedError
+from launchbay.errors import JobError
 from launchbay.metrics import load_metrics
 from launchbay.runtime.for_client import is_alive
 from launchbay.tuning.plan import TuningPlan
-from launchbay.tuning.sagemaker import progress_line
+from launchbay.tuning.sagemaker import NamedTuningJob, follow
 from launchbay.tuning.search import Searcher, make_searcher
 from launchbay.tuning.stopping import better, hyperband_stops, median_rule_stops
 
@@ -560,7 +558,7 @@ def _pick_best(summaries: list[Mapping[str, Any]], objective_type: str) -> dict[
 _ENGINES: dict[str, _Engine] = {}
 
 
-class LocalTuningJob:
+class LocalTuningJob(NamedTuningJob):
     """A local tuning job, by name: the same handle as :class:`launchbay.tuning.sagemaker.TuningJob`.
 
     In the process that runs it, it reads the scheduler; elsewhere its record
@@ -570,13 +568,6 @@ class LocalTuningJob:
     def __init__(self, name: str, *, stream: TextIO | None = None) -> None:
         self.name = name
         self.stream = stream
-
-    @property
-    def job_name(self) -> str:
-        return self.name
-
-    def __repr__(self) -> str:
-        return f"LocalTuningJob({self.name!r})"
 
     @property
     def _engine(self) -> _Engine | None:
@@ -610,21 +601,6 @@ class LocalTuningJob:
         found = list(self.describe().get("LocalTrainingJobs") or [])
         return [s for s in found if status is None or s.get("TrainingJobStatus") == status]
 
-    def best_training_job(self) -> dict[str, Any]:
-        """The description's ``BestTrainingJob``.
-
-        Raises:
-            JobError: no trial has reported its objective yet.
-        """
-        best = self.describe().get("BestTrainingJob")
-        if not best:
-            raise JobError(
-                f"Best training job not available for tuning job {self.name!r}: no trial has "
-                "reported its objective metric yet. Next: wait() for the job, and check that "
-                "the metric definitions' regexes match the trials' log lines."
-            )
-        return dict(best)
-
     def stop(self) -> None:
         """Stop the tuning job: every running trial is stopped (checkpoints saved); returns once all ended."""
         engine = self._engine
@@ -652,48 +628,26 @@ class LocalTuningJob:
         Raises:
             JobFailedError: the tuning job ended Failed (its reason in the message).
         """
-        display = Display(self.stream or sys.stdout)
-        shown = ""
+
+        def pause() -> None:
+            engine = self._engine
+            if engine is not None:
+                engine.done.wait(poll)
+            else:
+                time.sleep(poll)
+
         with _signals._SigintFlag() as interrupts:
-            try:
-                while True:
-                    if interrupts.pending():
-                        raise KeyboardInterrupt
-                    description = self.describe()
-                    line = progress_line(description)
-                    if line != shown:
-                        if display.live:
-                            display.update(line)
-                        else:
-                            display.print(
-                                f"{_dt.datetime.now(_dt.timezone.utc):%Y-%m-%d %H:%M:%S} {line}"
-                            )
-                        shown = line
-                    status = description["HyperParameterTuningJobStatus"]
-                    if status in _TERMINAL:
-                        break
-                    engine = self._engine
-                    if engine is not None:
-                        engine.done.wait(poll)
-                    else:
-                        time.sleep(poll)
-            except KeyboardInterrupt:
-                display.close()
-                display.print(
+            return follow(
+                self.name,
+                self.describe,
+                pause,
+                self.stream,
+                interrupt_message=(
                     f"Interrupted: stopping tuning job {self.name} and its running training jobs"
-                )
-                self.stop()
-                raise
-        display.close()
-        if status == "Failed":
-            reason = str(description.get("FailureReason") or "")
-            raise JobFailedError(
-                f"Tuning job {self.name} failed: {reason or 'no reason given'}",
-                job_name=self.name,
-                status="Failed",
-                reason=reason,
+                ),
+                interrupted=interrupts.pending,
+                on_interrupt=self.stop,
             )
-        return description
 
 
 def _reconcile(description: dict[str, Any]) -> dict[str, Any]:

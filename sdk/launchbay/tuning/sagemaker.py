@@ -97,7 +97,41 @@ def progress_line(description: Mapping[str, Any]) -> str:
     return " | ".join(parts)
 
 
-class TuningJob:
+class NamedTuningJob:
+    """What both tuning job handles (SageMaker's, local) share: the name, SDK v2's spelling,
+    the best trial from the description."""
+
+    name: str
+
+    @property
+    def job_name(self) -> str:
+        """SDK v2's name for :attr:`name`."""
+        return self.name
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}({self.name!r})"
+
+    def describe(self) -> dict[str, Any]:
+        """DescribeHyperParameterTuningJob's shape (each handle reads its own source)."""
+        raise NotImplementedError
+
+    def best_training_job(self) -> dict[str, Any]:
+        """The description's ``BestTrainingJob``.
+
+        Raises:
+            JobError: no trial has reported an objective value yet.
+        """
+        best = self.describe().get("BestTrainingJob")
+        if not best:
+            raise JobError(
+                f"Best training job not available for tuning job {self.name!r}: no trial has "
+                "reported its objective metric yet. Next: wait() for the job, and check that "
+                "the metric definitions' regexes match the trials' log lines."
+            )
+        return dict(best)
+
+
+class TuningJob(NamedTuningJob):
     """A SageMaker hyperparameter tuning job, by name.
 
     Args:
@@ -119,14 +153,6 @@ class TuningJob:
         self.name = name
         self.stream = stream
         self.sleep = sleep
-
-    @property
-    def job_name(self) -> str:
-        """SDK v2's name for :attr:`name`."""
-        return self.name
-
-    def __repr__(self) -> str:
-        return f"TuningJob({self.name!r})"
 
     def describe(self) -> dict[str, Any]:
         """The DescribeHyperParameterTuningJob response."""
@@ -175,63 +201,80 @@ class TuningJob:
                 return out
             kwargs["NextToken"] = token
 
-    def best_training_job(self) -> dict[str, Any]:
-        """The description's ``BestTrainingJob``.
-
-        Raises:
-            JobError: no trial has reported an objective value yet.
-        """
-        best = self.describe().get("BestTrainingJob")
-        if not best:
-            raise JobError(
-                f"Best training job not available for tuning job {self.name!r}: no trial has "
-                "reported its objective metric yet. Next: wait() for the job, and check that "
-                "the metric definitions' regexes match the trials' log lines."
-            )
-        return dict(best)
-
     def wait(self, poll: float = POLL_SECONDS) -> dict[str, Any]:
         """Follow the job until it ends; return its last description.
 
         Raises:
             JobFailedError: the tuning job ended Failed (its reason in the message).
         """
-        stream = self.stream or sys.stdout
-        display = Display(stream)
-        shown = ""
-        try:
-            while True:
-                description = self.describe()
-                line = progress_line(description)
-                if line != shown:
-                    logger.debug("%s", line)
-                    if display.live:
-                        display.update(line)
-                    else:
-                        display.print(f"{_now()} {line}")
-                    shown = line
-                status = description.get("HyperParameterTuningJobStatus")
-                if status not in _RUNNING:
-                    break
-                self.sleep(poll)
-        except KeyboardInterrupt:
-            display.close()
-            display.print(
+        return follow(
+            self.name,
+            self.describe,
+            lambda: self.sleep(poll),
+            self.stream,
+            interrupt_message=(
                 f"Stopped following tuning job {self.name}; it keeps running. Follow it again "
                 f"with HyperparameterTuner.attach({self.name!r}).wait(), or stop it with "
                 ".stop_tuning_job()."
-            )
-            raise
+            ),
+        )
+
+
+def follow(
+    name: str,
+    describe: Callable[[], Mapping[str, Any]],
+    pause: Callable[[], object],
+    stream: TextIO | None,
+    *,
+    interrupt_message: str,
+    interrupted: Callable[[], bool] = lambda: False,
+    on_interrupt: Callable[[], None] = lambda: None,
+) -> dict[str, Any]:
+    """Follow a tuning job (SageMaker's or a local one) to its end with one progress line.
+
+    ``describe`` gives DescribeHyperParameterTuningJob's shape; the line (:func:`progress_line`)
+    is redrawn in place on a terminal or in Jupyter, printed with a timestamp when it
+    changes elsewhere; ``pause`` waits between looks. On Ctrl-C (or ``interrupted()``)
+    ``interrupt_message`` is shown, ``on_interrupt`` runs and :class:`KeyboardInterrupt`
+    is re-raised. Returns the last description.
+
+    Raises:
+        JobFailedError: the tuning job ended Failed (its reason in the message).
+    """
+    display = Display(stream or sys.stdout)
+    shown = ""
+    try:
+        while True:
+            if interrupted():
+                raise KeyboardInterrupt
+            description = dict(describe())
+            line = progress_line(description)
+            if line != shown:
+                logger.debug("%s", line)
+                if display.live:
+                    display.update(line)
+                else:
+                    display.print(f"{_now()} {line}")
+                shown = line
+            status = description.get("HyperParameterTuningJobStatus")
+            if status not in _RUNNING:
+                break
+            pause()
+    except KeyboardInterrupt:
         display.close()
-        if status == "Failed":
-            reason = str(description.get("FailureReason") or "")
-            raise JobFailedError(
-                f"Tuning job {self.name} failed: {reason or 'no reason given'}",
-                job_name=self.name,
-                status="Failed",
-                reason=reason,
-            )
-        return description
+        display.print(interrupt_message)
+        on_interrupt()
+        raise
+    display.close()
+    if status == "Failed":
+        reason = str(description.get("FailureReason") or "")
+        raise JobFailedError(
+            f"Tuning job {name} failed: {reason or 'no reason given'}",
+            job_name=name,
+            status="Failed",
+            reason=reason,
+        )
+    return description
 
 
 def _now() -> str:
