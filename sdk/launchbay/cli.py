@@ -31,6 +31,9 @@ Exit codes (what a CI step can rely on):
 * 130: interrupted (Ctrl-C; 143 for SIGTERM). A local job is always stopped; a
   SageMaker job only with ``--stop-on-interrupt``.
 
+A spec with a ``tuning:`` section is a tuning job (:mod:`launchbay.cli_tuning`): the
+same codes, for the tuning job's status.
+
 With ``--output json`` stdout carries exactly one JSON object (job name, status,
 model data, failure reason, timings, instance type, backend) and the job's logs go
 to stderr. Jobs are found by name through the backend registry
@@ -57,7 +60,7 @@ import warnings
 from collections.abc import Iterator, Mapping
 from typing import Any, TextIO
 
-from launchbay import __version__, images, jobspec, vpc
+from launchbay import __version__, cli_tuning, images, jobspec, vpc
 from launchbay._home import local_home
 from launchbay._summary import created_timestamp, iso_time, job_table, print_summary, summarize
 from launchbay.backends import registry
@@ -73,6 +76,7 @@ from launchbay.errors import (
 from launchbay.estimator import Estimator, validate_job_name
 from launchbay.jobspec import JobSpecError
 from launchbay.runtime.names import COMPLETED, JOB_STATUSES, TERMINAL_STATUSES
+from launchbay.tuning.spec import has_tuning
 
 __all__ = ["main", "build_parser", "summarize"]
 
@@ -144,7 +148,8 @@ def build_parser() -> argparse.ArgumentParser:
     submit.add_argument(
         "--dry-run",
         action="store_true",
-        help="print the exact CreateTrainingJob request as JSON; upload and create nothing",
+        help="print the exact CreateTrainingJob request (CreateHyperParameterTuningJob for a "
+        "spec with tuning:) as JSON; upload and create nothing",
     )
     output_option(submit)
     submit.add_argument(
@@ -162,8 +167,8 @@ def build_parser() -> argparse.ArgumentParser:
     spec_options(validate)
     validate.set_defaults(func=_cmd_validate)
 
-    status = commands.add_parser("status", help="show a job's status")
-    status.add_argument("job", metavar="JOB", help="the job's name")
+    status = commands.add_parser("status", help="show a job's (or tuning job's) status")
+    status.add_argument("job", metavar="JOB", help="the job's (or tuning job's) name")
     output_option(status)
     status.set_defaults(func=_cmd_status)
 
@@ -174,8 +179,8 @@ def build_parser() -> argparse.ArgumentParser:
     )
     logs.set_defaults(func=_cmd_logs)
 
-    stop = commands.add_parser("stop", help="stop a running job")
-    stop.add_argument("job", metavar="JOB", help="the job's name")
+    stop = commands.add_parser("stop", help="stop a running job (or tuning job)")
+    stop.add_argument("job", metavar="JOB", help="the job's (or tuning job's) name")
     output_option(stop)
     stop.set_defaults(func=_cmd_stop)
 
@@ -184,6 +189,9 @@ def build_parser() -> argparse.ArgumentParser:
         "--max", type=_positive_int, default=20, metavar="N", help="at most N jobs (default 20)"
     )
     listing.add_argument("--status", choices=JOB_STATUSES, help="only jobs in this state")
+    listing.add_argument(
+        "--tuning", action="store_true", help="list hyperparameter tuning jobs instead"
+    )
     listing.add_argument(
         "--backend",
         choices=("all", *registry.names()),
@@ -628,6 +636,8 @@ def _cmd_validate(args: argparse.Namespace) -> int:
 def _cmd_submit(args: argparse.Namespace) -> int:
     spec = _load_spec(args)
     estimator = Estimator.from_spec(spec)
+    if has_tuning(spec):  # a tuning job over the spec's training job (docs/tuning.md)
+        return cli_tuning.submit(args, spec, estimator)
     inputs, job_name = estimator.spec_inputs, estimator.spec_job_name
     json_mode = args.output == "json"
     if args.dry_run:
@@ -768,7 +778,27 @@ def _submit_detached(args: argparse.Namespace, spec: Any, estimator: Any, kind: 
 # --------------------------------------------------------------------------- status, logs, stop, list
 
 
+def _tuning_job(name: str) -> Any:
+    """Tuning job ``name``: a local one, else SageMaker's when no training job has that name."""
+    found: Any = cli_tuning.local_job(name)
+    if found is not None:
+        return found
+    backend = _job_backend(name)
+    if backend.runs_in_client:
+        return None
+    try:
+        backend.describe(name)
+    except JobError:
+        found = cli_tuning.remote_job(name, backend)
+        if found is None:
+            raise
+    return found
+
+
 def _cmd_status(args: argparse.Namespace) -> int:
+    tuning = _tuning_job(args.job)
+    if tuning is not None:
+        return cli_tuning.show(tuning, args.output)
     backend = _job_backend(args.job)
     summary = summarize(backend.describe(args.job), backend.name)
     if args.output == "json":
@@ -784,6 +814,9 @@ def _cmd_logs(args: argparse.Namespace) -> int:
 
 
 def _cmd_stop(args: argparse.Namespace) -> int:
+    tuning = _tuning_job(args.job)
+    if tuning is not None:
+        return cli_tuning.stop(tuning, args.output)
     backend = _job_backend(args.job)
     description = backend.describe(args.job)
     status = description.get("TrainingJobStatus")
@@ -803,6 +836,11 @@ def _cmd_stop(args: argparse.Namespace) -> int:
 
 
 def _cmd_list(args: argparse.Namespace) -> int:
+    if args.tuning:
+        remote = tuple(n for n in registry.names() if not registry.backend_class(n).runs_in_client)
+        return cli_tuning.list_jobs(
+            args, lambda: getattr(registry.create("sagemaker"), "session", None), remote
+        )
     jobs: list[dict[str, Any]] = []
     for name in registry.names():
         if args.backend not in ("all", name):

@@ -12,6 +12,8 @@ the same name (``role``, ``instance_type``, ``hyperparameters`` ...), plus:
   (:mod:`launchbay.vpc`), instead of ``subnets``/``security_group_ids``; it is
   looked up (``launchbay.vpc.describe``) when the estimator is built for
   submission or a dry run, not by ``validate``;
+* ``tuning``: a hyperparameter tuning job over this training job (the tuner's
+  arguments, :mod:`launchbay.tuning.spec`), which ``launchbay submit`` runs instead;
 * ``x-*`` keys are ignored: a place for YAML anchors (``x-defaults: &defaults``).
 
 Loading a spec (:func:`load`) goes through these steps, each reporting every
@@ -89,7 +91,7 @@ logger = logging.getLogger("launchbay.jobspec")
 
 
 #: Keys that are not estimator arguments.
-SPEC_ONLY_KEYS = ("framework", "inputs", "job_name", "vpc")
+SPEC_ONLY_KEYS = ("framework", "inputs", "job_name", "vpc", "tuning")
 #: TrainingInput / FileSystemInput fields of a channel mapping.
 TRAINING_INPUT_FIELDS = (
     "s3_data",

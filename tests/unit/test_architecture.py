@@ -244,12 +244,14 @@ LAYERS = {
     "launchbay.tuning.configs": 2,
     "launchbay.tuning.plan": 2,
     "launchbay.tuning.attach": 5,
+    "launchbay.tuning.spec": 5,
     # metrics read from log lines (standard library) and the tables of SDK v2's sagemaker.analytics
     "launchbay.metrics": 2,
     "launchbay.analytics": 4,
     "launchbay.tuner": 5,
     # 6: the command line
     "launchbay.cli": 6,
+    "launchbay.cli_tuning": 6,
     "launchbay._summary": 6,
 }
 
