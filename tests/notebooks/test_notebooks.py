@@ -1,9 +1,19 @@
 """Every notebook in notebooks/ runs, cell by cell, in a real Jupyter kernel (nbclient).
 
-Each notebook runs in its own temporary directory (its working directory, where it writes
-its data and scripts) with ``LAUNCHBAY_HOME`` there too, and against the session's moto
-server (``AWS_ENDPOINT_URL``, reset first) for the cells that talk to AWS. The checks read
-the saved cell outputs, as a reader of the notebook would:
+Two ways, each against the session's moto server (``AWS_ENDPOINT_URL``, reset first) for the
+cells that talk to AWS, with ``LAUNCHBAY_HOME`` in the test's temporary directory:
+
+* isolated (``test_notebook_runs``): each notebook in a temporary working directory of its
+  own, one test per notebook;
+* in place (``test_notebooks_run_in_place_one_after_another``): all of them in notebooks/
+  itself, as a user opens them, one after another in an order that used to break (the
+  Horovod notebook left ``data/train/train.npz``, where the DDP notebook's image folder then
+  failed with ``NotADirectoryError``), over planted leftovers of an earlier run. Each must
+  write only under the folder named after it; whatever the run added to notebooks/ is
+  removed afterwards, and the notebooks themselves are never saved (executed copies go to
+  the temporary directory).
+
+The checks read the saved cell outputs, as a reader of the notebook would:
 
 * no cell raised (nbclient stops at the first error; no ``error`` output anywhere), and no
   saved output holds a carriage return (progress redrawn in place belongs in a display);
@@ -19,16 +29,22 @@ the saved cell outputs, as a reader of the notebook would:
   ``mpirun``, a host supervisor) and no container or network of its jobs is left.
 
 Notebooks with local Docker mode steps carry the ``docker`` marker and need the training
-images (built here when missing, reused otherwise; see docs/images.md).
+images: built here first when missing (reused otherwise; see docs/images.md), with the
+inputs .ci/run uses, so the notebooks' own ``launchbay.images.ensure_image`` finds them.
 """
 
 from __future__ import annotations
 
+import contextlib
+import fcntl
+import hashlib
 import json
 import os
 import re
+import shutil
 import sys
 import time
+from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
@@ -166,28 +182,26 @@ def _leftover_docker(home: str) -> list[str]:
         client.close()
 
 
-# -- the test ------------------------------------------------------------------------------
+# -- running and checking one notebook ------------------------------------------------
 
 
-@pytest.mark.parametrize("name", _notebooks())
-def test_notebook_runs(
-    name: str, aws: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
-) -> None:
-    import nbclient
-    import nbformat
-
-    expected = EXPECTED[name]
-    if expected.get("images"):
-        _images(expected["images"])
-    workdir = tmp_path / "work"
-    workdir.mkdir()
-    home = str(tmp_path / "launchbay-home")
+def _kernel_environment(monkeypatch: pytest.MonkeyPatch, home: str) -> None:
     monkeypatch.setenv("LAUNCHBAY_HOME", home)
     monkeypatch.setenv("PYTHONUNBUFFERED", "1")
     # The kernel ("python3": ``python -m ipykernel_launcher``) is this Python.
     monkeypatch.setenv("PATH", f"{Path(sys.executable).parent}{os.pathsep}{os.environ['PATH']}")
     # A role ARN for the SageMaker (ml.*) dry runs; local jobs would run without one.
     monkeypatch.setenv("LAUNCHBAY_EXECUTION_ROLE", "arn:aws:iam::123456789012:role/SageMakerRole")
+
+
+def _execute(name: str, workdir: Path, keep: Path) -> Any:
+    """Run notebook ``name`` with ``workdir`` as its working directory; return it executed.
+
+    The notebook file is only read: the executed copy is written to ``keep`` (for reading
+    when a check fails), never over the original.
+    """
+    import nbclient
+    import nbformat
 
     nb = nbformat.read(NOTEBOOK_DIR / name, as_version=4)
     client = nbclient.NotebookClient(
@@ -196,13 +210,18 @@ def test_notebook_runs(
         kernel_name="python3",
         resources={"metadata": {"path": str(workdir)}},
     )
-    executed = tmp_path / name
+    executed = keep / name
     try:
         client.execute()
     finally:
         nbformat.write(nb, executed)  # kept for reading when a check fails
         print(f"executed notebook: {executed}")
+    return nb
 
+
+def _check(name: str, nb: Any, home: str) -> None:
+    """What the executed notebook ``nb`` shows, and that its jobs left nothing behind."""
+    expected = EXPECTED[name]
     code_cells = [c for c in nb.cells if c.cell_type == "code"]
     errors = [o for c in code_cells for o in c.get("outputs", []) if o["output_type"] == "error"]
     assert not errors, f"{name}: a cell raised: {errors[0]['ename']}: {errors[0]['evalue']}"
@@ -241,6 +260,10 @@ def test_notebook_runs(
         assert vpc["Subnets"] and all(s.startswith("subnet-") for s in vpc["Subnets"]), vpc
         assert vpc["SecurityGroupIds"] and vpc["SecurityGroupIds"][0].startswith("sg-"), vpc
 
+    if expected.get("images"):
+        # The Docker cell made sure of its image (the images were built before the run).
+        assert re.search(r"launchbay/\S+-training:\S+: on this Docker engine", text), name
+
     # Nothing of the jobs is left running.
     deadline = time.monotonic() + 15
     while (left := _leftover_processes(home)) and time.monotonic() < deadline:
@@ -248,3 +271,113 @@ def test_notebook_runs(
     assert not left, f"{name}: processes left after the notebook:\n" + "\n".join(left)
     if expected.get("images"):
         assert not _leftover_docker(home), f"{name}: Docker leftovers: {_leftover_docker(home)}"
+
+
+# -- the tests -----------------------------------------------------------------------------
+
+
+@pytest.mark.parametrize("name", _notebooks())
+def test_notebook_runs(
+    name: str, aws: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    expected = EXPECTED[name]
+    if expected.get("images"):
+        _images(expected["images"])
+    workdir = tmp_path / "work"
+    workdir.mkdir()
+    home = str(tmp_path / "launchbay-home")
+    _kernel_environment(monkeypatch, home)
+    _check(name, _execute(name, workdir, tmp_path), home)
+
+
+#: The in-place order: the Horovod notebook first, whose data/train/train.npz broke the DDP
+#: notebook's image folder when they shared notebooks/data (NotADirectoryError).
+IN_PLACE_ORDER = [
+    "horovod_tensorflow.ipynb",
+    "pytorch_ddp_launcher.ipynb",
+    "smddp_pytorch_tensorflow.ipynb",
+    "debugger_distributed.ipynb",
+]
+#: What an earlier run of any notebook could have left in a notebook's own folder; the
+#: image-folder notebook fails on a file among its class directories unless it starts over.
+LEFTOVERS = ["data/train/train.npz", "data/train/horizontal/000.pgm", "model/local/model.pt"]
+
+
+def _tree(root: Path) -> set[str]:
+    """Every path under ``root`` (relative; directories end in "/"), links not followed."""
+    found = set()
+    for directory, dirs, files in os.walk(root):
+        rel = Path(directory).relative_to(root)
+        found.update(f"{rel / d}/" for d in dirs)
+        found.update(str(rel / f) for f in files)
+    return found
+
+
+def _remove_added(root: Path, before: set[str]) -> list[str]:
+    """Remove what is under ``root`` now and was not in ``before``; return what was removed."""
+    removed = []
+    for path in sorted(_tree(root) - before, key=len):  # parents before their children
+        target = root / path.rstrip("/")
+        if not os.path.lexists(target):
+            continue  # inside a directory removed above
+        if target.is_dir() and not target.is_symlink():
+            shutil.rmtree(target)
+        else:
+            target.unlink()
+        removed.append(path)
+    return removed
+
+
+@contextlib.contextmanager
+def _in_place_lock() -> Iterator[None]:
+    """One in-place run at a time on this machine (they would share notebooks/)."""
+    with open(
+        Path(os.environ.get("TMPDIR", "/tmp")) / "launchbay-notebooks-in-place.lock", "w"
+    ) as f:
+        fcntl.flock(f, fcntl.LOCK_EX)
+        try:
+            yield
+        finally:
+            fcntl.flock(f, fcntl.LOCK_UN)
+
+
+@pytest.mark.docker
+def test_notebooks_run_in_place_one_after_another(
+    aws: str, tmp_path: Path, monkeypatch: pytest.MonkeyPatch
+) -> None:
+    assert sorted(IN_PLACE_ORDER) == sorted(EXPECTED), "every notebook runs in place"
+    _images(sorted({i for n in IN_PLACE_ORDER for i in EXPECTED[n].get("images", [])}))
+    home = str(tmp_path / "launchbay-home")
+    _kernel_environment(monkeypatch, home)
+    notebooks = {
+        p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in NOTEBOOK_DIR.glob("*.ipynb")
+    }
+    own = {Path(n).stem for n in IN_PLACE_ORDER}
+    took: dict[str, float] = {}
+    with _in_place_lock():
+        before = _tree(NOTEBOOK_DIR)
+        try:
+            for stem in sorted(own):  # an earlier run's leftovers (a folder of the user's: kept)
+                if (NOTEBOOK_DIR / stem).exists():
+                    continue
+                for leftover in LEFTOVERS:
+                    path = NOTEBOOK_DIR / stem / leftover
+                    path.parent.mkdir(parents=True, exist_ok=True)
+                    path.write_bytes(b"left by an earlier run")
+            for name in IN_PLACE_ORDER:
+                started = time.monotonic()
+                nb = _execute(name, NOTEBOOK_DIR, tmp_path)
+                took[name] = time.monotonic() - started
+                _check(name, nb, home)
+            added = {p.split("/")[0] for p in _tree(NOTEBOOK_DIR) - before}
+            assert added <= own, f"written outside the notebooks' own folders: {added - own}"
+        finally:
+            removed = _remove_added(NOTEBOOK_DIR, before)
+            print(f"removed from {NOTEBOOK_DIR}: {len(removed)} paths")
+            print("in place: " + ", ".join(f"{n} {s:.0f} s" for n, s in took.items())
+                  + f"; {sum(took.values()):.0f} s in all")  # fmt: skip
+    assert _tree(NOTEBOOK_DIR) == before, "notebooks/ is as it was"
+    after = {
+        p.name: hashlib.sha256(p.read_bytes()).hexdigest() for p in NOTEBOOK_DIR.glob("*.ipynb")
+    }
+    assert after == notebooks, "the notebooks were not saved over"

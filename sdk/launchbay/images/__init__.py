@@ -17,6 +17,7 @@ One module per job; this package re-exports their public names::
     wheel.py     build_runtime_wheel: the launchbay wheel the images install
     context.py   the build context: Dockerfile, wheel, wheelhouse, CA bundle, content hash
     build.py     build_image: a build through the Docker engine with a progress display
+    ensure.py    ensure_image: an image used when present, built (with progress) when missing
     push.py      push_image: tags and pushes an image; logs in to ECR through boto3
     base.py      build_base_image: a slim Python base from this machine's Debian sources
                  (mmdebstrap + docker import), for machines that cannot pull images
@@ -44,6 +45,7 @@ from launchbay.images._live import ERROR_TAIL_LINES
 from launchbay.images.base import base_image_name, build_base_image
 from launchbay.images.build import build_image
 from launchbay.images.context import containers_dir
+from launchbay.images.ensure import ensure_image
 from launchbay.images.names import (
     DEFAULT_GPU_BASE_IMAGE,
     DEFAULT_PY_VERSION,
@@ -82,6 +84,7 @@ __all__ = [
     "containers_dir",
     "build_runtime_wheel",
     "build_image",
+    "ensure_image",
     "push_image",
     "ecr_registry",
     "ecr_auth_config",
