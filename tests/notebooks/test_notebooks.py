@@ -20,7 +20,11 @@ The checks read the saved cell outputs, as a reader of the notebook would:
 * every job's ``model.tar.gz`` the notebook printed exists, and each run it reports
   (``<label>: loss A -> B``) ended with a lower loss than it started with; the runs
   listed in ``EXPECTED`` are all there;
-* the dry run (``create_training_job_request``) comes before the first ``fit()``;
+* the dry run (``create_training_job_request``) comes before the first ``fit()``; a
+  notebook whose ``EXPECTED`` names ``"dry_run": "last"`` ends with it instead (the tuning
+  notebook's ``create_tuning_job_request`` for SageMaker);
+* the tuning notebook's job ended with every trial completed (its progress line) and its
+  analytics table and plot show one row per trial;
 * the debugger notebook's trials list every worker for ``include_workers="all"`` and one
   for ``"one"``, and every rank of both jobs logged that smdebug built its hook from its own
   host's ``debughookconfig.json``; the Horovod notebook's VPC cell shows the subnets and security group
@@ -67,6 +71,11 @@ EXPECTED: dict[str, dict[str, Any]] = {
         "runs": {"local_process", "local"},
         "images": ["tensorflow"],
         "vpc": True,
+    },
+    "hyperparameter_tuning.ipynb": {
+        "runs": {"best estimator"},
+        "dry_run": "last",
+        "tuning": {"trials": 8},
     },
     "debugger_distributed.ipynb": {
         "runs": {"include_workers=all", "include_workers=one"},
@@ -226,10 +235,17 @@ def _check(name: str, nb: Any, home: str) -> None:
     errors = [o for c in code_cells for o in c.get("outputs", []) if o["output_type"] == "error"]
     assert not errors, f"{name}: a cell raised: {errors[0]['ename']}: {errors[0]['evalue']}"
 
-    # The dry run is shown before the first job starts.
+    # The dry run is shown before the first job starts (or, "last", ends the notebook).
     sources = [c.source for c in code_cells]
-    first_fit = next(i for i, s in enumerate(sources) if ".fit(" in s)
-    assert any("create_training_job_request(" in s for s in sources[:first_fit]), name
+    if expected.get("dry_run") == "last":
+        assert "create_tuning_job_request(" in sources[-1], name
+        request = json.loads(re.search(r"^\{.*^\}", _outputs(code_cells[-1]), re.M | re.S)[0])
+        assert request["TrainingJobDefinition"]["HyperParameterTuningResourceConfig"][
+            "InstanceType"
+        ].startswith("ml."), request
+    else:
+        first_fit = next(i for i, s in enumerate(sources) if ".fit(" in s)
+        assert any("create_training_job_request(" in s for s in sources[:first_fit]), name
 
     text = "\n".join(_outputs(c) for c in code_cells)
     assert "\r" not in text, f"{name}: a saved output holds a carriage return (a redrawn line)"
@@ -252,6 +268,12 @@ def _check(name: str, nb: Any, home: str) -> None:
         reads = [m.groupdict() for m in HOOK_READ.finditer(text)]
         assert len(reads) == expected["hook_reads"], f"{name}: hook configs read: {reads}"
         assert all(r["host"] == r["config_host"] for r in reads), reads  # each host's own
+
+    if "tuning" in expected:
+        trials = expected["tuning"]["trials"]
+        assert f"Completed | trials: {trials} completed, 0 in progress, 0 failed" in text, name
+        plotted = re.findall(r"^trial (\d+)  \d+\.\d+  #+", text, re.M)
+        assert plotted == [str(n) for n in range(1, trials + 1)], f"{name}: plot rows {plotted}"
 
     if expected.get("vpc"):
         shown = [json.loads(m) for m in re.findall(r'^\{\s*"Subnets".*?^\}', text, re.M | re.S)]
@@ -297,6 +319,7 @@ IN_PLACE_ORDER = [
     "pytorch_ddp_launcher.ipynb",
     "smddp_pytorch_tensorflow.ipynb",
     "debugger_distributed.ipynb",
+    "hyperparameter_tuning.ipynb",
 ]
 #: What an earlier run of any notebook could have left in a notebook's own folder; the
 #: image-folder notebook fails on a file among its class directories unless it starts over.
