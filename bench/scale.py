@@ -781,11 +781,16 @@ def main(argv: list[str] | None = None) -> int:
         shutil.rmtree(workdir, ignore_errors=True)
         # printed also when a section fails or the run is interrupted: what was measured stays
         print_table(rows)
-        print(f"\nload average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; "
-              f"the run took {time.time() - started:.0f} s")  # fmt: skip
-        missed = [r for r in rows if r.met is False]
-        print(f"goals met: {sum(r.met is True for r in rows)}, not met: {len(missed)}")
+        print_end(rows, started)
     return 0
+
+
+def print_end(rows: list[Any], started: float) -> None:
+    """The run's last lines: the load average, how long it took, goals met and not met."""
+    print(f"\nload average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; "
+          f"the run took {time.time() - started:.0f} s")  # fmt: skip
+    missed = [r for r in rows if r.met is False]
+    print(f"goals met: {sum(r.met is True for r in rows)}, not met: {len(missed)}")
 
 
 if __name__ == "__main__":

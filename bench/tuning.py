@@ -33,19 +33,21 @@ import contextlib
 import io
 import os
 import re
-import statistics
 import subprocess
 import sys
 import tempfile
 import time
 import warnings
-from collections.abc import Callable
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
-ROOT = Path(__file__).resolve().parent.parent
+HERE = Path(__file__).resolve().parent
+ROOT = HERE.parent
+sys.path.insert(0, str(HERE))
 sys.path.insert(0, str(ROOT / "sdk"))
+
+from scale import median_time, print_end, say  # noqa: E402 - bench/scale.py's helpers
 
 TRIAL = """\
 import argparse
@@ -70,19 +72,6 @@ class Row:
     goal: str = ""
     met: bool | None = None
     load: float = field(default_factory=lambda: os.getloadavg()[0])
-
-
-def say(text: str) -> None:
-    print(f"[{time.strftime('%H:%M:%S')} load {os.getloadavg()[0]:.2f}] {text}", flush=True)
-
-
-def median_time(fn: Callable[[], Any], reps: int) -> float:
-    times = []
-    for _ in range(reps):
-        start = time.perf_counter()
-        fn()
-        times.append(time.perf_counter() - start)
-    return statistics.median(times)
 
 
 def print_table(rows: list[Row]) -> None:
@@ -221,10 +210,7 @@ def main(argv: list[str] | None = None) -> int:
 
         shutil.rmtree(workdir, ignore_errors=True)
         print_table(rows)
-        print(f"\nload average at end: {' '.join(f'{x:.2f}' for x in os.getloadavg())}; "
-              f"the run took {time.time() - started:.0f} s")  # fmt: skip
-        missed = [r for r in rows if r.met is False]
-        print(f"goals met: {sum(r.met is True for r in rows)}, not met: {len(missed)}")
+        print_end(rows, started)
     return 0
 
 
