@@ -8,12 +8,14 @@ creates, describes and lists tuning jobs (each Completed at once).
 from __future__ import annotations
 
 import json
+import signal
 import subprocess
 import sys
 import time
 from pathlib import Path
 
 import boto3
+import pytest
 
 from .test_cli_local import leftovers
 
@@ -132,25 +134,33 @@ def test_an_invalid_tuning_section_exits_2_naming_the_line_and_key(run_cli, proj
     assert missing.returncode in (1, 2) and "t-nowhere" in missing.stderr
 
 
-def test_stop_stops_a_running_local_tuning_job_and_its_trials(run_cli, project, cli_env):
+def start_slow_tuning(run_cli, project, cli_env, name: str) -> subprocess.Popen:
+    """``launchbay submit`` of a local tuning job of slow trials, once 2 trials run."""
     spec = project.spec(SPEC)
     command = [
-        sys.executable, "-m", "launchbay.cli", *local("submit", str(spec), "--job-name", "t-cli-stop",
+        sys.executable, "-m", "launchbay.cli", *local("submit", str(spec), "--job-name", name,
         "--set", "hyperparameters.epochs=200", "--set", "hyperparameters.pause=0.2")
     ]  # fmt: skip
     submit = subprocess.Popen(
         command, cwd=project.root, env=cli_env, stdout=subprocess.PIPE, stderr=subprocess.PIPE,
         text=True,
     )  # fmt: skip
+    deadline = time.monotonic() + 60
+    running = 0
+    while running < 2 and time.monotonic() < deadline and submit.poll() is None:
+        time.sleep(0.5)
+        shown = run_cli("status", name, "--output", "json")
+        if shown.returncode == 0:
+            running = json.loads(shown.stdout)["trials"]["in progress"]
+    if running != 2:
+        submit.kill()
+        raise AssertionError(f"2 trials never ran at once: {submit.communicate()}")
+    return submit
+
+
+def test_stop_stops_a_running_local_tuning_job_and_its_trials(run_cli, project, cli_env):
+    submit = start_slow_tuning(run_cli, project, cli_env, "t-cli-stop")
     try:
-        deadline = time.monotonic() + 60
-        running = 0
-        while running < 2 and time.monotonic() < deadline:
-            time.sleep(0.5)
-            shown = run_cli("status", "t-cli-stop", "--output", "json")
-            if shown.returncode == 0:
-                running = json.loads(shown.stdout)["trials"]["in progress"]
-        assert running == 2, submit.stderr.read() if submit.poll() is not None else running
         stopped = run_cli("stop", "t-cli-stop", "--output", "json", timeout=90)
         assert stopped.returncode == 0, stopped.stderr
         summary = json.loads(stopped.stdout)
@@ -164,6 +174,27 @@ def test_stop_stops_a_running_local_tuning_job_and_its_trials(run_cli, project, 
     assert submit.returncode == 1, err
     assert "Status:     Stopped" in out
     assert leftovers("t-cli-stop") == []
+
+
+@pytest.mark.parametrize("signum, code", [(signal.SIGINT, 130), (signal.SIGTERM, 143)])
+def test_an_interrupted_submit_stops_the_tuning_job_and_every_trial(
+    run_cli, project, cli_env, signum, code
+):
+    name = f"t-cli-{signal.Signals(signum).name.lower()}"
+    submit = start_slow_tuning(run_cli, project, cli_env, name)
+    try:
+        submit.send_signal(signum)
+        _, err = submit.communicate(timeout=90)
+    finally:
+        if submit.poll() is None:
+            submit.kill()
+            submit.wait()
+    assert submit.returncode == code, err
+    assert f"local tuning job {name} and its trials were stopped" in err
+    summary = json.loads(run_cli("status", name, "--output", "json").stdout)
+    assert summary["status"] == "Stopped" and summary["trials"]["in progress"] == 0
+    assert summary["trials"]["stopped"] == 2
+    assert leftovers(name) == []
 
 
 def test_the_dry_run_prints_the_sagemaker_request(run_cli, project):
