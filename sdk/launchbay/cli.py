@@ -624,6 +624,9 @@ def _cmd_validate(args: argparse.Namespace) -> int:
             raise spec.error_for(exc) from exc
         except (ConfigurationError, MissingDependencyError) as exc:
             logger.debug("Image check skipped: %s", exc)
+    if has_tuning(spec):  # the tuner's own checks too (no AWS call)
+        tuner = cli_tuning.tuner_from_spec(spec, estimator)
+        print(f"{args.spec}: tuning: {tuner.strategy} search of {tuner.objective_metric_name}")
     print(
         f"{args.spec}: valid ({type(estimator).__name__} on {spec.instance_type}, "
         f"job name: {spec.job_name or 'generated at submission'}"

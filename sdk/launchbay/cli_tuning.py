@@ -31,7 +31,16 @@ from launchbay.tuning import local
 from launchbay.tuning.sagemaker import TuningJob, counts
 from launchbay.tuning.spec import located, tuner_from_spec
 
-__all__ = ["submit", "local_job", "remote_job", "summarize_tuning", "show", "stop", "list_jobs"]
+__all__ = [
+    "submit",
+    "local_job",
+    "remote_job",
+    "summarize_tuning",
+    "show",
+    "stop",
+    "list_jobs",
+    "tuner_from_spec",
+]
 
 EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 _TERMINAL = ("Completed", "Failed", "Stopped")
@@ -241,6 +250,7 @@ def list_jobs(
     if args.backend == "all" or args.backend not in remote:
         rows += [(d, "local") for d in _local_descriptions()]
     if args.backend == "all" or args.backend in remote:
+        failures: tuple[type[BaseException], ...] = (LaunchbayError, ImportError, *_aws_errors())
         try:
             client = sagemaker_session().sagemaker_client
             kwargs: dict[str, Any] = {"MaxResults": min(args.max, 100), "SortBy": "CreationTime",
@@ -251,7 +261,7 @@ def list_jobs(
             rows += [
                 (dict(s), "sagemaker") for s in listed.get("HyperParameterTuningJobSummaries", [])
             ]
-        except (LaunchbayError, ImportError, Exception) as exc:  # noqa: BLE001 - reported, listing goes on
+        except failures as exc:  # reported; the listing goes on
             if args.backend != "all":
                 raise JobError(f"SageMaker tuning jobs could not be listed: {exc}") from exc
             _say(f"sagemaker tuning jobs not listed: {str(exc).splitlines()[0]}")
@@ -274,6 +284,15 @@ def list_jobs(
     for row in table:
         print("  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip())
     return EXIT_OK
+
+
+def _aws_errors() -> tuple[type[BaseException], ...]:
+    """botocore's error classes (none without botocore: then nothing reached AWS)."""
+    try:
+        from botocore.exceptions import BotoCoreError, ClientError
+    except ImportError:
+        return ()
+    return (BotoCoreError, ClientError)
 
 
 def _listed(description: Mapping[str, Any], backend: str) -> dict[str, Any]:

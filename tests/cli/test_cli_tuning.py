@@ -246,3 +246,19 @@ def test_sagemaker_tuning_jobs_through_the_moto_server(run_cli, project, moto_en
     assert "already ended (Completed); nothing to stop" in stop.stderr
     unknown = run_cli("status", "t-moto-nowhere", env=moto_env)
     assert unknown.returncode == 1 and "t-moto-nowhere" in unknown.stderr
+
+
+def test_validate_checks_the_tuning_section_without_running_anything(run_cli, project, cli_env):
+    spec = project.spec(SPEC)
+    valid = run_cli("validate", spec)
+    assert valid.returncode == 0, valid.stderr
+    assert "tuning: Random search of loss" in valid.stdout and "valid (PyTorch" in valid.stdout
+    hyperband = run_cli(
+        "validate", spec, "--set", "tuning.strategy=Hyperband",
+        "--set", "tuning.hyperband={min_resource: 5, max_resource: 2}",
+    )  # fmt: skip
+    assert hyperband.returncode == 2
+    assert "tuning.hyperband" in hyperband.stderr and "min_resource" in hyperband.stderr
+    unknown = run_cli("validate", spec, "--set", "tuning.max_job=3")
+    assert unknown.returncode == 2 and "max_jobs" in unknown.stderr  # the closest known key
+    assert not (Path(cli_env["LAUNCHBAY_HOME"]) / "tuning").exists()
