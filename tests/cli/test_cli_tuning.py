@@ -219,6 +219,44 @@ def test_the_dry_run_prints_the_sagemaker_request(run_cli, project):
     assert {"Key": "team", "Value": "ml"} in request["Tags"]
 
 
+def test_the_dry_run_carries_early_stopping_hyperband_completion_and_warm_start(run_cli, project):
+    spec = project.spec(SPEC)
+    auto = run_cli(
+        "submit", spec, "--dry-run", "--job-name", "t-cli-auto",
+        "--set", "tuning.early_stopping_type=Auto", "--set", "tuning.strategy=Bayesian",
+        "--set", "tuning.completion_criteria={target_objective_metric_value: 0.05, "
+        "max_number_of_training_jobs_not_improving: 3, complete_on_convergence: true}",
+        "--set", "tuning.warm_start={type: TransferLearning, parents: [t-old-b, t-old-a]}",
+        "--set", "tuning.metric_definitions=[{Name: loss, Regex: 'final loss=([0-9.]+)'}]",
+    )  # fmt: skip
+    assert auto.returncode == 0, auto.stderr
+    request = json.loads(auto.stdout)
+    config = request["HyperParameterTuningJobConfig"]
+    assert config["Strategy"] == "Bayesian" and config["TrainingJobEarlyStoppingType"] == "Auto"
+    assert config["TuningJobCompletionCriteria"] == {
+        "TargetObjectiveMetricValue": 0.05,
+        "BestObjectiveNotImproving": {"MaxNumberOfTrainingJobsNotImproving": 3},
+        "ConvergenceDetected": {"CompleteOnConvergence": "Enabled"},
+    }
+    assert request["WarmStartConfig"] == {
+        "WarmStartType": "TransferLearning",
+        "ParentHyperParameterTuningJobs": [
+            {"HyperParameterTuningJobName": "t-old-a"}, {"HyperParameterTuningJobName": "t-old-b"}
+        ],
+    }  # fmt: skip
+    metrics = request["TrainingJobDefinition"]["AlgorithmSpecification"]["MetricDefinitions"]
+    assert metrics == [{"Name": "loss", "Regex": "final loss=([0-9.]+)"}]  # the section's own
+    hyperband = run_cli(
+        "submit", spec, "--dry-run", "--job-name", "t-cli-hb", "--set", "tuning.strategy=Hyperband",
+        "--set", "tuning.hyperband={min_resource: 1, max_resource: 9}",
+    )  # fmt: skip
+    assert hyperband.returncode == 0, hyperband.stderr
+    config = json.loads(hyperband.stdout)["HyperParameterTuningJobConfig"]
+    assert config["StrategyConfig"] == {
+        "HyperbandStrategyConfig": {"MinResource": 1, "MaxResource": 9}
+    }
+
+
 def test_sagemaker_tuning_jobs_through_the_moto_server(run_cli, project, moto_env):
     spec = project.spec(SPEC)
     submitted = run_cli("submit", spec, "--no-wait", "--job-name", "t-moto", env=moto_env)
