@@ -426,7 +426,10 @@ def _header(failure: Failure) -> str:
         who = f"Rank {failure.rank}{local} on {where}"
     else:
         who = f"Host {failure.host}" if failure.host else "The job"
-    error = _procs.shorten_line(_one_line(failure.error), ERROR_LIMIT)
+    # A host that failed to set up has no traceback after its reason: its message (which
+    # names what to do) takes the room a rank's traceback lines would have.
+    limit = ERROR_LIMIT if failure.rank is not None or failure.context else HEAD_LIMIT - 100
+    error = _procs.shorten_line(_one_line(failure.error), limit)
     verb = "stopped" if failure.cause == "signal" else "failed"
     line = f"{who} {verb} ({_procs.describe_exit(failure.exit_code)}): {error}"
     if failure.context:
