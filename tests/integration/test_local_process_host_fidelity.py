@@ -42,6 +42,13 @@ def _estimator(entry_point: str, out: Path, network: str = "own", **kwargs) -> P
     )
 
 
+def _marks(tmp_path: Path) -> dict[str, str]:
+    """A directory where same_ports.py's hosts say they hold their ports."""
+    marks = tmp_path / "marks"
+    marks.mkdir()
+    return {"MARKS": str(marks)}
+
+
 def _opt_ml_state() -> list[str] | None:
     """The machine's /opt/ml as this (test) process sees it: None when there is none."""
     if not os.path.lexists("/opt/ml"):
@@ -88,7 +95,7 @@ def test_literal_opt_ml_paths_land_in_the_hosts_archives(home, tmp_path, network
 
 
 def test_two_hosts_bind_the_same_loopback_port_and_their_own_names(home, tmp_path):
-    est = _estimator("same_ports.py", tmp_path / "out")
+    est = _estimator("same_ports.py", tmp_path / "out", environment=_marks(tmp_path))
     est.fit(logs=False)
     model = archive_members(
         tmp_path / "out" / est.latest_training_job.name / "output" / "model.tar.gz"
@@ -103,7 +110,9 @@ def test_two_hosts_bind_the_same_loopback_port_and_their_own_names(home, tmp_pat
 
 
 def test_the_same_port_on_a_shared_loopback_names_the_cause(home, tmp_path):
-    est = _estimator("same_ports.py", tmp_path / "out", network="shared")
+    est = _estimator(
+        "same_ports.py", tmp_path / "out", network="shared", environment=_marks(tmp_path)
+    )
     with pytest.raises(JobFailedError):
         est.fit(logs=False)
     reason = est.latest_training_job.describe()["FailureReason"]

@@ -1,6 +1,6 @@
 """Every host binds 127.0.0.1:29500 and its own name at port 7777, as on SageMaker.
 
-Then each host connects to every other host's ``algo-N:7777`` and reads its name
+Once every host holds its ports (a marker file each in ``$MARKS``), each host connects to every other host's ``algo-N:7777`` and reads its name
 back. What each saw goes to ``$SM_MODEL_DIR/<host>.json``.
 """
 
@@ -20,6 +20,16 @@ loopback.listen()
 server = socket.socket()
 server.bind((current, 7777))  # TF_CONFIG-style worker address
 server.listen()
+
+# Every host holds both ports before any goes on: on a shared loopback one host's bind
+# fails, however the hosts' starts fall.
+marks = os.environ["MARKS"]
+open(os.path.join(marks, current), "w").close()
+deadline = time.time() + 60
+while sorted(os.listdir(marks)) != sorted(hosts):
+    if time.time() > deadline:
+        raise TimeoutError(f"the other hosts did not bind their ports: {os.listdir(marks)}")
+    time.sleep(0.1)
 
 
 def serve() -> None:
