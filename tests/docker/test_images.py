@@ -465,3 +465,9 @@ def test_push_to_ecr_logs_in_through_boto3(aws, docker_client, small_image, tmp_
         assert cli.main(["images", "push", small_image, "--repository",
                          f"{registry}/launchbay/small", "--tag", "cli"]) == 0  # fmt: skip
         assert sorted(_tags(registry, "launchbay/small", credentials)) == ["cli", "ecr"]
+
+
+def test_ensure_image_uses_an_image_the_engine_has(pytorch_image, docker_client):
+    out = io.StringIO()
+    assert images.ensure_image(pytorch_image, client=docker_client, stream=out) == pytorch_image
+    assert out.getvalue() == f"{pytorch_image}: on this Docker engine\n"

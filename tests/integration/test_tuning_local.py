@@ -359,3 +359,73 @@ def test_best_estimator_of_a_local_tuning_job_has_the_best_values_and_fits_again
     assert again["how"] == "completed"
     assert again["lr"] == float(best["TunedHyperParameters"]["lr"])
     assert again["optimizer"] == json.loads(best["TunedHyperParameters"]["optimizer"])
+
+
+def test_a_reached_target_objective_ends_the_search(home, tmp_path):
+    from launchbay.tuner import TuningJobCompletionCriteriaConfig
+
+    # loss <= (1 - 0.3)**2 + 1/2 < 1.0 for every lr in the range: the first trial reaches it
+    tuner = HyperparameterTuner(
+        estimator(tmp_path, epochs=2), "loss", {"lr": ContinuousParameter(0.01, 1.0)},
+        metric_definitions=METRICS, objective_type="Minimize", strategy="Random", max_jobs=6,
+        max_parallel_jobs=1,
+        completion_criteria_config=TuningJobCompletionCriteriaConfig(
+            target_objective_metric_value=1.0
+        ),
+    )  # fmt: skip
+    tuner.fit(job_name="t-target")
+    description = tuner.describe()
+    assert description["HyperParameterTuningJobStatus"] == "Completed"
+    assert description["TrainingJobStatusCounters"]["Completed"] == 1
+    assert "TargetObjectiveMetricValue 1.0 reached" in description["LocalStopReason"]
+    assert len(marks(tmp_path)) == 1
+
+
+def test_max_runtime_stops_the_tuning_job_and_its_trials(home, tmp_path):
+    tuner = HyperparameterTuner(
+        estimator(tmp_path, epochs=100000, pause=0.2), "loss",
+        {"lr": ContinuousParameter(0.01, 1.0)}, metric_definitions=METRICS,
+        objective_type="Minimize", strategy="Random", max_jobs=4, max_parallel_jobs=2,
+        max_runtime_in_seconds=3,
+    )  # fmt: skip
+    tuner.fit(job_name="t-runtime")
+    description = tuner.describe()
+    assert description["HyperParameterTuningJobStatus"] == "Stopped"
+    assert "MaxRuntimeInSeconds (3 s) reached" in description["LocalStopReason"]
+    assert all(r["how"] == "stopped" for r in marks(tmp_path).values())
+    assert job_processes(home) == []
+
+
+def test_a_killed_client_leaves_no_trial_running_and_the_record_reads_stopped(home, tmp_path):
+    (tmp_path / "marks").mkdir()
+    options = {
+        "marks": str(tmp_path / "marks"), "output": file_uri(tmp_path / "out"),
+        "checkpoint": file_uri(tmp_path / "checkpoints"), "job_name": "t-killed",
+        "max_jobs": 6, "max_parallel_jobs": 2, "hyperparameters": {"epochs": 100000, "pause": 0.2},
+    }  # fmt: skip
+    driver = subprocess.Popen(
+        [sys.executable, str(SCRIPTS / "tuning_driver.py"), json.dumps(options)],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
+    )  # fmt: skip
+    try:
+        deadline = time.monotonic() + 120
+        while sum(1 for r in marks(tmp_path).values() if r["values"]) < 2:
+            assert driver.poll() is None, driver.communicate()[0]
+            assert time.monotonic() < deadline, "the trials did not start"
+            time.sleep(0.2)
+        driver.kill()  # SIGKILL: nothing of the client runs any more
+        driver.communicate(timeout=30)
+        deadline = time.monotonic() + 120
+        while job_processes(home):  # each trial's watchdog stops its hosts
+            assert time.monotonic() < deadline, job_processes(home)
+            time.sleep(0.2)
+    finally:
+        if driver.poll() is None:
+            driver.kill()
+            driver.wait()
+    records = marks(tmp_path)
+    assert len(records) == 2 and all(r["how"] == "stopped" for r in records.values()), records
+    description = HyperparameterTuner.attach("t-killed").describe()
+    assert description["HyperParameterTuningJobStatus"] == "Stopped"
+    assert description["LocalStopReason"] == "the process that ran it is gone"
+    assert description["TrainingJobStatusCounters"]["InProgress"] == 0
