@@ -293,7 +293,15 @@ def _ended_within(process: subprocess.Popen[str], seconds: float) -> tuple[float
 
 
 _TRANSFER = """
-import sys, time
+import signal, sys, time
+# Ctrl-C as a terminal gives it, whatever this test process inherited: a disposition set
+# to "ignore", or a blocked SIGINT, passes from parent to child across exec (said first, for
+# the record, when it was not the default).
+inherited = signal.getsignal(signal.SIGINT), signal.pthread_sigmask(signal.SIG_BLOCK, [])
+if inherited[0] is not signal.default_int_handler or signal.SIGINT in inherited[1]:
+    print(f"inherited SIGINT disposition {inherited[0]!r}, blocked {sorted(inherited[1])}", flush=True)
+signal.signal(signal.SIGINT, signal.default_int_handler)
+signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGINT])
 import launchbay
 session = launchbay.Session(region_name="us-west-2")
 what, local = sys.argv[1:3]
