@@ -309,6 +309,8 @@ class _Walk:
             name in _LOCAL_FREE or (name == "S3Uri" and value.startswith("file://"))
         ):
             return
+        if name == "S3Uri" and value.startswith("file://"):
+            fail(f"is a file:// URI, and {_FILE_URIS_ARE_LOCAL}", described)
         low, high = node.get("min", 0), node.get("max")
         if len(value) < low or (high is not None and len(value) > high):
             fail(f"has {len(value)} characters", described + self._constraints(node))
@@ -349,11 +351,64 @@ class _Walk:
 def check_request(request: Mapping[str, Any], *, local: bool = False) -> None:
     """Refuse a CreateTrainingJob request the service would refuse (or that only runs locally).
 
+    The one check of a finished request: :func:`launchbay.backends.plan.plan_request`
+    calls it for every plan (the dry run, ``fit()``, ``launchbay validate``/``submit``,
+    the tuner), with ``local`` from the plan's placement. For SageMaker
+    (``local=False``) it adds what the model does not say but the service needs:
+    a training image, ``ml.*`` instance types (a local type is named as such), an
+    instance count of 1 or more and a ``MaxRuntimeInSeconds``; ``file://`` URIs are
+    refused as local-only.
+
     Raises:
         ConfigurationError: naming the estimator argument (``tags[3]['Key']``), the
             value, what is accepted and the request field.
     """
-    _Walk(local=local, argument=None, field=None).check(_tree(), request, [])
+    walk = _Walk(local=local, argument=None, field=None)
+    walk.check(_tree(), request, [])
+    if not local:
+        _check_for_sagemaker(walk, request)
+
+
+#: Why a ``file://`` URI is refused where SageMaker reads or writes.
+_FILE_URIS_ARE_LOCAL = (
+    "file:// URIs run only with the local instance types (local_process, local, local_gpu)"
+)
+
+
+def _check_for_sagemaker(walk: _Walk, request: Mapping[str, Any]) -> None:
+    """What SageMaker needs of a request that its model leaves open (the walk has run)."""
+    algorithm = request.get("AlgorithmSpecification") or {}
+    image = algorithm.get("TrainingImage")
+    if not isinstance(image, str) or not image:
+        walk.fail(["AlgorithmSpecification", "TrainingImage"], image,
+                  "no training image", "a Docker image URI in ECR")  # fmt: skip
+    resources = request.get("ResourceConfig") or {}
+    groups = resources.get("InstanceGroups")
+    fleet: list[tuple[list[Any], Any]] = (
+        [(["ResourceConfig", "InstanceGroups", i], g) for i, g in enumerate(groups)]
+        if groups
+        else [(["ResourceConfig"], resources)]
+    )
+    for where, entry in fleet:
+        instance_type = entry.get("InstanceType")
+        if not isinstance(instance_type, str) or not INSTANCE_TYPE_RE.match(instance_type):
+            local_type = isinstance(instance_type, str) and instance_type.startswith("local")
+            walk.fail(
+                [*where, "InstanceType"],
+                instance_type,
+                "local instance types run on this machine, not on SageMaker"
+                if local_type
+                else "it is not an ml.* instance type",
+                "an ml.* instance type such as ml.m5.xlarge",
+            )
+        count = entry.get("InstanceCount")
+        if isinstance(count, bool) or not isinstance(count, int) or count < 1:
+            walk.fail([*where, "InstanceCount"], count, "not a number of instances",
+                      "an integer 1 or more")  # fmt: skip
+    max_run = (request.get("StoppingCondition") or {}).get("MaxRuntimeInSeconds")
+    if max_run is None:
+        walk.fail(["StoppingCondition", "MaxRuntimeInSeconds"], max_run, "it is missing",
+                  "an integer from 1 to 2147483647 (seconds)")  # fmt: skip
 
 
 def check_value(argument: str, value: Any, *path: str, local: bool = False) -> None:

@@ -251,7 +251,11 @@ class Rules(Resolution):
         _request_rules.check_request(request, local=local)
 
     def _check_request(self, request: dict[str, Any]) -> None:
-        """The finished request against what CreateTrainingJob accepts."""
+        """The hyperparameters launchbay adds, counted with the user's (named so).
+
+        The finished request itself is checked once, where its plan is made
+        (:func:`launchbay.backends.plan.plan_request`).
+        """
         hyperparameters = request.get("HyperParameters") or {}
         if len(hyperparameters) > 100:
             added = sorted(set(hyperparameters) - set(self._hyperparameters))
@@ -263,4 +267,3 @@ class Rules(Resolution):
                 argument="hyperparameters",
                 value=len(self._hyperparameters),
             )
-        _request_rules.check_request(request, local=self.is_local)

@@ -242,7 +242,12 @@ def test_a_request_meant_for_local_runs_is_refused_before_any_call(session, src)
     check_request(request)
     local_output = dict(request, OutputDataConfig={"S3OutputPath": "file:///tmp/out"})
     with Stubber(session.sagemaker_client):  # no response queued: any call would fail
-        with pytest.raises(ConfigurationError, match=r"S3OutputPath='file:///tmp/out'.*local"):
+        # One check, where the plan is made, in the words every entry point uses:
+        # the argument, then the request field.
+        with pytest.raises(
+            ConfigurationError,
+            match=r"output_path='file:///tmp/out'.*local.*OutputDataConfig\.S3OutputPath",
+        ):
             SageMakerBackend(session).run(plan_request(local_output))
     bad_type = dict(request, ResourceConfig={"InstanceType": "local_process", "InstanceCount": 1})
     with pytest.raises(ConfigurationError, match="ResourceConfig.InstanceType"):

@@ -29,6 +29,7 @@ from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
+from launchbay import _request_rules
 from launchbay.errors import ConfigurationError
 from launchbay.runtime.names import HP, LOCAL, LOCAL_GPU, LOCAL_INSTANCE_TYPES, LOCAL_PROCESS
 
@@ -273,6 +274,7 @@ def plan_request(
     resources: Resources | None = None,
     processes_argument: str | None = None,
     environ: Mapping[str, str] | None = None,
+    check: bool = True,
 ) -> JobPlan:
     """The :class:`JobPlan` of a finished request: placement, hosts, processes and GPUs.
 
@@ -280,9 +282,16 @@ def plan_request(
     (the estimator's early check); otherwise they are resolved from the request
     here, with ``processes_argument`` and ``environ`` as there.
 
+    The request is checked here, once, against what CreateTrainingJob accepts
+    (:func:`launchbay._request_rules.check_request`, with SageMaker's own needs
+    for a job placed there), so the dry run, ``fit()``, the CLI and the tuner
+    refuse the same requests with the same messages. ``check=False`` only for a
+    request read back from a job's own record (it was checked when planned).
+
     Raises:
-        ConfigurationError: as :func:`resolve_resources`, and a processes per host
-            hyperparameter that is not an integer 1 or more.
+        ConfigurationError: as :func:`resolve_resources`, a processes per host
+            hyperparameter that is not an integer 1 or more, and a request the
+            service (or, for a local job, this machine) would refuse.
     """
     if resources is None:
         where = processes_argument or PROCESSES_HYPERPARAMETER
@@ -292,6 +301,8 @@ def plan_request(
             processes_argument=where,
             environ=environ,
         )
+    if check:
+        _request_rules.check_request(request, local=resources.placement.local)
     return JobPlan(
         request,
         resources.placement,

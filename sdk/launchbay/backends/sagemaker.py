@@ -1,9 +1,10 @@
 """The SageMaker backend: submit a CreateTrainingJob request, follow the job, read its logs.
 
 :class:`SageMakerBackend` runs the request the estimator built, unchanged, with
-boto3's ``create_training_job`` (after :func:`check_request` refused what only
-the local backends understand, such as ``file://`` URIs: moto and dry runs
-accept anything, the service does not).
+boto3's ``create_training_job``. The request was checked once, when its plan
+was made (:func:`launchbay.backends.plan.plan_request`), with SageMaker's needs:
+what only the local backends understand, such as ``file://`` URIs, is refused
+there (moto and dry runs accept anything, the service does not).
 
 Following a job (:meth:`SageMakerBackend.wait`, ``fit(wait=True)``):
 
@@ -74,7 +75,7 @@ from collections.abc import Callable, Mapping
 from typing import Any, TextIO
 
 from launchbay._logs import LogPrinter, show_logs
-from launchbay.backends._sagemaker_request import check_request
+from launchbay import _request_rules
 from launchbay.backends.base import Backend
 from launchbay.backends.plan import JobPlan
 from launchbay.errors import ConfigurationError, JobError, LaunchbayError
@@ -92,6 +93,18 @@ __all__ = [
 ]
 
 logger = logging.getLogger("launchbay.backends.sagemaker")
+
+
+def check_request(request: Mapping[str, Any]) -> None:
+    """Refuse a bare request SageMaker must not get: the one check a plan placed on
+    SageMaker got (:func:`launchbay._request_rules.check_request`, ``local=False``).
+
+    Raises:
+        ConfigurationError: naming the argument, the value, what is accepted and
+            the request field.
+    """
+    _request_rules.check_request(request, local=False)
+
 
 #: The CloudWatch Logs group SageMaker writes training job output to.
 LOG_GROUP = "/aws/sagemaker/TrainingJobs"
@@ -683,13 +696,17 @@ class SageMakerBackend(Backend):
 
     # -- the Backend interface ------------------------------------------------------
     def check(self, plan: JobPlan) -> None:
-        """Refuse a request SageMaker must not get (:func:`check_request`), without a call.
+        """Refuse a plan placed elsewhere, without a call.
+
+        The request itself was checked once, where the plan was made
+        (:func:`launchbay.backends.plan.plan_request`: what CreateTrainingJob
+        accepts and what SageMaker needs, ``file://`` URIs and local instance
+        types refused).
 
         Raises:
-            ConfigurationError: naming the request field, the value and what is accepted.
+            ConfigurationError: the plan is placed on another backend.
         """
         super().check(plan)
-        check_request(plan.request)
 
     def run(self, plan: JobPlan) -> TrainingJob:
         """Check the plan, create the training job and return its handle at once.
