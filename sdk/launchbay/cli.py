@@ -64,7 +64,7 @@ from launchbay import __version__, cli_tuning, images, jobspec, vpc
 from launchbay._home import local_home
 from launchbay._summary import created_timestamp, iso_time, job_table, print_summary, summarize
 from launchbay.backends import registry
-from launchbay.backends.base import Backend
+from launchbay.backends.base import Backend, InProcessBackend
 from launchbay.errors import (
     ConfigurationError,
     ImageNotFoundError,
@@ -564,7 +564,7 @@ def _job_backend(name: str) -> Backend:
     """
     validate_job_name(name, "JOB")
     backend = registry.backend_for_job(name)
-    if not backend.runs_in_client:
+    if not isinstance(backend, InProcessBackend):
         why = _cannot_ask(backend)
         if why:
             raise JobError(
@@ -651,7 +651,7 @@ def _cmd_submit(args: argparse.Namespace) -> int:
         _print_json(request)
         return EXIT_OK
     kind = _backend_name(estimator)
-    if registry.backend_class(kind).runs_in_client and not args.wait:
+    if issubclass(registry.backend_class(kind), InProcessBackend) and not args.wait:
         return _submit_detached(args, spec, estimator, kind)
 
     # Logs and progress go to stderr in JSON mode; stdout gets the one JSON object.
@@ -665,8 +665,9 @@ def _cmd_submit(args: argparse.Namespace) -> int:
             except ConfigurationError as exc:
                 raise spec.error_for(exc) from exc
             _info(f"submitted training job {job.name} ({job.backend.name})")
-            # This process treats SIGTERM as Ctrl-C: `launchbay stop JOB` may use it.
-            job.backend.accept_stops(job.name)
+            if isinstance(job.backend, InProcessBackend):
+                # This process treats SIGTERM as Ctrl-C: `launchbay stop JOB` may use it.
+                job.backend.accept_stops(job.name)
             if not args.wait:
                 summary = summarize(job.describe(), job.backend.name)
                 _report(summary, stdout, json_mode, submitted=True)
@@ -709,7 +710,7 @@ def _interrupted(args: argparse.Namespace, job: Any, stdout: TextIO, json_mode: 
     if job is None:
         _error("interrupted before the job was submitted")
         return _interrupted_code()
-    local = job.backend.runs_in_client
+    local = isinstance(job.backend, InProcessBackend)
     try:
         if local:
             # The local backend stops the job itself when Ctrl-C lands while it waits;
@@ -756,6 +757,8 @@ def _submit_detached(args: argparse.Namespace, spec: Any, estimator: Any, kind: 
     for item in args.overrides:
         command += ["--set", item]
     backend = registry.create(kind)
+    if not isinstance(backend, InProcessBackend):  # only jobs that live in a process detach
+        raise ConfigurationError.invalid("backend", kind, "a backend whose jobs run on this machine")
     run = backend.run_detached(name, command)  # refused (JobError) while a job of that name runs
     if not run.started:
         sys.stderr.write(run.output)
@@ -787,7 +790,7 @@ def _tuning_job(name: str) -> Any:
     if found is not None:
         return found
     backend = _job_backend(name)
-    if backend.runs_in_client:
+    if isinstance(backend, InProcessBackend):
         return None
     try:
         backend.describe(name)
@@ -827,7 +830,7 @@ def _cmd_stop(args: argparse.Namespace) -> int:
         _info(f"training job {args.job} already ended ({status}); nothing to stop")
     else:
         backend.stop(args.job)  # a local job has stopped on return; a remote one is stopping
-        if not backend.runs_in_client:
+        if not isinstance(backend, InProcessBackend):
             _info(f"stop requested for {backend.name} training job {args.job}")
         description = backend.describe(args.job)
     summary = summarize(description, backend.name)
@@ -840,7 +843,7 @@ def _cmd_stop(args: argparse.Namespace) -> int:
 
 def _cmd_list(args: argparse.Namespace) -> int:
     if args.tuning:
-        remote = tuple(n for n in registry.names() if not registry.backend_class(n).runs_in_client)
+        remote = tuple(n for n in registry.names() if not issubclass(registry.backend_class(n), InProcessBackend))
         return cli_tuning.list_jobs(
             args, lambda: getattr(registry.create("sagemaker"), "session", None), remote
         )

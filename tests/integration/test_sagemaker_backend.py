@@ -772,16 +772,19 @@ def test_in_a_notebook_the_status_is_a_display_not_carriage_returns(monkeypatch,
     assert "\x1b[36malgo-1\x1b[0m | hi\n" in text
 
 
-def test_both_backends_share_one_printer():
-    from launchbay.backends import docker, process
+def test_backends_print_nothing_the_one_follower_prints_for_all():
+    """Backends yield events; only launchbay.backends.follow holds a printer."""
+    from launchbay.backends import base, docker, follow, process, sagemaker
     from launchbay.backends.local import control, logs
 
-    assert control.LogPrinter is LogPrinter and logs.LogPrinter is LogPrinter
-    assert not any(
-        isinstance(value, type) and value.__name__.endswith("Printer") and value is not LogPrinter
-        for module in (control, logs, process, docker)
-        for value in vars(module).values()
-    )
+    assert follow.LogPrinter is LogPrinter
+    for module in (base, control, logs, process, docker, sagemaker):
+        assert not any(
+            isinstance(value, type) and value.__name__.endswith(("Printer", "StatusView"))
+            for value in vars(module).values()
+        ), module.__name__
+        assert "print_logs" not in vars(getattr(module, "SageMakerBackend", object))
+    assert "wait" not in vars(control.LocalBackend) and "wait" not in vars(sagemaker.SageMakerBackend)
     plain = io.StringIO()
     LogPrinter(["algo-1", "algo-10"], plain).print([("algo-1", "x"), ("algo-10", "y")])
     assert plain.getvalue() == "algo-1  | x\nalgo-10 | y\n"

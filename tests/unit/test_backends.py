@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import io
 import json
 import os
 import subprocess
@@ -39,10 +40,12 @@ def test_registry_imports_a_backend_only_when_it_is_used():
     before, names, after, cls, gpu, boto3, docker_pkg = json.loads(out)
     assert before == [
         "launchbay.backends.base",
+        "launchbay.backends.events",
+        "launchbay.backends.follow",
         "launchbay.backends.plan",
         "launchbay.backends.registry",
     ]
-    assert names == ["local_process", "docker", "sagemaker"]
+    assert names == ["local_process", "docker", "ray", "sagemaker"]
     assert "launchbay.backends.docker" in after and "launchbay.backends.sagemaker" not in after
     assert (cls, gpu, boto3, docker_pkg) == ("DockerBackend", True, False, False)
 
@@ -81,7 +84,7 @@ def test_an_unknown_backend_name_names_the_value_and_the_registered_ones():
         registry.create("kubernetes")
     message = str(caught.value)
     assert "backend" in message and "'kubernetes'" in message
-    assert "local_process, docker, sagemaker" in message
+    assert "local_process, docker, ray, sagemaker" in message
 
 
 def test_every_registered_backend_implements_the_whole_interface_under_its_name():
@@ -101,11 +104,8 @@ def test_a_backend_missing_a_method_cannot_be_made():
         def describe(self, name):
             return {}
 
-        def wait(self, name, logs="All"):
-            return {}
-
-        def print_logs(self, name, follow=False, stream=None):
-            return None
+        def events(self, name, *, lines=True, status=True, follow=True):
+            return iter(())
 
         def list_jobs(self, max_results=20, status=None):
             return []
@@ -132,13 +132,17 @@ class MemoryBackend(Backend):
     def describe(self, name):
         return {"TrainingJobName": name, "TrainingJobStatus": "Completed"}
 
-    def wait(self, name, logs="All"):
-        return self.describe(name)
+    def events(self, name, *, lines=True, status=True, follow=True):
+        from launchbay.backends.events import JobEnded, JobHosts, LogLines, Notice
+
+        yield JobHosts(name, ("algo-1", "algo-2"))
+        if lines:
+            yield LogLines((("algo-1", "hello"), ("algo-2", "world")))
+        yield Notice(f"[memory] {name} ran in memory")
+        if follow:
+            yield JobEnded(self.describe(name))
 
     def stop(self, name):
-        return None
-
-    def print_logs(self, name, follow=False, stream=None):
         return None
 
     def list_jobs(self, max_results=20, status=None):
@@ -146,6 +150,26 @@ class MemoryBackend(Backend):
 
     def owns(self, name):
         return name.startswith("mem-")
+
+
+def test_a_backend_gives_events_and_the_one_follower_prints_them():
+    """wait() and print_logs() are the base class's: a backend only yields what happened."""
+    out = io.StringIO()
+    backend = MemoryBackend()
+    assert "wait" not in vars(MemoryBackend) and "print_logs" not in vars(MemoryBackend)
+    backend.output_stream = lambda stream=None: stream or out
+    final = backend.wait("mem-1", logs="All")
+    assert final == {"TrainingJobName": "mem-1", "TrainingJobStatus": "Completed"}
+    assert out.getvalue() == (
+        "algo-1 | hello\nalgo-2 | world\n[memory] mem-1 ran in memory\n"
+    )
+    quiet = io.StringIO()
+    backend.output_stream = lambda stream=None: stream or quiet
+    backend.wait("mem-1", logs="None")
+    assert quiet.getvalue() == "[memory] mem-1 ran in memory\n"
+    logs = io.StringIO()
+    backend.print_logs("mem-1", stream=logs)
+    assert logs.getvalue().startswith("algo-1 | hello\n")
 
 
 def test_a_registered_backend_is_asked_before_sagemaker(monkeypatch, tmp_path):
@@ -156,7 +180,7 @@ def test_a_registered_backend_is_asked_before_sagemaker(monkeypatch, tmp_path):
     monkeypatch.setattr(registry, "_loaded", {})
     monkeypatch.setenv("LAUNCHBAY_HOME", str(tmp_path))
     registry.register("memory", f"{__name__}:MemoryBackend", instance_types=("memory",))
-    assert registry.names() == ("local_process", "docker", "memory", "sagemaker")
+    assert registry.names() == ("local_process", "docker", "ray", "memory", "sagemaker")
     assert type(registry.backend_for("memory")) is MemoryBackend
     assert type(registry.backend_for_job("mem-1")) is MemoryBackend
     assert registry.backend_for_job("other").name == "sagemaker"
@@ -204,11 +228,15 @@ def test_a_runner_file_names_a_live_process_and_never_a_reused_pid(monkeypatch, 
     assert _detached.runner_pid("gone") is None
 
 
-def test_a_remote_backend_has_nothing_to_detach():
-    backend = registry.create("sagemaker")
-    assert not backend.runs_in_client
-    with pytest.raises(NotImplementedError, match="sagemaker backend runs jobs outside"):
-        backend.run_detached("job", ["true"])
+def test_only_backends_whose_jobs_live_in_this_process_detach_and_accept_stops():
+    """The local-only operations are their own interface, not hooks every backend inherits."""
+    from launchbay.backends.base import InProcessBackend
+
+    remote = registry.create("sagemaker")
+    assert not isinstance(remote, InProcessBackend)
+    assert not hasattr(remote, "run_detached") and not hasattr(remote, "accept_stops")
+    for name in ("local_process", "docker"):
+        assert issubclass(registry.backend_class(name), InProcessBackend)
 
 
 def test_log_files_are_read_in_bounded_pieces(tmp_path):

@@ -11,9 +11,10 @@ dicts whose ``TrainingJobStatus`` is one of SageMaker's values
 exception, until :meth:`launchbay.job.TrainingJob.wait` turns it into
 :class:`launchbay.errors.JobFailedError`.
 
-What each method must do (abstract unless marked *hook*, which has a default):
+What each method must do (abstract unless marked *concrete* or *hook*, which
+have a default):
 
-``check(plan)``
+``check(plan)`` (*concrete*, extended by each backend)
     Every refusal of this backend, before anything starts and without side
     effects: a :class:`~launchbay.errors.ConfigurationError` (or
     :class:`~launchbay.errors.InputError`) naming the request field or argument,
@@ -25,18 +26,26 @@ What each method must do (abstract unless marked *hook*, which has a default):
 ``describe(name)``
     The job's DescribeTrainingJob response (local backends add ``LocalJobDir``).
     An unknown name raises :class:`~launchbay.errors.JobError`.
-``wait(name, logs="All")``
-    Block until the job reaches a terminal status
-    (:data:`~launchbay.runtime.names.TERMINAL_STATUSES`) and return its last
-    description; with ``logs`` truthy, print status changes and every host's log
-    lines while waiting. It does not raise for a failed job.
+``events(name, lines=True, status=True, follow=True)``
+    What happens to the job, as data (:mod:`launchbay.backends.events`): a
+    :class:`~launchbay.backends.events.JobHosts` first, then the hosts' log
+    lines (with ``lines``), its status (with ``status``; a backend may have none
+    to give) and notices as they come. With ``follow``, until the job reaches a
+    terminal status (:data:`~launchbay.runtime.names.TERMINAL_STATUSES`), then
+    one :class:`~launchbay.backends.events.JobEnded`; without, what there is now.
+    A backend never prints: the one follower (:mod:`launchbay.backends.follow`)
+    does, for :meth:`wait` and :meth:`print_logs`.
+``wait(name, logs="All")`` (*concrete*)
+    Follow :meth:`events` until the job ends and return its last description;
+    ``logs`` (SDK v2's values) says whether log lines are shown. It does not
+    raise for a failed job.
+``print_logs(name, follow=False, stream=None)`` (*concrete*)
+    Print the job's log lines, prefixed by host; with ``follow``, until it ends.
 ``stop(name)``
     Ask the job to stop; it ends ``Stopped``. Stopping an ended job does nothing.
     Remote backends return once the service accepted the request; local ones once
     the job has stopped. A job this backend cannot reach raises
     :class:`~launchbay.errors.JobError` saying where to stop it.
-``print_logs(name, follow=False, stream=None)``
-    Print the job's log lines, prefixed by host; with ``follow``, until it ends.
 ``list_jobs(max_results=20, status=None)``
     This backend's jobs, newest first, as ListTrainingJobs summaries
     (``TrainingJobName``, ``TrainingJobStatus``, ``CreationTime`` ...), only
@@ -49,13 +58,17 @@ What each method must do (abstract unless marked *hook*, which has a default):
 ``failure_log_tail(name, description)`` (*hook*)
     The last log lines of the host that failed first, for the failure message
     (:class:`~launchbay.job.LogTail`), or ``None``.
-``accept_stops(name)`` (*hook*)
-    Let ``stop(name)`` called in another process reach the job this process
-    runs (only meaningful where :attr:`runs_in_client`).
-``run_detached(name, command)`` (*hook*)
-    For backends whose jobs live in the process that started them
-    (:attr:`runs_in_client`): run ``command`` (a process that runs job ``name``
-    to its end) detached from this one, return once the job has started.
+``interrupted(name)`` (*hook*)
+    What became of the job when Ctrl-C ended following it (printed), or ``None``.
+``output_stream(stream)`` (*hook*)
+    Where :meth:`wait` and :meth:`print_logs` print (default: ``stream``, else
+    ``sys.stdout``).
+
+Backends whose jobs live in the process that runs them (the local ones)
+implement :class:`InProcessBackend` as well: ``accept_stops(name)`` lets
+``stop(name)`` in another process reach the job, and ``run_detached(name,
+command)`` runs a command that runs the job detached from this process (what
+``launchbay submit --no-wait`` needs). Nothing else asks for them.
 
 Backends are found by name through :mod:`launchbay.backends.registry`; the
 estimator and the ``launchbay`` command both go through it.
@@ -64,18 +77,22 @@ estimator and the ``launchbay`` command both go through it.
 from __future__ import annotations
 
 import abc
-from collections.abc import Mapping, Sequence
+import sys
+from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, ClassVar, NamedTuple, TextIO
 
+from launchbay._logs import show_logs
+from launchbay.backends.events import Event
+from launchbay.backends.follow import show_events
 from launchbay.backends.plan import JobPlan
-from launchbay.errors import ConfigurationError
+from launchbay.errors import ConfigurationError, JobError
 from launchbay.job import LogTail, TrainingJob
 
-__all__ = ["Backend", "DetachedRun"]
+__all__ = ["Backend", "DetachedRun", "InProcessBackend"]
 
 
 class DetachedRun(NamedTuple):
-    """What :meth:`Backend.run_detached` started."""
+    """What :meth:`InProcessBackend.run_detached` started."""
 
     #: The detached process's id.
     pid: int
@@ -100,9 +117,6 @@ class Backend(abc.ABC):
 
     #: The backend's name in the registry (and in ``launchbay`` output).
     name: ClassVar[str] = ""
-    #: True when a job lives only as long as the process that runs it (local
-    #: backends): a command that must return at once runs it detached.
-    runs_in_client: ClassVar[bool] = False
 
     @classmethod
     def for_instance_type(cls, instance_type: str | None, session: Any = None) -> Backend:
@@ -134,16 +148,14 @@ class Backend(abc.ABC):
         """The job's DescribeTrainingJob response."""
 
     @abc.abstractmethod
-    def wait(self, name: str, logs: str | bool | None = "All") -> dict[str, Any]:
-        """Block until the job ends; return its last description (never raises for Failed)."""
+    def events(
+        self, name: str, *, lines: bool = True, status: bool = True, follow: bool = True
+    ) -> Iterator[Event]:
+        """The job's events (:mod:`launchbay.backends.events`); with ``follow``, until it ends."""
 
     @abc.abstractmethod
     def stop(self, name: str) -> None:
         """Ask the job to stop (it ends Stopped); nothing for an ended job."""
-
-    @abc.abstractmethod
-    def print_logs(self, name: str, follow: bool = False, stream: TextIO | None = None) -> None:
-        """Print the job's host-prefixed log lines; with ``follow``, until it ends."""
 
     @abc.abstractmethod
     def list_jobs(self, max_results: int = 20, status: str | None = None) -> list[dict[str, Any]]:
@@ -160,13 +172,56 @@ class Backend(abc.ABC):
         """The failing host's last log lines, or None when the backend cannot fetch them."""
         return None
 
-    def accept_stops(self, name: str) -> None:
-        """Let ``stop(name)`` in another process reach this process (default: nothing to do)."""
+    def interrupted(self, name: str) -> str | None:
+        """What became of job ``name`` when Ctrl-C ended following it, or None (nothing to say)."""
         return None
 
-    def run_detached(self, name: str, command: Sequence[str]) -> DetachedRun:
-        """Run ``command`` (which runs job ``name``) detached; only where :attr:`runs_in_client`."""
-        raise NotImplementedError(
-            f"The {self.name or type(self).__name__} backend runs jobs outside this process: "
-            "submit them directly, there is nothing to detach."
+    def output_stream(self, stream: TextIO | None = None) -> TextIO:
+        """Where :meth:`wait` and :meth:`print_logs` print."""
+        return stream if stream is not None else sys.stdout
+
+    # -- following, the same for every backend ------------------------------------------
+    def wait(self, name: str, logs: str | bool | None = "All") -> dict[str, Any]:
+        """Block until the job ends; return its last description (never raises for Failed).
+
+        Status changes are shown, and with ``logs`` ``"All"``/``True`` every
+        host's log lines (:func:`launchbay._logs.show_logs` reads SDK v2's values).
+
+        Raises:
+            ConfigurationError: ``logs`` is not one of SDK v2's values.
+        """
+        lines = show_logs(logs)
+        ended = show_events(
+            self.events(name, lines=lines, status=True, follow=True),
+            self.output_stream(),
+            interrupted=lambda: self.interrupted(name),
         )
+        if ended is None:  # a backend that broke its contract: say so rather than guess
+            raise JobError(f"Following training job {name!r} ended before the job did.")
+        return dict(ended)
+
+    def print_logs(self, name: str, follow: bool = False, stream: TextIO | None = None) -> None:
+        """Print the job's host-prefixed log lines; with ``follow``, until it ends."""
+        show_events(
+            self.events(name, lines=True, status=False, follow=follow),
+            self.output_stream(stream),
+            live=False,
+            interrupted=lambda: self.interrupted(name),
+        )
+
+
+class InProcessBackend(Backend):
+    """A backend whose jobs live only as long as the process that runs them (the local ones).
+
+    A command that must return at once (``launchbay submit --no-wait``) runs
+    such a job detached (:meth:`run_detached`), and ``stop(name)`` from another
+    process reaches it through :meth:`accept_stops`.
+    """
+
+    @abc.abstractmethod
+    def accept_stops(self, name: str) -> None:
+        """Let ``stop(name)`` in another process reach the job this process runs."""
+
+    @abc.abstractmethod
+    def run_detached(self, name: str, command: Sequence[str]) -> DetachedRun:
+        """Run ``command`` (a process that runs job ``name`` to its end) detached; return once started."""

@@ -71,16 +71,16 @@ import logging
 import re
 import sys
 import time
-from collections.abc import Callable, Mapping
+from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TextIO
 
-from launchbay._logs import LogPrinter, show_logs
 from launchbay import _request_rules
 from launchbay.backends.base import Backend
+from launchbay.backends.events import Event, JobEnded, JobHosts, JobStatus, LogLines, Notice
 from launchbay.backends.plan import JobPlan
 from launchbay.errors import ConfigurationError, JobError, LaunchbayError
 from launchbay.job import LogTail, TrainingJob
-from launchbay.runtime.names import IN_PROGRESS, JOB_STATUSES, TERMINAL_STATUSES
+from launchbay.runtime.names import JOB_STATUSES, TERMINAL_STATUSES
 
 __all__ = [
     "SageMakerBackend",
@@ -262,31 +262,6 @@ def _host_order(host: str) -> tuple[str, int]:
     return (stem, int(number)) if number.isdigit() else (host, -1)
 
 
-def _utc(value: Any) -> str:
-    if isinstance(value, _dt.datetime):
-        if value.tzinfo is not None:
-            value = value.astimezone(_dt.timezone.utc)
-        return value.strftime("%Y-%m-%d %H:%M:%S")
-    return str(value) if value is not None else ""
-
-
-def _elapsed(description: Mapping[str, Any]) -> str:
-    start = description.get("CreationTime")
-    if not isinstance(start, _dt.datetime) or start.tzinfo is None:
-        return ""
-    end = description.get("TrainingEndTime")
-    if description.get("TrainingJobStatus") in TERMINAL_STATUSES and not isinstance(
-        end, _dt.datetime
-    ):
-        end = description.get("LastModifiedTime")
-    if not isinstance(end, _dt.datetime) or end.tzinfo is None:
-        end = _dt.datetime.now(_dt.timezone.utc)
-    seconds = max(int((end - start).total_seconds()), 0)
-    hours, rest = divmod(seconds, 3600)
-    minutes, seconds = divmod(rest, 60)
-    return f"{hours}h{minutes:02d}m{seconds:02d}s" if hours else f"{minutes}m{seconds:02d}s"
-
-
 def _lines_of(message: str) -> list[str]:
     return message.rstrip("\r\n").replace("\r\n", "\n").split("\n")
 
@@ -419,70 +394,13 @@ class _LogTailer:
             token = self.tokens[stream] = new
 
 
-class _StatusView:
-    """Shows status changes: a live line, or one plain line per new transition."""
-
-    def __init__(self, name: str, printer: LogPrinter) -> None:
-        self.name = name
-        self.printer = printer
-        self._seen: set[tuple[int, str, str]] = set()
-        self._primary: str | None = None
-
-    def update(self, description: Mapping[str, Any]) -> bool:
-        """Show what changed since the last call; True if the status changed."""
-        transitions = description.get("SecondaryStatusTransitions") or []
-        new = []
-        for index, transition in enumerate(transitions):
-            key = (index, str(transition.get("Status")), str(transition.get("StatusMessage")))
-            if key not in self._seen:
-                self._seen.add(key)
-                new.append(transition)
-        primary = str(description.get("TrainingJobStatus", ""))
-        primary_changed = primary != self._primary
-        self._primary = primary
-        for transition in new:
-            logger.debug(
-                "%s: %s - %s", self.name, transition.get("Status"), transition.get("StatusMessage")
-            )
-        if self.printer.live:
-            self.printer.status(self._live_text(description))
-        else:
-            for transition in new:
-                self.printer.status(
-                    f"{_utc(transition.get('StartTime'))} {transition.get('Status')} - "
-                    f"{transition.get('StatusMessage', '')}".lstrip()
-                )
-            latest = transitions[-1].get("Status") if transitions else None
-            if primary_changed and primary != latest and (primary != IN_PROGRESS or not new):
-                when = _utc(description.get("LastModifiedTime"))
-                self.printer.status(f"{when} Training job {self.name} is {primary}".lstrip())
-        return bool(new) or primary_changed
-
-    def _live_text(self, description: Mapping[str, Any]) -> str:
-        transitions = description.get("SecondaryStatusTransitions") or []
-        last = transitions[-1] if transitions else {}
-        secondary = last.get("Status") or description.get("SecondaryStatus") or ""
-        message = last.get("StatusMessage") or ""
-        parts = [self.name, str(description.get("TrainingJobStatus", ""))]
-        parts.append(f"{secondary}: {message}" if message else str(secondary))
-        elapsed = _elapsed(description)
-        if elapsed:
-            parts.append(elapsed)
-        return " | ".join(p for p in parts if p)
-
-    def finish(self, description: Mapping[str, Any]) -> None:
-        self.update(description)
-        self.printer.close()
-
-
 class _Follower:
-    """Follows one job: status, logs, backoff, until it ends (and its last lines are in)."""
+    """Follows one job as events: status, logs, backoff, until it ends (and its last lines are in)."""
 
     def __init__(
         self,
         backend: SageMakerBackend,
         name: str,
-        printer: LogPrinter,
         *,
         status: bool,
         lines: bool,
@@ -490,19 +408,30 @@ class _Follower:
     ) -> None:
         self.backend = backend
         self.name = name
-        self.printer = printer
-        self.view = _StatusView(name, printer) if status else None
+        self.status = status
         self.tailer = (
             _LogTailer(backend.session.logs_client, name, hosts, backend.log_page_size)
             if lines
             else None
         )
+        self.lines = lines
         self.require_logs = lines and not status
+        self._last: tuple[Any, ...] | None = None
 
-    def read_lines(self) -> int:
-        """Print the lines that arrived; returns how many."""
+    def status_event(self, description: Mapping[str, Any]) -> tuple[list[Event], bool]:
+        """The status event for ``description`` (when status is followed); True if it changed."""
+        transitions = description.get("SecondaryStatusTransitions") or []
+        key = (
+            description.get("TrainingJobStatus"),
+            tuple((t.get("Status"), t.get("StatusMessage")) for t in transitions),
+        )
+        changed, self._last = key != self._last, key
+        return ([JobStatus(description)] if self.status else []), changed
+
+    def read_lines(self) -> list[Event]:
+        """The lines that arrived (one :class:`LogLines`), or a notice that they cannot be read."""
         if self.tailer is None:
-            return 0
+            return []
         try:
             lines = self.tailer.read()
         except _LogsUnavailable as exc:
@@ -511,21 +440,22 @@ class _Follower:
                     f"The CloudWatch logs of training job {self.name} cannot be read: {exc}. "
                     f"Grant logs:DescribeLogStreams and logs:GetLogEvents on {LOG_GROUP}."
                 ) from exc.__cause__
-            self.printer.message(
-                f"[launchbay] CloudWatch logs of {self.name} cannot be read ({exc}); "
-                "following its status only."
-            )
             logger.warning("CloudWatch logs of %s cannot be read: %s", self.name, exc)
             self.tailer = None
-            return 0
-        self.printer.print(lines)
-        return len(lines)
+            return [
+                Notice(
+                    f"[launchbay] CloudWatch logs of {self.name} cannot be read ({exc}); "
+                    "following its status only."
+                )
+            ]
+        return [LogLines(tuple(lines))] if lines else []
 
-    def drain(self) -> None:
-        """Print every line there is now (no following)."""
+    def drain(self) -> Iterator[Event]:
+        """Every line there is now (no following)."""
         attempts = 0
         while attempts < _MAX_DRAIN_ATTEMPTS:
             got = self.read_lines()
+            yield from got
             if self.tailer is None or (not got and not self.tailer.throttled):
                 return
             attempts = attempts + 1 if self.tailer.throttled else 0
@@ -535,8 +465,8 @@ class _Follower:
             "Reading the logs of %s kept being throttled; output may be partial", self.name
         )
 
-    def run(self, description: dict[str, Any]) -> dict[str, Any]:
-        """Follow until the job ends; returns its last description."""
+    def run(self, description: dict[str, Any]) -> Iterator[Event]:
+        """Follow until the job ends; the last event is :class:`JobEnded`."""
         backend = self.backend
         delay = backend.min_poll
         last_describe = backend.clock()
@@ -545,10 +475,12 @@ class _Follower:
         transient = 0
         final_retries = _MAX_DRAIN_ATTEMPTS
         while True:
-            changed = self.view.update(description) if self.view else False
+            shown, changed = self.status_event(description)
+            yield from shown
             if changed and self.tailer is not None:
                 self.tailer.rediscover = True
             got = self.read_lines()
+            yield from got
             if description.get("TrainingJobStatus") in TERMINAL_STATUSES:
                 if self.tailer is None:
                     break
@@ -587,9 +519,13 @@ class _Follower:
                             f"Estimator.attach({self.name!r}).latest_training_job.wait()."
                         ) from exc.__cause__
                 last_describe = backend.clock()
-        if self.view:
-            self.view.finish(description)
-        return description
+        summary = billing_summary(self.name, description)
+        if summary:
+            logger.info("%s", summary)
+            if self.lines:
+                yield Notice(summary)
+        logger.info("Training job %s ended %s", self.name, description.get("TrainingJobStatus"))
+        yield JobEnded(description)
 
 
 # --------------------------------------------------------------------------- the backend
@@ -691,7 +627,8 @@ class SageMakerBackend(Backend):
                 raise _Transient(str(exc)) from exc
             raise _job_error("DescribeTrainingJob", name, exc, self._region()) from exc
 
-    def _output(self, stream: TextIO | None = None) -> TextIO:
+    def output_stream(self, stream: TextIO | None = None) -> TextIO:
+        """Where :meth:`wait` and :meth:`print_logs` print: ``stream``, the backend's, or stdout."""
         return stream or self.stream or sys.stdout
 
     # -- the Backend interface ------------------------------------------------------
@@ -739,43 +676,38 @@ class SageMakerBackend(Backend):
         """
         return self._call("DescribeTrainingJob", name, TrainingJobName=name)
 
-    def wait(self, name: str, logs: str | bool | None = "All") -> dict[str, Any]:
-        """Follow the job until it ends and return its last description.
+    def events(
+        self, name: str, *, lines: bool = True, status: bool = True, follow: bool = True
+    ) -> Iterator[Event]:
+        """The job's status and CloudWatch lines as events (see the module docstring).
 
-        Shows status changes and, with ``logs`` ``"All"``/``True``, every host's
-        log lines (see the module docstring). A Failed or Stopped job is
-        returned, not raised: :meth:`launchbay.job.TrainingJob.wait` raises.
+        With ``follow``, until the job ends and its last lines are in (the last
+        event is :class:`~launchbay.backends.events.JobEnded`, after the billing
+        summary when lines are followed); without, the lines there are now.
 
         Raises:
-            ConfigurationError: ``logs`` is not one of SDK v2's values.
             JobError: the job cannot be described (no such job, no permission),
-                or :data:`MAX_TRANSIENT_POLLS` polls in a row failed.
-            KeyboardInterrupt: Ctrl-C; the job keeps running.
+                :data:`MAX_TRANSIENT_POLLS` polls in a row failed, or only lines
+                were asked for and they cannot be read.
         """
-        show = show_logs(logs)
         description = self.describe(name)
-        printer = LogPrinter(_host_names(description), self._output())
+        yield JobHosts(name, tuple(_host_names(description)))
         follower = _Follower(
-            self, name, printer, status=True, lines=show, hosts=_instance_count(description)
+            self, name, status=status, lines=lines, hosts=_instance_count(description)
         )
-        try:
-            description = follower.run(description)
-        except KeyboardInterrupt:
-            printer.close()
-            printer.message(
-                f"[launchbay] Stopped following training job {name}; it keeps running on "
-                f"SageMaker. Follow it again with `launchbay logs {name} --follow` or "
-                f"Estimator.attach({name!r}).latest_training_job.wait(); stop it with "
-                f"`launchbay stop {name}`."
-            )
-            raise
-        summary = billing_summary(name, description)
-        if summary:
-            logger.info("%s", summary)
-            if show:
-                printer.message(summary)
-        logger.info("Training job %s ended %s", name, description.get("TrainingJobStatus"))
-        return description
+        if follow and (status or description.get("TrainingJobStatus") not in TERMINAL_STATUSES):
+            yield from follower.run(description)
+        else:
+            yield from follower.drain()
+
+    def interrupted(self, name: str) -> str:
+        """Ctrl-C only stops following: the job keeps running on SageMaker (how to go on)."""
+        return (
+            f"[launchbay] Stopped following training job {name}; it keeps running on "
+            f"SageMaker. Follow it again with `launchbay logs {name} --follow` or "
+            f"Estimator.attach({name!r}).latest_training_job.wait(); stop it with "
+            f"`launchbay stop {name}`."
+        )
 
     def stop(self, name: str) -> None:
         """Ask SageMaker to stop the job (it goes Stopping, then Stopped).
@@ -795,25 +727,6 @@ class SageMakerBackend(Backend):
                     return
             raise _job_error("StopTrainingJob", name, exc, self._region()) from exc
         logger.info("Requested to stop training job %s", name)
-
-    def print_logs(self, name: str, follow: bool = False, stream: TextIO | None = None) -> None:
-        """Print every host's CloudWatch lines, ``algo-1 | line``, interleaved by time.
-
-        With ``follow``, keep printing new lines until the job ends (and its
-        last lines are in); without, print what there is now and return.
-
-        Raises:
-            JobError: no such job, or its logs cannot be read.
-        """
-        description = self.describe(name)
-        printer = LogPrinter(_host_names(description), self._output(stream), live=False)
-        follower = _Follower(
-            self, name, printer, status=False, lines=True, hosts=_instance_count(description)
-        )
-        if follow and description.get("TrainingJobStatus") not in TERMINAL_STATUSES:
-            follower.run(description)
-        else:
-            follower.drain()
 
     def list_jobs(self, max_results: int = 20, status: str | None = None) -> list[dict[str, Any]]:
         """The newest training jobs: ListTrainingJobs summaries, newest first.

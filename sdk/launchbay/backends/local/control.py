@@ -40,13 +40,13 @@ import os
 import signal
 import threading
 import time
-from collections.abc import Mapping, Sequence
-from typing import Any, TextIO
+from collections.abc import Iterator, Mapping, Sequence
+from typing import Any
 
 from launchbay import metrics, transfer
 from launchbay._home import unusable_home_error, usable_local_home
-from launchbay._logs import LogPrinter, show_logs
-from launchbay.backends.base import Backend, DetachedRun
+from launchbay.backends.base import DetachedRun, InProcessBackend
+from launchbay.backends.events import Event, JobEnded, JobHosts, LogLines
 from launchbay.backends.local import detached, tensorboard
 from launchbay.backends.local.finish import _final_message, failure_reason, finish_job
 from launchbay.backends.local.hosts import POLL, RUNTIME_MARGIN, HostRunner
@@ -55,7 +55,7 @@ from launchbay.backends.local.layout import (
     default_job_root,
     host_names,
 )
-from launchbay.backends.local.logs import _Follower, _log_tail, _LogFiles
+from launchbay.backends.local.logs import _log_tail, _LogFiles, follow_lines
 from launchbay.backends.local.record import (
     _JOB_NAME,
     _LOCKS_DIR,
@@ -182,7 +182,7 @@ def _still_running(job: LocalJob, hosts: Sequence[str]) -> str:
     return ", ".join(parts) or "no host (every host had just ended)"
 
 
-class LocalBackend(Backend):
+class LocalBackend(InProcessBackend):
     """Runs CreateTrainingJob requests on this machine; its :class:`HostRunner` runs the hosts.
 
     Args:
@@ -215,8 +215,6 @@ class LocalBackend(Backend):
 
     #: How a host is called in messages ("local process", "container" ...).
     host_kind = "host"
-    #: A local job lives as long as the process that runs it.
-    runs_in_client = True
     #: The instance types whose jobs this backend runs (and owns, see :meth:`owns`).
     instance_types: tuple[str, ...] = ()
 
@@ -519,41 +517,83 @@ class LocalBackend(Backend):
             return job.describe()
         return self._reconcile(name, self._load(name))
 
-    def wait(self, name: str, logs: str | bool | None = "All") -> dict[str, Any]:
-        """Block until the job ends and return its description.
+    def events(
+        self, name: str, *, lines: bool = True, status: bool = True, follow: bool = True
+    ) -> Iterator[Event]:
+        """The job's log lines as events (``logs/<host>.log``); with ``follow``, until it ends.
 
-        With ``logs`` truthy (``"All"``, ``True``), every line of every host is
-        printed from the start, prefixed by the host (coloured on a terminal);
-        with ``False``, ``None`` or ``"None"`` nothing is printed. Ctrl-C stops
-        every host (SIGTERM, SIGKILL after the grace period), waits for the
-        checkpoints to be saved, marks the job Stopped and re-raises
-        :class:`KeyboardInterrupt`.
+        A job this process runs is followed line by line. Ctrl-C while following
+        it stops every host (SIGTERM, SIGKILL after the grace period), waits for
+        the checkpoints to be saved, marks the job Stopped and re-raises
+        :class:`KeyboardInterrupt`; Ctrl-C again kills the hosts at once. A job
+        another process runs is followed through its status file: with
+        ``status`` (a wait) its lines come once it has ended, otherwise as they
+        are written. Local jobs give no status events (their hosts' lines say
+        what happens).
+
+        Raises:
+            JobError: there is no local job of that name.
         """
         job = self._find(name)
-        if job is None:
-            return self._wait_detached(name, logs)
-        follower = _Follower(job, LogPrinter(job.hosts) if show_logs(logs) else None)
+        if job is not None and follow:
+            yield JobHosts(name, tuple(job.hosts))
+            yield from self._follow_own(job, _LogFiles(job.layout) if lines else None)
+            return
+        description = self.describe(name)
+        hosts = host_names(description)
+        yield JobHosts(name, tuple(hosts))
+        files = _LogFiles(JobLayout(self.job_dir(name), tuple(hosts)))
+        if not follow:
+            yield from files.all_lines()
+            return
+        if status:
+            description = self._wait_detached(name, description)
+            if lines:
+                yield from files.all_lines()
+            yield JobEnded(description)
+            return
+        gone = 0
+        while True:
+            description = self.describe(name)
+            finished = description["TrainingJobStatus"] in TERMINAL_STATUSES
+            while True:
+                found, progressed = files.new_lines(final=finished)
+                if found:
+                    yield LogLines(tuple(found))
+                if not progressed:
+                    break
+            if finished:
+                yield JobEnded(description)
+                return
+            training = description.get("SecondaryStatus") == "Training"
+            gone = gone + 1 if training and not self._runs_elsewhere(name) else 0
+            if gone >= 3:  # no host process for a while: whoever ran the job is gone
+                return
+            time.sleep(0.5)
+
+    def _follow_own(self, job: LocalJob, files: _LogFiles | None) -> Iterator[Event]:
+        """Follow a job this process runs to its end (Ctrl-C stops it: see :meth:`events`)."""
         with _SigintFlag() as interrupts:
             try:
-                follower.follow(interrupts)
+                yield from follow_lines(job, files, interrupts)
             except KeyboardInterrupt:
                 logger.warning(
                     "Interrupted: stopping local training job %s (Ctrl-C again to kill at once)",
-                    name,
+                    job.name,
                 )
                 job.stop_reason = job.stop_reason or "interrupted (KeyboardInterrupt)"
                 job.stop_requested.set()
                 job.changed.set()
                 while True:
                     try:
-                        follower.follow(interrupts)
+                        yield from follow_lines(job, files, interrupts)
                         break
                     except KeyboardInterrupt:
                         job.force_kill.set()
                 raise
         if _sigterm["stopping"] and threading.current_thread() is threading.main_thread():
             _die_after_stopping(_running_jobs())  # SIGTERM stopped the job: now obey it
-        return job.describe()
+        yield JobEnded(job.describe())
 
     def stop(self, name: str) -> None:
         """Stop the job (SIGTERM to every host, SIGKILL after the grace period) and wait.
@@ -601,43 +641,6 @@ class LocalBackend(Backend):
         job.stop_requested.set()
         job.changed.set()
         job.done.wait()
-
-    def print_logs(self, name: str, follow: bool = False, stream: TextIO | None = None) -> None:
-        """Print the job's log lines as ``algo-1 | line`` (from ``logs/<host>.log``).
-
-        Without ``follow``, prints what the hosts wrote so far, host by host. With
-        ``follow``, keeps printing new lines until the job ends (also for a job
-        another process runs); a job of this process is followed line by line as
-        :meth:`wait` prints it.
-
-        Raises:
-            JobError: there is no local job of that name.
-        """
-        job = self._find(name)
-        if job is not None and follow:
-            _Follower(job, LogPrinter(job.hosts, stream)).follow()
-            return
-        description = self.describe(name)
-        hosts = host_names(description)
-        printer = LogPrinter(hosts, stream)
-        files = _LogFiles(JobLayout(self.job_dir(name), tuple(hosts)))
-        gone = 0
-        while True:
-            if follow:
-                description = self.describe(name)
-            finished = description["TrainingJobStatus"] in TERMINAL_STATUSES
-            if not follow:
-                files.print_all(printer)
-                return
-            while files.print_new(printer, final=finished):
-                pass
-            if finished:
-                return
-            training = description.get("SecondaryStatus") == "Training"
-            gone = gone + 1 if training and not self._runs_elsewhere(name) else 0
-            if gone >= 3:  # no host process for a while: whoever ran the job is gone
-                return
-            time.sleep(0.5)
 
     def list_jobs(self, max_results: int = 20, status: str | None = None) -> list[dict[str, Any]]:
         """Local jobs under :attr:`job_root`, newest first, as ListTrainingJobs summaries.
@@ -752,9 +755,8 @@ class LocalBackend(Backend):
             raise _damaged(name, os.path.join(job_dir, "status.json"), problem)
         return _from_json(description)
 
-    def _wait_detached(self, name: str, logs: Any) -> dict[str, Any]:
-        """Wait for a job another process runs (its status file), then print its logs."""
-        description = self._load(name)
+    def _wait_detached(self, name: str, description: dict[str, Any]) -> dict[str, Any]:
+        """Wait for a job another process runs to end (its status file); its last description."""
         gone = 0
         while description["TrainingJobStatus"] not in TERMINAL_STATUSES:
             training = description.get("SecondaryStatus") == "Training"
@@ -768,9 +770,6 @@ class LocalBackend(Backend):
                 break
             time.sleep(1.0)
             description = self.describe(name)
-        if show_logs(logs):
-            hosts = host_names(description)
-            _LogFiles(JobLayout(self.job_dir(name), tuple(hosts))).print_all(LogPrinter(hosts))
         return description
 
     # -- supervision ----------------------------------------------------------------

@@ -2,8 +2,8 @@
 
 A local job lives as long as the process that runs it (its client). Two things
 let other processes act on such a job; the local backends use them behind
-:meth:`~launchbay.backends.base.Backend.run_detached`,
-:meth:`~launchbay.backends.base.Backend.accept_stops` and
+:meth:`~launchbay.backends.base.InProcessBackend.run_detached`,
+:meth:`~launchbay.backends.base.InProcessBackend.accept_stops` and
 :meth:`~launchbay.backends.base.Backend.stop`:
 
 * **a detached runner**: :func:`start` runs a command that runs the job to its

@@ -2,8 +2,9 @@
 
 Hosts' lines reach their log file through a reader thread (:func:`start_reader`,
 a container's output) or are written by the host itself (:func:`start_watcher`
-wakes the followers as the file grows). :class:`_Follower` prints them, from the
-files, as :class:`_LogFiles` reads them; :func:`_log_tail` gives a failure's last lines.
+wakes the followers as the file grows). :func:`follow_lines` gives them as events
+(:class:`~launchbay.backends.events.LogLines`), from the files, as :class:`_LogFiles`
+reads them; :func:`_log_tail` gives a failure's last lines.
 """
 
 from __future__ import annotations
@@ -23,10 +24,10 @@ import os
 import re
 import threading
 import time
-from collections.abc import Callable, Iterable, Sequence
+from collections.abc import Callable, Iterable, Iterator, Sequence
 from typing import Any
 
-from launchbay._logs import LogPrinter
+from launchbay.backends.events import LogLines
 from launchbay.backends.local.layout import (
     JobLayout,
 )
@@ -44,8 +45,6 @@ _READ_CHUNK = 1 << 20
 _LINE_END = re.compile(rb"\r\n|\r|\n")
 #: Most bytes read from the end of a host's log file for the last lines of a failure.
 _TAIL_BYTES = 256 * 1024
-#: Most lines handed to the printer at once.
-_PRINT_BATCH = 2_000
 
 
 class _LogFiles:
@@ -130,24 +129,27 @@ class _LogFiles:
             pieces.append((decoder.decode(view[offset : offset + MAX_LOG_LINE]), False))
         return bytes(view[whole:])
 
-    def print_new(
-        self, printer: LogPrinter, final: bool, hosts: Sequence[str] | None = None
-    ) -> bool:
-        """Print a chunk of new lines of every host (or of ``hosts``); True when any was read."""
-        printed = False
+    def new_lines(
+        self, final: bool, hosts: Sequence[str] | None = None
+    ) -> tuple[list[tuple[str, str]], bool]:
+        """A chunk of new lines of every host (or of ``hosts``), ``(host, line)``; and whether any was read."""
+        found: list[tuple[str, str]] = []
+        progressed = False
         for host in self.paths if hosts is None else hosts:
-            lines, progressed = self._next(host, final)
-            # In batches: a live display (rich) renders each batch in memory at once.
-            for start in range(0, len(lines), _PRINT_BATCH):
-                printer.print([(host, line) for line in lines[start : start + _PRINT_BATCH]])
-            printed = printed or progressed
-        return printed
+            lines, read = self._next(host, final)
+            found.extend((host, line) for line in lines)
+            progressed = progressed or read
+        return found, progressed
 
-    def print_all(self, printer: LogPrinter) -> None:
-        """Print what every host wrote so far, host by host, a chunk at a time."""
+    def all_lines(self) -> Iterator[LogLines]:
+        """What every host wrote so far, host by host, a chunk at a time."""
         for host in self.paths:
-            while self.print_new(printer, final=True, hosts=[host]):
-                pass
+            while True:
+                lines, progressed = self.new_lines(final=True, hosts=[host])
+                if lines:
+                    yield LogLines(tuple(lines))
+                if not progressed:
+                    break
 
 
 def _log_tail(path: str, lines: int) -> list[str]:
@@ -173,31 +175,30 @@ def _log_tail(path: str, lines: int) -> list[str]:
     return list(tail)
 
 
-class _Follower:
-    """Prints a job's lines as they come, from the hosts' log files (see :class:`_LogFiles`)."""
+def follow_lines(
+    job: LocalJob, files: _LogFiles | None, interrupts: _SigintFlag | None = None
+) -> Iterator[LogLines]:
+    """The job's new lines (read from ``files``) as they come, until it is done and every line
+    is read; with ``files`` None, only the wait.
 
-    def __init__(self, job: LocalJob, printer: LogPrinter | None) -> None:
-        self.job = job
-        self.printer = printer
-        self.files = _LogFiles(job.layout)
-
-    def follow(self, interrupts: _SigintFlag | None = None) -> None:
-        """Print new lines until the job is done and every line is printed.
-
-        A Ctrl-C noted by ``interrupts`` is raised here, between two reads, never
-        while a lock the supervisor thread needs is held.
-        """
-        job = self.job
-        while True:
-            if interrupts is not None and interrupts.pending():
-                raise KeyboardInterrupt
-            finished = job.done.is_set()  # then every host's log file is complete
-            seen = job.output_count
-            if self.printer is not None and self.files.print_new(self.printer, finished):
+    A Ctrl-C noted by ``interrupts`` is raised here, between two reads, never
+    while a lock the supervisor thread needs is held. ``files`` keeps its place,
+    so following again after an interrupt goes on where it stopped.
+    """
+    while True:
+        if interrupts is not None and interrupts.pending():
+            raise KeyboardInterrupt
+        finished = job.done.is_set()  # then every host's log file is complete
+        seen = job.output_count
+        if files is not None:
+            found, progressed = files.new_lines(finished)
+            if found:
+                yield LogLines(tuple(found))
+            if progressed:
                 continue
-            if finished:
-                return
-            job.wait_for_output(seen, 0.2)
+        if finished:
+            return
+        job.wait_for_output(seen, 0.2)
 
 
 def pump_lines(job: LocalJob, host: str, lines: Iterable[str]) -> None:

@@ -1,0 +1,166 @@
+"""The one follower: prints the events of any backend (:mod:`launchbay.backends.events`).
+
+Backends only say what happened to a job (its hosts, their log lines, its
+status, launchbay's own notices, its end); :func:`show_events` shows it, the
+same way for every backend, through :class:`launchbay._logs.LogPrinter`: lines
+as ``algo-1 | line``, the status as one live line redrawn in place on a terminal
+or in a notebook, and elsewhere (CI, files) as plain lines
+``<UTC time> <Status> - <message>`` with no carriage return or colour code.
+
+:meth:`launchbay.backends.base.Backend.wait` and
+:meth:`~launchbay.backends.base.Backend.print_logs` are this follower over the
+backend's :meth:`~launchbay.backends.base.Backend.events`.
+"""
+
+from __future__ import annotations
+
+import datetime as _dt
+import logging
+from collections.abc import Callable, Iterable, Mapping
+from typing import Any, TextIO
+
+from launchbay._logs import LogPrinter
+from launchbay.backends.events import Event, JobEnded, JobHosts, JobStatus, LogLines, Notice
+from launchbay.runtime.names import IN_PROGRESS, TERMINAL_STATUSES
+
+__all__ = ["StatusView", "show_events"]
+
+logger = logging.getLogger("launchbay.backends")
+
+#: Most lines handed to the printer at once (a live display renders each batch in memory).
+PRINT_BATCH = 2_000
+
+
+def _utc(value: Any) -> str:
+    if isinstance(value, _dt.datetime):
+        if value.tzinfo is not None:
+            value = value.astimezone(_dt.timezone.utc)
+        return value.strftime("%Y-%m-%d %H:%M:%S")
+    return str(value) if value is not None else ""
+
+
+def _elapsed(description: Mapping[str, Any]) -> str:
+    start = description.get("CreationTime")
+    if not isinstance(start, _dt.datetime) or start.tzinfo is None:
+        return ""
+    end = description.get("TrainingEndTime")
+    if description.get("TrainingJobStatus") in TERMINAL_STATUSES and not isinstance(
+        end, _dt.datetime
+    ):
+        end = description.get("LastModifiedTime")
+    if not isinstance(end, _dt.datetime) or end.tzinfo is None:
+        end = _dt.datetime.now(_dt.timezone.utc)
+    seconds = max(int((end - start).total_seconds()), 0)
+    hours, rest = divmod(seconds, 3600)
+    minutes, seconds = divmod(rest, 60)
+    return f"{hours}h{minutes:02d}m{seconds:02d}s" if hours else f"{minutes}m{seconds:02d}s"
+
+
+class StatusView:
+    """Shows status changes: a live line, or one plain line per new transition."""
+
+    def __init__(self, name: str, printer: LogPrinter) -> None:
+        self.name = name
+        self.printer = printer
+        self._seen: set[tuple[int, str, str]] = set()
+        self._primary: str | None = None
+
+    def update(self, description: Mapping[str, Any]) -> bool:
+        """Show what changed since the last call; True if the status changed."""
+        transitions = description.get("SecondaryStatusTransitions") or []
+        new = []
+        for index, transition in enumerate(transitions):
+            key = (index, str(transition.get("Status")), str(transition.get("StatusMessage")))
+            if key not in self._seen:
+                self._seen.add(key)
+                new.append(transition)
+        primary = str(description.get("TrainingJobStatus", ""))
+        primary_changed = primary != self._primary
+        self._primary = primary
+        for transition in new:
+            logger.debug(
+                "%s: %s - %s", self.name, transition.get("Status"), transition.get("StatusMessage")
+            )
+        if self.printer.live:
+            self.printer.status(self._live_text(description))
+        else:
+            for transition in new:
+                self.printer.status(
+                    f"{_utc(transition.get('StartTime'))} {transition.get('Status')} - "
+                    f"{transition.get('StatusMessage', '')}".lstrip()
+                )
+            latest = transitions[-1].get("Status") if transitions else None
+            if primary_changed and primary != latest and (primary != IN_PROGRESS or not new):
+                when = _utc(description.get("LastModifiedTime"))
+                self.printer.status(f"{when} Training job {self.name} is {primary}".lstrip())
+        return bool(new) or primary_changed
+
+    def _live_text(self, description: Mapping[str, Any]) -> str:
+        transitions = description.get("SecondaryStatusTransitions") or []
+        last = transitions[-1] if transitions else {}
+        secondary = last.get("Status") or description.get("SecondaryStatus") or ""
+        message = last.get("StatusMessage") or ""
+        parts = [self.name, str(description.get("TrainingJobStatus", ""))]
+        parts.append(f"{secondary}: {message}" if message else str(secondary))
+        elapsed = _elapsed(description)
+        if elapsed:
+            parts.append(elapsed)
+        return " | ".join(p for p in parts if p)
+
+    def finish(self, description: Mapping[str, Any]) -> None:
+        self.update(description)
+        self.printer.close()
+
+
+def show_events(
+    events: Iterable[Event],
+    stream: TextIO,
+    *,
+    live: bool | None = None,
+    interrupted: Callable[[], str | None] | None = None,
+) -> Mapping[str, Any] | None:
+    """Print ``events`` to ``stream`` as they come; the last description when the job ended.
+
+    ``live`` forces (or forbids) the live status line (default: the stream
+    decides, see :class:`~launchbay._logs.LogPrinter`). On Ctrl-C the live line
+    is ended, ``interrupted()``'s text (the backend's word on what became of the
+    job) is printed when there is one, and the interrupt goes on.
+    """
+    printer: LogPrinter | None = None
+    view: StatusView | None = None
+    name = ""
+    ended: Mapping[str, Any] | None = None
+
+    def printer_for(hosts: tuple[str, ...] = ()) -> LogPrinter:
+        nonlocal printer
+        if printer is None:
+            printer = LogPrinter(hosts, stream, live=live)
+        return printer
+
+    try:
+        for event in events:
+            if isinstance(event, JobHosts):
+                name = event.name
+                printer_for(event.hosts)
+            elif isinstance(event, LogLines):
+                lines = event.lines
+                for start in range(0, len(lines), PRINT_BATCH):
+                    printer_for().print(lines[start : start + PRINT_BATCH])
+            elif isinstance(event, JobStatus):
+                if view is None:
+                    view = StatusView(name, printer_for())
+                view.update(event.description)
+            elif isinstance(event, Notice):
+                printer_for().message(event.text)
+            elif isinstance(event, JobEnded):
+                ended = event.description
+                if view is not None:
+                    view.finish(ended)
+    except KeyboardInterrupt:
+        if printer is not None:
+            printer.close()
+        text = interrupted() if interrupted is not None else None
+        if text:
+            printer_for().message(text)
+        raise
+    return ended
