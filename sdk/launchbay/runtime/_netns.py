@@ -37,6 +37,8 @@ import sys
 import threading
 from collections.abc import Mapping
 
+from launchbay.runtime.names import ENV
+
 __all__ = [
     "GATEWAY",
     "HOLDER_ENV",
@@ -434,9 +436,14 @@ def enter_host(environ: Mapping[str, str]) -> bool:
         return False
     if os.stat(f"/proc/{pid}/ns/net").st_ino == os.stat("/proc/self/ns/net").st_ino:
         return False
-    for kind, flag in (("net", _CLONE_NEWNET), ("uts", _CLONE_NEWUTS), ("mnt", _CLONE_NEWNS)):
-        _setns(f"/proc/{pid}/ns/{kind}", flag, f"{kind} namespace of host pid {pid}")
+    _join_host(pid, f"host pid {pid}")
     return True
+
+
+def _join_host(pid: str, whose: str) -> None:
+    """Enter the network, name and mount namespaces of the host whose runtime is ``pid``."""
+    for kind, flag in (("net", _CLONE_NEWNET), ("uts", _CLONE_NEWUTS), ("mnt", _CLONE_NEWNS)):
+        _setns(f"/proc/{pid}/ns/{kind}", flag, f"{kind} namespace of {whose}")
 
 
 #: Where each host of a job network publishes its runtime's pid (``<shared dir>/netns/<host>``).
@@ -473,7 +480,7 @@ def rsh(argv: list[str]) -> int:
         return 255
     host, command = argv[0], argv[1:]
     host = host.rpartition("@")[2]
-    shared = os.environ.get("LAUNCHBAY_SHARED_DIR", "")
+    shared = os.environ.get(ENV.SHARED_DIR, "")
     try:
         with open(host_pid_file(shared, host), encoding="utf-8") as f:
             pid = f.read().strip()
@@ -482,12 +489,7 @@ def rsh(argv: list[str]) -> int:
         return 255
     if os.path.exists(f"/proc/{pid}/ns/net"):
         try:
-            for kind, flag in (
-                ("net", _CLONE_NEWNET),
-                ("uts", _CLONE_NEWUTS),
-                ("mnt", _CLONE_NEWNS),
-            ):
-                _setns(f"/proc/{pid}/ns/{kind}", flag, f"{kind} namespace of {host}")
+            _join_host(pid, host)
         except OSError as exc:
             print(f"launchbay rsh: cannot reach {host} in this job: {exc}", file=sys.stderr)
             return 255
