@@ -160,9 +160,7 @@ def test_a_backend_gives_events_and_the_one_follower_prints_them():
     backend.output_stream = lambda stream=None: stream or out
     final = backend.wait("mem-1", logs="All")
     assert final == {"TrainingJobName": "mem-1", "TrainingJobStatus": "Completed"}
-    assert out.getvalue() == (
-        "algo-1 | hello\nalgo-2 | world\n[memory] mem-1 ran in memory\n"
-    )
+    assert out.getvalue() == ("algo-1 | hello\nalgo-2 | world\n[memory] mem-1 ran in memory\n")
     quiet = io.StringIO()
     backend.output_stream = lambda stream=None: stream or quiet
     backend.wait("mem-1", logs="None")
@@ -280,3 +278,28 @@ def test_a_carriage_return_and_newline_split_between_reads_end_one_line(tmp_path
     first = files.read("algo-1", final=False)
     assert "".join(first) == "a" * (_READ_CHUNK - 1)
     assert files.read("algo-1", final=False) == ["next"]
+
+
+def test_the_follower_ends_the_events_when_printing_fails():
+    """A backend's event stream holds things (a local job's SIGINT handler): a printing error
+    must end it at once, not whenever the traceback holding it is dropped."""
+    from launchbay.backends.events import JobHosts, LogLines
+    from launchbay.backends.follow import show_events
+
+    ended = []
+
+    def events():
+        try:
+            yield JobHosts("job", ("algo-1",))
+            yield LogLines((("algo-1", "line"),))
+            yield LogLines((("algo-1", "never read"),))
+        finally:
+            ended.append(True)
+
+    class Broken(io.StringIO):
+        def write(self, text):
+            raise RuntimeError("the stream is gone")
+
+    with pytest.raises(RuntimeError, match="the stream is gone"):
+        show_events(events(), Broken())
+    assert ended == [True]

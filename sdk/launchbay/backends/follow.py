@@ -163,4 +163,10 @@ def show_events(
         if text:
             printer_for().message(text)
         raise
+    finally:
+        # A generator left suspended (the printing failed) would keep what it holds, such as
+        # a local job's SIGINT handler, for as long as the traceback lives: end it now.
+        close = getattr(events, "close", None)
+        if close is not None:
+            close()
     return ended
