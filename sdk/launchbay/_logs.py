@@ -1,8 +1,9 @@
 """Streamed job output, the same for every backend: ``host | line`` and a live status line.
 
-:class:`LogPrinter` is the one printer of job logs. The local process backend
-feeds it the lines of its host processes; the SageMaker backend feeds it the
-CloudWatch events of every host and the job's status. It draws through
+:class:`LogPrinter` is the one printer of job logs. The one follower,
+:mod:`launchbay.backends.follow`, feeds it what every backend's events say: the
+hosts' lines (a local host's log file, SageMaker's CloudWatch streams) and the
+job's status. It draws through
 :class:`launchbay.display.Display`, which decides where it draws:
 
 * a terminal or a Jupyter notebook ("live"): host prefixes are coloured (one
