@@ -26,11 +26,17 @@ from __future__ import annotations
 
 import json
 from collections.abc import Mapping, Sequence
-from dataclasses import dataclass
-from typing import Any
+from dataclasses import dataclass, field, replace
+from typing import Any, TypeVar
 
 from launchbay import _request_rules
 from launchbay.errors import ConfigurationError
+from launchbay.runtime.contract import (
+    DEFAULT_CHECKPOINT_PATH,
+    DEFAULT_TENSORBOARD_PATH,
+    DEFAULT_TENSORS_PATH,
+    normalise_checkpoint_path,
+)
 from launchbay.runtime.names import HP, LOCAL, LOCAL_GPU, LOCAL_INSTANCE_TYPES, LOCAL_PROCESS
 
 #: How a request names its processes per host, when no estimator argument does.
@@ -39,6 +45,10 @@ PROCESSES_HYPERPARAMETER = f"processes_per_host (hyperparameter {HP.MPI_PROCESSE
 __all__ = [
     "Placement",
     "JobPlan",
+    "Channel",
+    "Synced",
+    "JobFields",
+    "request_fields",
     "PROCESSES_HYPERPARAMETER",
     "INSTANCE_TYPE_BACKENDS",
     "REMOTE_BACKEND",
@@ -66,7 +76,98 @@ class Placement:
 
 
 @dataclass(frozen=True)
-class JobPlan:
+class Channel:
+    """One input channel, as a local backend stages it.
+
+    ``uri`` is the channel's ``S3Uri`` (``s3://`` or ``file://``; ``""`` for a file
+    system), ``input_mode`` its own mode or else the job's, ``sharded`` whether its
+    objects are split between the hosts (``ShardedByS3Key``), ``file_system`` the
+    ``FileSystemDataSource`` of a FileSystemInput (which runs only on SageMaker).
+    """
+
+    name: str
+    uri: str
+    input_mode: str
+    sharded: bool = False
+    data_type: str = "S3Prefix"
+    file_system: Mapping[str, Any] | None = None
+
+
+@dataclass(frozen=True)
+class Synced:
+    """A directory of each host copied to or from ``uri``: checkpoints, TensorBoard
+    files, the debugger's tensors. ``local_path`` is where a host sees it, default
+    filled in (``/opt/ml/checkpoints`` ...); ``given_path`` is the request's own
+    ``LocalPath`` (``None``: the default)."""
+
+    uri: str
+    local_path: str
+    given_path: str | None = None
+
+
+_Fields = TypeVar("_Fields", bound="JobFields")
+
+
+@dataclass(frozen=True, kw_only=True)
+class JobFields:
+    """What the backends read of a request, derived once (:func:`request_fields`).
+
+    A :class:`JobPlan` is one: ``plan.channels``, ``plan.output_path`` ... The local
+    wing takes these, never the request's keys; :meth:`of` derives them from a bare
+    request (a test's, or a request read back from disk) the same way.
+    """
+
+    #: ``TrainingJobName``.
+    job_name: str = ""
+    #: ``InputDataConfig``, channel by channel.
+    channels: tuple[Channel, ...] = ()
+    #: ``OutputDataConfig``: where the outputs go, their KMS key, whether
+    #: ``model.tar.gz`` is made (``CompressionType`` other than ``NONE``).
+    output_path: str = ""
+    output_kms_key: str | None = None
+    compress_outputs: bool = True
+    #: ``CheckpointConfig``, ``TensorBoardOutputConfig``, ``DebugHookConfig`` (or ``None``).
+    checkpoint: Synced | None = None
+    tensorboard: Synced | None = None
+    debug_hook: Synced | None = None
+    #: ``Environment`` and ``HyperParameters`` (strings, as sent).
+    environment: Mapping[str, str] = field(default_factory=dict)
+    hyperparameters: Mapping[str, str] = field(default_factory=dict)
+    #: ``StoppingCondition.MaxRuntimeInSeconds`` (``None``: no limit).
+    max_run: int | None = None
+    #: ``AlgorithmSpecification``: the image, the job's input mode, metric definitions.
+    image: str = ""
+    input_mode: str = "File"
+    metric_definitions: tuple[Mapping[str, Any], ...] = ()
+    #: ``EnableNetworkIsolation``.
+    network_isolation: bool = False
+    #: Where the code package is (``sagemaker_submit_directory``, decoded), if any.
+    submit_directory: str | None = None
+
+    @classmethod
+    def of(cls, source: JobFields | Mapping[str, Any]) -> JobFields:
+        """``source`` itself when it is a plan (or fields), else its fields derived."""
+        if isinstance(source, JobFields):
+            return source
+        return JobFields(**request_fields(source))
+
+    def host_view(self: _Fields) -> _Fields:
+        """The fields as the hosts' trees look on this machine when each ``LocalPath``
+        is mounted from its default place (containers): the given paths dropped."""
+
+        def default(synced: Synced | None, path: str) -> Synced | None:
+            return None if synced is None else Synced(synced.uri, path)
+
+        return replace(
+            self,
+            checkpoint=default(self.checkpoint, DEFAULT_CHECKPOINT_PATH),
+            tensorboard=default(self.tensorboard, DEFAULT_TENSORBOARD_PATH),
+            debug_hook=default(self.debug_hook, DEFAULT_TENSORS_PATH),
+        )
+
+
+@dataclass(frozen=True)
+class JobPlan(JobFields):
     """A job resolved once: the wire request, where it runs, and its hosts.
 
     ``request`` is exactly what ``create_training_job`` takes (SDK v2 parity);
@@ -275,6 +376,7 @@ def plan_request(
     processes_argument: str | None = None,
     environ: Mapping[str, str] | None = None,
     check: bool = True,
+    stored: bool = False,
 ) -> JobPlan:
     """The :class:`JobPlan` of a finished request: placement, hosts, processes and GPUs.
 
@@ -285,14 +387,21 @@ def plan_request(
     The request is checked here, once, against what CreateTrainingJob accepts
     (:func:`launchbay._request_rules.check_request`, with SageMaker's own needs
     for a job placed there), so the dry run, ``fit()``, the CLI and the tuner
-    refuse the same requests with the same messages. ``check=False`` only for a
-    request read back from a job's own record (it was checked when planned).
+    refuse the same requests with the same messages.
+
+    ``stored``: the request is read back from a job's own record (a detached job,
+    a job finished by another process, a watchdog): it was checked and its
+    resources resolved when it was planned, so neither is done again (no capacity
+    check, no GPU lookup: ``gpus`` is ``None``); the request's fields are derived
+    the same way (:func:`request_fields`).
 
     Raises:
         ConfigurationError: as :func:`resolve_resources`, a processes per host
             hyperparameter that is not an integer 1 or more, and a request the
             service (or, for a local job, this machine) would refuse.
     """
+    if resources is None and stored:
+        resources = _stored_resources(request, processes_argument or PROCESSES_HYPERPARAMETER)
     if resources is None:
         where = processes_argument or PROCESSES_HYPERPARAMETER
         resources = resolve_resources(
@@ -301,7 +410,7 @@ def plan_request(
             processes_argument=where,
             environ=environ,
         )
-    if check:
+    if check and not stored:
         _request_rules.check_request(request, local=resources.placement.local)
     return JobPlan(
         request,
@@ -311,6 +420,87 @@ def plan_request(
         resources.processes_per_host,
         resources.processes_argument,
         resources.gpus,
+        **request_fields(request),
+    )
+
+
+def request_fields(request: Mapping[str, Any]) -> dict[str, Any]:
+    """What the backends read of a request, as :class:`JobPlan`'s typed fields: the one
+    place that reads them (:func:`plan_request` calls it; so does a plan rebuilt from a
+    job's stored request)."""
+    algorithm = request.get("AlgorithmSpecification") or {}
+    job_mode = str(algorithm.get("TrainingInputMode") or "File")
+    channels = []
+    for channel in request.get("InputDataConfig") or []:
+        source = channel.get("DataSource") or {}
+        s3 = source.get("S3DataSource") or {}
+        channels.append(
+            Channel(
+                name=str(channel.get("ChannelName")),
+                uri=str(s3.get("S3Uri") or ""),
+                input_mode=str(channel.get("InputMode") or job_mode),
+                sharded=s3.get("S3DataDistributionType") == "ShardedByS3Key",
+                data_type=str(s3.get("S3DataType") or "S3Prefix"),
+                file_system=source.get("FileSystemDataSource"),
+            )
+        )
+    output = request.get("OutputDataConfig") or {}
+
+    def synced(key: str, uri_key: str, default: str) -> Synced | None:
+        config = request.get(key)
+        if not config:
+            return None
+        given = config.get("LocalPath") or None
+        path = normalise_checkpoint_path(given) if given else default
+        return Synced(str(config.get(uri_key) or ""), path, given)
+
+    max_run = (request.get("StoppingCondition") or {}).get("MaxRuntimeInSeconds")
+    hyperparameters = {str(k): str(v) for k, v in (request.get("HyperParameters") or {}).items()}
+    raw_code = hyperparameters.get(HP.SUBMIT_DIRECTORY)
+    try:
+        code = json.loads(raw_code) if raw_code is not None else None
+    except ValueError:
+        code = raw_code
+    return {
+        "job_name": str(request.get("TrainingJobName") or ""),
+        "channels": tuple(channels),
+        "output_path": str(output.get("S3OutputPath") or ""),
+        "output_kms_key": output.get("KmsKeyId") or None,
+        "compress_outputs": output.get("CompressionType") != "NONE",
+        "checkpoint": synced("CheckpointConfig", "S3Uri", DEFAULT_CHECKPOINT_PATH),
+        "tensorboard": synced("TensorBoardOutputConfig", "S3OutputPath", DEFAULT_TENSORBOARD_PATH),
+        # The debugger's LocalPath is the hook's own (not normalised as a checkpoint's).
+        "debug_hook": _debug_hook(request.get("DebugHookConfig")),
+        "environment": {str(k): str(v) for k, v in (request.get("Environment") or {}).items()},
+        "hyperparameters": hyperparameters,
+        "max_run": max_run if isinstance(max_run, int) and not isinstance(max_run, bool) else None,
+        "image": str(algorithm.get("TrainingImage") or ""),
+        "input_mode": job_mode,
+        "metric_definitions": tuple(algorithm.get("MetricDefinitions") or ()),
+        "network_isolation": bool(request.get("EnableNetworkIsolation")),
+        "submit_directory": str(code) if code else None,
+    }
+
+
+def _debug_hook(hook: Mapping[str, Any] | None) -> Synced | None:
+    if not hook:
+        return None
+    given = hook.get("LocalPath") or None
+    return Synced(str(hook.get("S3OutputPath") or ""), given or DEFAULT_TENSORS_PATH, given)
+
+
+def _stored_resources(request: Mapping[str, Any], where: str) -> Resources:
+    """The placement and hosts of a request already planned once (no capacity check)."""
+    config = request.get("ResourceConfig") or {}
+    groups = config.get("InstanceGroups") or []
+    placement = place(config.get("InstanceType"), groups or None)
+    counted = [(str(g.get("InstanceType")), int(g.get("InstanceCount") or 1)) for g in groups] or [
+        (str(config.get("InstanceType")), int(config.get("InstanceCount") or 1))
+    ]
+    host_types = tuple(t for t, count in counted for _ in range(count))
+    hosts = tuple(f"algo-{i}" for i in range(1, len(host_types) + 1))
+    return Resources(
+        placement, hosts, host_types, processes_per_host_of(request, where), where, None
     )
 
 

@@ -316,6 +316,8 @@ class ContainerHosts:
     def prepare(self, job: LocalJob) -> None:
         request, layout = job.request, job.layout
         job.host_request = _without_local_paths(request)
+        # Each LocalPath is mounted from its default place in the host's tree.
+        job.host_plan = job.plan.host_view()
         seen = copy.deepcopy(request)
         code = _submit_directory(request)
         # A file:// package is unpacked here; s3:// code and a path inside the container
@@ -329,8 +331,8 @@ class ContainerHosts:
             if local_code:
                 fetch_code(file_uri_path(str(code)), os.path.join(host_dir, "code"))
         # Each container gets exactly its channels' files (hard links), nothing around them.
-        job.stager.stage_channels(job.host_request, layout, own_files=True)
-        job.stager.restore_checkpoints(job.host_request, layout)
+        job.stager.stage_channels(job.host_plan, layout, own_files=True)
+        job.stager.restore_checkpoints(job.host_plan, layout)
         specs = self.host_specs(
             job.request,
             layout.job_dir,

@@ -86,7 +86,7 @@ from launchbay.backends.local.signals import (
 )
 from launchbay.backends.local.staging import LocalStager, check_request
 from launchbay.backends.local.tensorboard import TensorBoardSync
-from launchbay.backends.plan import JobPlan
+from launchbay.backends.plan import JobFields, JobPlan
 from launchbay.errors import ConfigurationError, JobError, LaunchbayError
 from launchbay.job import LogTail, TrainingJob
 from launchbay.runtime.contract import check_request_paths
@@ -110,7 +110,7 @@ __all__ = ["LocalBackend", "DEFAULT_GRACE_SECONDS", "grace_from"]
 PEER_EXIT_WAIT = 3.0
 
 
-def grace_from(request: Mapping[str, Any], explicit: float | None) -> float:
+def grace_from(source: JobFields | Mapping[str, Any], explicit: float | None) -> float:
     """The grace period: ``explicit``, else ``LAUNCHBAY_GRACE_SECONDS`` (request, then caller).
 
     Read with the runtime's own rule (:func:`launchbay.runtime.settings.parse_grace_seconds`),
@@ -122,7 +122,8 @@ def grace_from(request: Mapping[str, Any], explicit: float | None) -> float:
     """
     if explicit is not None:
         return _grace_value(explicit, "grace_seconds")
-    raw = (request.get("Environment") or {}).get(GRACE_ENV)
+    # The job's plan (a stored request or description is derived the same way).
+    raw = JobFields.of(source).environment.get(GRACE_ENV)
     argument = f"environment[{GRACE_ENV!r}]"
     if raw in (None, ""):
         raw, argument = os.environ.get(GRACE_ENV), GRACE_ENV
@@ -148,12 +149,12 @@ def _check_host_paths(request: Mapping[str, Any]) -> None:
 
 def _start_tensorboard_sync(job: LocalJob) -> TensorBoardSync | None:
     """Copy the hosts' TensorBoard files to their destination while the job runs (if asked)."""
-    if tensorboard.destination(job.host_request) is None:
+    if tensorboard.destination(job.host_plan) is None:
         return None
     outputs = job.stager.outputs
     return TensorBoardSync(
         job.name,
-        lambda: outputs.sync_tensorboard(job.host_request, job.layout),
+        lambda: outputs.sync_tensorboard(job.host_plan, job.layout),
         cancel=[(job.force_kill, "the job was killed at once")],
     ).start()
 
@@ -249,10 +250,10 @@ class LocalBackend(InProcessBackend):
             InputError: a ``file://`` channel path does not exist.
         """
         super().check(plan)
-        check_request(plan.request)
+        check_request(plan)
         _check_host_paths(plan.request)
-        tensorboard.check_request(plan.request)
-        grace_from(plan.request, self.grace_seconds)
+        tensorboard.check_request(plan)
+        grace_from(plan, self.grace_seconds)
 
     def run(self, plan: JobPlan) -> TrainingJob:
         """Check the plan, start the job in the background and return its handle at once.
@@ -268,8 +269,8 @@ class LocalBackend(InProcessBackend):
         """
         self.check(plan)
         request = copy.deepcopy(dict(plan.request))
-        name = request["TrainingJobName"]
-        grace = grace_from(request, self.grace_seconds)
+        name = plan.name
+        grace = grace_from(plan, self.grace_seconds)
         hosts = list(plan.hosts)
         gpus = {h: list(ids) for h, ids in plan.gpus.items()} if plan.gpus is not None else None
         self.runner.check_can_run(request, hosts)
@@ -279,7 +280,7 @@ class LocalBackend(InProcessBackend):
             layout = JobLayout.create(self.job_root, name, hosts)
             layout.write_request(request)
             _make_reserve(layout.status_file)
-            job = LocalJob(request, layout, self.stager, grace, self.runner.hard_kill)
+            job = LocalJob(request, layout, self.stager, grace, self.runner.hard_kill, plan)
             job.gpus = gpus
         except BaseException:
             name_lock.release()
@@ -295,7 +296,7 @@ class LocalBackend(InProcessBackend):
         metrics.start_recorder(
             layout.job_dir,
             [layout.log_file(h) for h in hosts],
-            (request.get("AlgorithmSpecification") or {}).get("MetricDefinitions"),
+            plan.metric_definitions,
             job.done,
         )
         logger.info(
@@ -820,7 +821,7 @@ class LocalBackend(InProcessBackend):
 
     def _monitor(self, job: LocalJob) -> tuple[str, str | None]:
         """Watch the hosts until the job ends; returns ``(status, failure reason)``."""
-        max_run = (job.request.get("StoppingCondition") or {}).get("MaxRuntimeInSeconds")
+        max_run = job.plan.max_run
         started = time.monotonic()
         while True:
             if job.stop_requested.is_set():

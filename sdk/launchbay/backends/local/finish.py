@@ -95,14 +95,14 @@ def finish_job(job: LocalJob, status: str, reason: str | None) -> None:
     job.layout.forget_secrets()
     job._set_secondary("Uploading", "Uploading generated training model")
     try:
-        job.stager.save_checkpoints(job.host_request, job.layout)
+        job.stager.save_checkpoints(job.host_plan, job.layout)
     except Exception as exc:  # report it; the outputs must still be written
         logger.error("Saving the checkpoints of job %s failed: %s", job.name, exc)
         if status == COMPLETED:
             status, reason = FAILED, f"ClientError: saving checkpoints failed: {exc}"
     try:
         job.model_artifacts = job.stager.collect_outputs(
-            job.host_request, job.layout, reason if status != COMPLETED else None
+            job.host_plan, job.layout, reason if status != COMPLETED else None
         )
     except Exception as exc:  # report it; the job must still end
         logger.error("Writing the outputs of job %s failed: %s", job.name, exc)

@@ -90,5 +90,5 @@ def prepare_hosts(job: LocalJob) -> None:
     """Write each host's config files, link the channels, restore the checkpoints."""
     for host in job.hosts:
         write_host_config(job.layout.host_dir(host), job.request, host, job.hosts)
-    job.stager.stage_channels(job.host_request, job.layout)
-    job.stager.restore_checkpoints(job.host_request, job.layout)
+    job.stager.stage_channels(job.host_plan, job.layout)
+    job.stager.restore_checkpoints(job.host_plan, job.layout)

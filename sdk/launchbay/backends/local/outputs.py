@@ -46,7 +46,8 @@ from launchbay.backends.local.layout import (
     _write_json_atomic,
     file_uri_path,
 )
-from launchbay.runtime.contract import checkpoint_config_for, debug_hook_config_for
+from launchbay.backends.plan import JobFields
+from launchbay.runtime.contract import rewrite_container_path
 from launchbay.runtime.for_client import (
     TreeEntry,
     open_regular,
@@ -80,22 +81,30 @@ class Outputs:
 
     # -- checkpoints ------------------------------------------------------------
     @staticmethod
-    def checkpoint_dirs(request: Mapping[str, Any], layout: JobLayout) -> list[str]:
-        """Each host's checkpoint dir (a shared custom ``LocalPath`` counted once)."""
+    def checkpoint_dirs(source: JobFields | Mapping[str, Any], layout: JobLayout) -> list[str]:
+        """Each host's checkpoint dir (a shared custom ``LocalPath`` counted once).
+
+        ``source`` is the job's plan as the hosts' trees look here
+        (``LocalJob.host_plan``); a bare request is derived the same way.
+        """
+        checkpoint = JobFields.of(source).checkpoint
         dirs: list[str] = []
+        if checkpoint is None:
+            return dirs
         for host in layout.hosts:
-            config = checkpoint_config_for(request, layout.host_dir(host))
-            if config and config["LocalPath"] not in dirs:
-                dirs.append(config["LocalPath"])
+            directory = rewrite_container_path(checkpoint.local_path, layout.host_dir(host))
+            if directory not in dirs:
+                dirs.append(directory)
         return dirs
 
-    def restore_checkpoints(self, request: Mapping[str, Any], layout: JobLayout) -> int:
+    def restore_checkpoints(self, source: JobFields | Mapping[str, Any], layout: JobLayout) -> int:
         """Copy what ``CheckpointConfig.S3Uri`` holds into every host's checkpoint dir.
 
         Returns the number of files restored (per host).
         """
-        uri = (request.get("CheckpointConfig") or {}).get("S3Uri")
-        dirs = self.checkpoint_dirs(request, layout)
+        fields = JobFields.of(source)
+        uri = fields.checkpoint.uri if fields.checkpoint is not None else None
+        dirs = self.checkpoint_dirs(fields, layout)
         if not uri or not dirs:
             return 0
         copy_to = dirs
@@ -142,15 +151,16 @@ class Outputs:
             logger.info("Restored %d checkpoint file(s) from %s", restored_count, uri)
         return restored_count
 
-    def save_checkpoints(self, request: Mapping[str, Any], layout: JobLayout) -> int:
+    def save_checkpoints(self, source: JobFields | Mapping[str, Any], layout: JobLayout) -> int:
         """Save new or changed checkpoint files of every host to ``CheckpointConfig.S3Uri``.
 
         Files restored at the start and left untouched are not written again. On a
         name clash between hosts the first host's file wins. Returns the number of
         files saved.
         """
-        uri = (request.get("CheckpointConfig") or {}).get("S3Uri")
-        dirs = self.checkpoint_dirs(request, layout)
+        plan = JobFields.of(source)
+        uri = plan.checkpoint.uri if plan.checkpoint is not None else None
+        dirs = self.checkpoint_dirs(plan, layout)
         if not uri or not dirs:
             return 0
         try:
@@ -173,108 +183,111 @@ class Outputs:
                 chosen[entry.rel] = entry
         if not chosen:
             return 0
-        self._publish_files([chosen[rel] for rel in sorted(chosen)], uri, request)
+        self._publish_files([chosen[rel] for rel in sorted(chosen)], uri, plan)
         logger.info("Saved %d checkpoint file(s) to %s", len(chosen), uri)
         return len(chosen)
 
     # -- outputs ----------------------------------------------------------------
     @staticmethod
-    def output_prefix(request: Mapping[str, Any]) -> str:
+    def output_prefix(source: JobFields | Mapping[str, Any]) -> str:
         """``<S3OutputPath>/<job>/output``."""
-        output = request["OutputDataConfig"]["S3OutputPath"]
-        return _join_uri(output, request["TrainingJobName"], "output")
+        plan = JobFields.of(source)
+        return _join_uri(plan.output_path, plan.job_name, "output")
 
     @classmethod
-    def model_artifacts_uri(cls, request: Mapping[str, Any]) -> str:
+    def model_artifacts_uri(cls, source: JobFields | Mapping[str, Any]) -> str:
         """Where the model goes: ``.../output/model.tar.gz`` (``.../output/model/`` uncompressed)."""
-        if _uncompressed(request):
-            return _join_uri(cls.output_prefix(request), "model") + "/"
-        return _join_uri(cls.output_prefix(request), "model.tar.gz")
+        plan = JobFields.of(source)
+        if not plan.compress_outputs:
+            return _join_uri(cls.output_prefix(plan), "model") + "/"
+        return _join_uri(cls.output_prefix(plan), "model.tar.gz")
 
     def collect_outputs(
         self,
-        request: Mapping[str, Any],
+        source: JobFields | Mapping[str, Any],
         layout: JobLayout,
         failure_reason: str | None = None,
     ) -> str:
         """Write the model, the output data and the failure reason where SageMaker puts them.
 
+        ``source`` is the job's plan as the hosts' trees look here
+        (``LocalJob.host_plan``); a bare request is derived the same way.
         Returns the model artifacts URI.
         """
-        prefix = self.output_prefix(request)
+        plan = JobFields.of(source)
+        prefix = self.output_prefix(plan)
         hosts = list(layout.hosts)
         model_dirs = [os.path.join(layout.host_dir(h), "model") for h in hosts]
         data_dirs = [os.path.join(layout.host_dir(h), "output", "data") for h in hosts]
         model = _merged(model_dirs, "/opt/ml/model", layout.job_dir)
         data = _merged(data_dirs, "/opt/ml/output/data", layout.job_dir)
-        if _uncompressed(request):
-            self._publish_files(model, _join_uri(prefix, "model"), request)
-            self._publish_files(data, _join_uri(prefix, "data"), request)
+        if not plan.compress_outputs:
+            self._publish_files(model, _join_uri(prefix, "model"), plan)
+            self._publish_files(data, _join_uri(prefix, "data"), plan)
         else:
             for name, entries in (("model.tar.gz", model), ("output.tar.gz", data)):
-                self._publish_archive(entries, _join_uri(prefix, name), layout, request)
+                self._publish_archive(entries, _join_uri(prefix, name), layout, plan)
         if failure_reason:
-            self._publish_bytes(
-                failure_reason.encode(), _join_uri(prefix, "failure"), layout, request
-            )
-        self._publish_debug_output(request, layout)
+            self._publish_bytes(failure_reason.encode(), _join_uri(prefix, "failure"), layout, plan)
+        self._publish_debug_output(plan, layout)
         try:
-            self.sync_tensorboard(request, layout)
+            self.sync_tensorboard(plan, layout)
         except Exception as exc:  # TensorBoard's copy is a view of the run: report it only
             logger.error(
                 "Copying the TensorBoard files of job %s to %s failed: %s",
-                request["TrainingJobName"],
-                tensorboard.destination(request),
+                plan.job_name,
+                tensorboard.destination(plan),
                 exc,
             )
-        return self.model_artifacts_uri(request)
+        return self.model_artifacts_uri(plan)
 
-    def sync_tensorboard(self, request: Mapping[str, Any], layout: JobLayout) -> int:
+    def sync_tensorboard(self, source: JobFields | Mapping[str, Any], layout: JobLayout) -> int:
         """Copy every host's new or changed TensorBoard files to ``<S3OutputPath>/<job>/tensorboard-output``.
 
         Called while the job runs (:class:`~launchbay.backends.local.tensorboard.TensorBoardSync`)
         and when it ends. Returns the number of files copied; nothing without a
         ``TensorBoardOutputConfig``.
         """
-        target = tensorboard.destination(request)
+        plan = JobFields.of(source)
+        target = tensorboard.destination(plan)
         if target is None:
             return 0
         with self._tensorboard_lock:
             entries, fingerprints = tensorboard.changed_entries(
-                request, layout, self._tensorboard_warned
+                plan, layout, self._tensorboard_warned
             )
             if not entries:
                 return 0
-            self._publish_files(entries, target, request)
+            self._publish_files(entries, target, plan)
             tensorboard.record_copied(layout, fingerprints)
         logger.debug("Copied %d TensorBoard file(s) to %s", len(entries), target)
         return len(entries)
 
-    def _publish_debug_output(self, request: Mapping[str, Any], layout: JobLayout) -> None:
+    def _publish_debug_output(self, plan: JobFields, layout: JobLayout) -> None:
         """Tensors the debugger hook wrote go to ``<S3OutputPath>/<job>/debug-output``."""
-        hook = request.get("DebugHookConfig") or {}
-        target = hook.get("S3OutputPath")
-        if not target or not (is_file_uri(target) or is_s3_uri(target)):
+        hook = plan.debug_hook
+        target = hook.uri if hook is not None else None
+        if hook is None or not target or not (is_file_uri(target) or is_s3_uri(target)):
             return
         dirs = []
         for host in layout.hosts:
-            config = debug_hook_config_for(request, layout.host_dir(host))
-            if config and config["LocalPath"] not in dirs:
-                dirs.append(config["LocalPath"])
+            directory = rewrite_container_path(hook.local_path, layout.host_dir(host))
+            if directory not in dirs:
+                dirs.append(directory)
         files = _merged(dirs, "/opt/ml/output/tensors", layout.job_dir)
         if files:
-            destination = _join_uri(target, request["TrainingJobName"], "debug-output")
-            self._publish_files(files, destination, request)
+            destination = _join_uri(target, plan.job_name, "debug-output")
+            self._publish_files(files, destination, plan)
 
     # -- publishing -------------------------------------------------------------
-    def _upload_args(self, request: Mapping[str, Any]) -> dict[str, Any]:
-        kms = (request.get("OutputDataConfig") or {}).get("KmsKeyId")
+    def _upload_args(self, plan: JobFields) -> dict[str, Any]:
+        kms = plan.output_kms_key
         return {"ServerSideEncryption": "aws:kms", "SSEKMSKeyId": kms} if kms else {}
 
     def _upload(
         self,
         files: Sequence[tuple[str, str]],
-        request: Mapping[str, Any],
+        plan: JobFields,
         base: str | None = None,
     ) -> None:
         """Upload each (local file, ``s3://`` URI), in parallel; the first failure is raised.
@@ -299,15 +312,13 @@ class Outputs:
                 bucket,
                 batch,
                 limits=transfer.Limits(workers=self.max_workers),
-                extra_args=self._upload_args(request),
+                extra_args=self._upload_args(plan),
                 progress=False,
                 open_file=functools.partial(open_regular, base=base),
                 summarize=False,
             )
 
-    def _publish_files(
-        self, files: Sequence[TreeEntry], base_uri: str, request: Mapping[str, Any]
-    ) -> None:
+    def _publish_files(self, files: Sequence[TreeEntry], base_uri: str, plan: JobFields) -> None:
         """Copy/upload scanned entries under ``base_uri``, in parallel.
 
         ``file://``: files are copied, links (all inside their tree) made again as
@@ -344,14 +355,14 @@ class Outputs:
                 source = entry.target_path
             uploads.setdefault(entry.base, []).append((source, _join_uri(base_uri, entry.rel)))
         for base, batch in uploads.items():
-            self._upload(batch, request, base or None)
+            self._upload(batch, plan, base or None)
 
     def _publish_archive(
         self,
         files: Sequence[TreeEntry],
         uri: str,
         layout: JobLayout,
-        request: Mapping[str, Any],
+        plan: JobFields,
     ) -> None:
         if is_file_uri(uri):
             destination = file_uri_path(uri)
@@ -371,11 +382,9 @@ class Outputs:
             os.makedirs(layout.artifacts_dir, exist_ok=True)
             local = os.path.join(layout.artifacts_dir, posixpath.basename(uri))
             _write_tar(files, local)
-            self._upload([(local, uri)], request)
+            self._upload([(local, uri)], plan)
 
-    def _publish_bytes(
-        self, data: bytes, uri: str, layout: JobLayout, request: Mapping[str, Any]
-    ) -> None:
+    def _publish_bytes(self, data: bytes, uri: str, layout: JobLayout, plan: JobFields) -> None:
         os.makedirs(layout.artifacts_dir, exist_ok=True)
         local = os.path.join(layout.artifacts_dir, posixpath.basename(uri))
         with open(local, "wb") as f:
@@ -383,11 +392,7 @@ class Outputs:
         if is_file_uri(uri):
             _copy_atomic(local, file_uri_path(uri))
         else:
-            self._upload([(local, uri)], request)
-
-
-def _uncompressed(request: Mapping[str, Any]) -> bool:
-    return (request.get("OutputDataConfig") or {}).get("CompressionType") == "NONE"
+            self._upload([(local, uri)], plan)
 
 
 #: How a container sees the default checkpoint dir (an absolute link through it stays inside).

@@ -26,6 +26,7 @@ from launchbay.backends.local.layout import (
     host_names,
 )
 from launchbay.backends.local.staging import LocalStager
+from launchbay.backends.plan import JobFields, JobPlan, plan_request
 from launchbay.errors import JobError
 from launchbay.runtime.names import (
     COMPLETED,
@@ -137,14 +138,22 @@ class LocalJob:
         stager: LocalStager,
         grace: float,
         hard_kill: Callable[[LocalJob], None],
+        plan: JobPlan | None = None,
     ) -> None:
         self.request = request
-        #: The request as the stager sees the hosts' trees on this machine (a
-        #: backend whose hosts see other paths, e.g. containers, adjusts it).
+        #: The job's plan: what the backend reads of the request (channels, outputs,
+        #: checkpoints, environment ...), derived once. A job read back from its
+        #: record gets it from the stored request, by the same function.
+        self.plan: JobPlan = plan if plan is not None else plan_request(request, stored=True)
+        #: The plan as the stager sees the hosts' trees on this machine (a backend
+        #: whose hosts see other paths, e.g. containers, sets its ``host_view()``).
+        self.host_plan: JobFields = self.plan
+        #: The request as the hosts' trees look here (for runners that hand the
+        #: request itself to their hosts).
         self.host_request: dict[str, Any] = request
         #: Kills what is left of the job at once (its host runner's, at interpreter exit).
         self.hard_kill = hard_kill
-        self.name: str = request["TrainingJobName"]
+        self.name: str = self.plan.job_name
         self.layout = layout
         self.hosts = list(layout.hosts)
         self.stager = stager

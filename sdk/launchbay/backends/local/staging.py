@@ -53,6 +53,7 @@ from launchbay.backends.local.layout import (
     file_uri_path,
 )
 from launchbay.backends.local.outputs import Outputs
+from launchbay.backends.plan import JobFields
 from launchbay.errors import ConfigurationError, InputError, TransferError
 from launchbay.s3uri import is_file_uri, is_s3_uri, parse_s3_uri
 from launchbay.session import Session
@@ -63,12 +64,11 @@ __all__ = ["check_request", "S3Object", "S3Cache", "LocalStager"]
 logger = logging.getLogger("launchbay.backends.local")
 
 
-def _s3_source(channel: Mapping[str, Any]) -> dict[str, Any]:
-    return dict((channel.get("DataSource") or {}).get("S3DataSource") or {})
-
-
-def check_request(request: Mapping[str, Any]) -> None:
+def check_request(source: JobFields | Mapping[str, Any]) -> None:
     """Refuse what cannot run on this machine, before anything starts.
+
+    ``source`` is the job's plan (a bare request is derived the same way,
+    :meth:`JobFields.of <launchbay.backends.plan.JobFields.of>`).
 
     Raises:
         ConfigurationError: a FileSystemInput channel, Pipe input mode, or an S3
@@ -77,12 +77,11 @@ def check_request(request: Mapping[str, Any]) -> None:
             neither ``file://`` nor ``s3://``, or a ``file://`` channel whose path
             does not exist.
     """
-    default_mode = (request.get("AlgorithmSpecification") or {}).get("TrainingInputMode", "File")
-    for channel in request.get("InputDataConfig") or []:
-        name = channel.get("ChannelName")
-        source = channel.get("DataSource") or {}
-        if "FileSystemDataSource" in source:
-            fs = source["FileSystemDataSource"]
+    plan = JobFields.of(source)
+    for channel in plan.channels:
+        name = channel.name
+        if channel.file_system is not None:
+            fs = channel.file_system
             raise ConfigurationError(
                 f"Channel {name!r} reads from {fs.get('FileSystemType', 'a file system')} "
                 f"{fs.get('FileSystemId', '')}:{fs.get('DirectoryPath', '')} (a FileSystemInput). "
@@ -93,7 +92,7 @@ def check_request(request: Mapping[str, Any]) -> None:
                 argument=f"inputs[{name!r}]",
                 value=fs,
             )
-        mode = channel.get("InputMode") or default_mode
+        mode = channel.input_mode
         if mode == "Pipe":
             raise ConfigurationError(
                 f"Channel {name!r} uses input_mode='Pipe', which local runs do not support "
@@ -102,8 +101,7 @@ def check_request(request: Mapping[str, Any]) -> None:
                 argument="input_mode",
                 value=mode,
             )
-        s3 = _s3_source(channel)
-        data_type = s3.get("S3DataType", "S3Prefix")
+        data_type = channel.data_type
         if data_type != "S3Prefix":
             raise ConfigurationError(
                 f"Channel {name!r} has S3DataType={data_type!r}, which local runs do not "
@@ -111,7 +109,7 @@ def check_request(request: Mapping[str, Any]) -> None:
                 argument=f"inputs[{name!r}]",
                 value=data_type,
             )
-        uri = s3.get("S3Uri", "")
+        uri = channel.uri
         if is_file_uri(uri):
             path = file_uri_path(uri)
             if not os.path.exists(path):
@@ -123,10 +121,10 @@ def check_request(request: Mapping[str, Any]) -> None:
                 )
         elif not is_s3_uri(uri):
             raise InputError.invalid(f"inputs[{name!r}]", uri, "an s3:// or file:// URI")
-    output = (request.get("OutputDataConfig") or {}).get("S3OutputPath", "")
+    output = plan.output_path
     if not (is_file_uri(output) or is_s3_uri(output)):
         raise InputError.invalid("output_path", output, "an s3:// or file:// URI")
-    checkpoint = (request.get("CheckpointConfig") or {}).get("S3Uri")
+    checkpoint = plan.checkpoint.uri if plan.checkpoint is not None else None
     if checkpoint and not (is_file_uri(checkpoint) or is_s3_uri(checkpoint)):
         raise InputError.invalid("checkpoint_s3_uri", checkpoint, "an s3:// or file:// URI")
 
@@ -392,9 +390,10 @@ class LocalStager:
 
     # -- channels ---------------------------------------------------------------
     def stage_channels(
-        self, request: Mapping[str, Any], layout: JobLayout, *, own_files: bool = False
+        self, source: JobFields | Mapping[str, Any], layout: JobLayout, *, own_files: bool = False
     ) -> None:
-        """Link every channel into each host's ``input/data/<channel>``.
+        """Link every channel of the plan (``source``; a bare request is derived the
+        same way) into each host's ``input/data/<channel>``.
 
         The files of an S3 channel, and of a single-file or sharded ``file://``
         channel, are symbolic links to the S3 cache or the user's files. With
@@ -406,11 +405,8 @@ class LocalStager:
         directory is linked as it is; it is the channel.
         """
         hosts = list(layout.hosts)
-        for channel in request.get("InputDataConfig") or []:
-            name = channel["ChannelName"]
-            source = _s3_source(channel)
-            uri = source.get("S3Uri", "")
-            sharded = source.get("S3DataDistributionType") == "ShardedByS3Key"
+        for channel in JobFields.of(source).channels:
+            name, uri, sharded = channel.name, channel.uri, channel.sharded
             if is_file_uri(uri):
                 self._stage_file_channel(name, file_uri_path(uri), sharded, layout, own_files)
             else:
@@ -461,19 +457,19 @@ class LocalStager:
     output_prefix = staticmethod(Outputs.output_prefix)
     model_artifacts_uri = staticmethod(Outputs.model_artifacts_uri)
 
-    def restore_checkpoints(self, request: Mapping[str, Any], layout: JobLayout) -> int:
+    def restore_checkpoints(self, plan: JobFields | Mapping[str, Any], layout: JobLayout) -> int:
         """See :meth:`Outputs.restore_checkpoints`."""
-        return self.outputs.restore_checkpoints(request, layout)
+        return self.outputs.restore_checkpoints(plan, layout)
 
-    def save_checkpoints(self, request: Mapping[str, Any], layout: JobLayout) -> int:
+    def save_checkpoints(self, plan: JobFields | Mapping[str, Any], layout: JobLayout) -> int:
         """See :meth:`Outputs.save_checkpoints`."""
-        return self.outputs.save_checkpoints(request, layout)
+        return self.outputs.save_checkpoints(plan, layout)
 
     def collect_outputs(
         self,
-        request: Mapping[str, Any],
+        plan: JobFields | Mapping[str, Any],
         layout: JobLayout,
         failure_reason: str | None = None,
     ) -> str:
         """See :meth:`Outputs.collect_outputs`."""
-        return self.outputs.collect_outputs(request, layout, failure_reason)
+        return self.outputs.collect_outputs(plan, layout, failure_reason)

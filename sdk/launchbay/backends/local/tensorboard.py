@@ -43,11 +43,11 @@ from typing import Any
 
 from launchbay._runner import cancelled_by
 from launchbay.backends.local.layout import JobLayout, _join_uri, _write_json_atomic
+from launchbay.backends.plan import JobFields
 from launchbay.debugger import TENSORBOARD_PATH_ACCEPTED, tensorboard_path_problem
 from launchbay.errors import ConfigurationError
 from launchbay.runtime.contract import (
     DEFAULT_TENSORBOARD_PATH,
-    normalise_checkpoint_path,
     rewrite_container_path,
 )
 from launchbay.runtime.for_client import TreeEntry, scan_tree
@@ -74,13 +74,15 @@ TENSORBOARD_OUTPUT = "tensorboard-output"
 _MANIFEST = "tensorboard-synced.json"
 
 
-def check_request(request: Mapping[str, Any]) -> None:
+def check_request(source: JobFields | Mapping[str, Any]) -> None:
     """Refuse a ``LocalPath`` a host's tree cannot take, before anything is made.
 
     The estimator refuses it when the config is made; a request built otherwise (a
-    hand-written one, ``attach``) is checked here, by the same rule.
+    hand-written one, ``attach``) is checked here, by the same rule. ``source`` is
+    the job's plan (a bare request is derived the same way).
     """
-    local_path = (request.get("TensorBoardOutputConfig") or {}).get("LocalPath")
+    config = JobFields.of(source).tensorboard
+    local_path = config.given_path if config is not None else None
     if local_path is None:
         return
     problem = tensorboard_path_problem(local_path)
@@ -93,30 +95,32 @@ def check_request(request: Mapping[str, Any]) -> None:
         )
 
 
-def destination(request: Mapping[str, Any]) -> str | None:
+def destination(source: JobFields | Mapping[str, Any]) -> str | None:
     """``<S3OutputPath>/<job>/tensorboard-output``, or ``None`` without a TensorBoard config."""
-    config = request.get("TensorBoardOutputConfig") or {}
-    target = config.get("S3OutputPath")
+    plan = JobFields.of(source)
+    target = plan.tensorboard.uri if plan.tensorboard is not None else None
     if not target or not (is_file_uri(target) or is_s3_uri(target)):
         return None
-    return _join_uri(target, request["TrainingJobName"], TENSORBOARD_OUTPUT)
+    return _join_uri(target, plan.job_name, TENSORBOARD_OUTPUT)
 
 
-def container_path(request: Mapping[str, Any]) -> str:
+def container_path(source: JobFields | Mapping[str, Any]) -> str:
     """The TensorBoard directory as a host sees it (``LocalPath``, else the default)."""
-    config = request.get("TensorBoardOutputConfig") or {}
-    return normalise_checkpoint_path(config.get("LocalPath") or DEFAULT_TENSORBOARD_PATH)
+    config = JobFields.of(source).tensorboard
+    return config.local_path if config is not None else DEFAULT_TENSORBOARD_PATH
 
 
-def tensorboard_dirs(request: Mapping[str, Any], layout: JobLayout) -> list[str]:
+def tensorboard_dirs(source: JobFields | Mapping[str, Any], layout: JobLayout) -> list[str]:
     """Each host's TensorBoard directory on this machine, in host order (a shared one once).
 
-    ``request`` is the request as the hosts' trees look here (``LocalJob.host_request``:
-    a container's ``LocalPath`` is mounted from the default place in its tree).
+    ``source`` is the plan as the hosts' trees look here (``LocalJob.host_plan``:
+    a container's ``LocalPath`` is mounted from the default place in its tree); a
+    bare request is derived the same way.
     """
-    if not request.get("TensorBoardOutputConfig"):
+    plan = JobFields.of(source)
+    if plan.tensorboard is None:
         return []
-    seen = container_path(request)
+    seen = container_path(plan)
     dirs: list[str] = []
     for host in layout.hosts:
         directory = rewrite_container_path(seen, layout.host_dir(host))
@@ -150,7 +154,9 @@ def _read_manifest(layout: JobLayout) -> dict[str, Any]:
 
 
 def changed_entries(
-    request: Mapping[str, Any], layout: JobLayout, warned: set[tuple[str, str]] | None = None
+    source: JobFields | Mapping[str, Any],
+    layout: JobLayout,
+    warned: set[tuple[str, str]] | None = None,
 ) -> tuple[list[TreeEntry], dict[str, Any]]:
     """The entries of every host's TensorBoard dir new or changed since their last copy.
 
@@ -158,13 +164,14 @@ def changed_entries(
     with their fingerprints by relative path, for :func:`record_copied`. What a scan
     leaves out (a link out of the directory, a FIFO ...) is logged once per ``warned``.
     """
+    plan = JobFields.of(source)
     copied = _read_manifest(layout)
     chosen: dict[str, tuple[TreeEntry, list[Any]]] = {}
-    for directory in tensorboard_dirs(request, layout):
+    for directory in tensorboard_dirs(plan, layout):
         # A host's own directory is read without following a link anywhere below the
         # job directory; a shared one outside it (LocalPath outside /opt/ml) from its parent.
         base = layout.job_dir if _is_below(directory, layout.job_dir) else None
-        scan = scan_tree(directory, [container_path(request)], base)
+        scan = scan_tree(directory, [container_path(plan)], base)
         for rel, why in scan.skipped:
             key = (directory, rel)
             if warned is None or key not in warned:
