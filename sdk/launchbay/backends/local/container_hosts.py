@@ -75,11 +75,11 @@ from launchbay.backends.local.hosts import RUNTIME_MARGIN
 from launchbay.backends.local.layout import JobLayout, file_uri_path
 from launchbay.backends.local.logs import join_readers, start_reader
 from launchbay.backends.local.record import CLIENT_ID, LocalJob, client_pid, job_arn
+from launchbay.backends.plan import JobFields
 from launchbay.errors import DockerError, ImageNotFoundError, JobError
 from launchbay.runtime.code import fetch_code
 from launchbay.runtime.contract import (
     DEFAULT_TENSORBOARD_PATH,
-    normalise_checkpoint_path,
     write_host_config,
 )
 from launchbay.runtime.for_client import is_alive
@@ -135,26 +135,14 @@ def network_name(job_name: str) -> str:
     return f"launchbay-{job_name}"
 
 
-def _needs_aws(request: Mapping[str, Any]) -> bool:
-    uris = [
-        ((c.get("DataSource") or {}).get("S3DataSource") or {}).get("S3Uri", "")
-        for c in request.get("InputDataConfig") or []
-    ]
-    uris.append((request.get("OutputDataConfig") or {}).get("S3OutputPath", ""))
-    uris.append((request.get("CheckpointConfig") or {}).get("S3Uri", ""))
-    uris.append(_submit_directory(request) or "")
+def _needs_aws(source: JobFields | Mapping[str, Any]) -> bool:
+    """Whether the containers read or write S3 (a channel, the outputs, checkpoints, code)."""
+    plan = JobFields.of(source)
+    uris = [channel.uri for channel in plan.channels]
+    uris.append(plan.output_path)
+    uris.append(plan.checkpoint.uri if plan.checkpoint is not None else "")
+    uris.append(plan.submit_directory or "")
     return any(is_s3_uri(uri) for uri in uris if uri)
-
-
-def _submit_directory(request: Mapping[str, Any]) -> str | None:
-    raw = (request.get("HyperParameters") or {}).get(HP.SUBMIT_DIRECTORY)
-    if raw is None:
-        return None
-    try:
-        value = json.loads(raw)
-    except (TypeError, ValueError):
-        value = raw
-    return str(value) if value else None
 
 
 def container_endpoint(url: str) -> str:
@@ -247,11 +235,10 @@ class ContainerHosts:
             return self._client
 
     # -- before anything is made ----------------------------------------------------
-    def check_can_run(self, request: Mapping[str, Any], hosts: list[str]) -> None:
+    def check_can_run(self, request: JobFields | Mapping[str, Any], hosts: list[str]) -> None:
         container_options()  # an invalid ~/.sagemaker/config.yaml is refused before anything starts
         self.remove_orphans()
-        image = (request.get("AlgorithmSpecification") or {}).get("TrainingImage") or ""
-        self._ensure_image(image)
+        self._ensure_image(JobFields.of(request).image)
 
     def _ensure_image(self, image: str) -> None:
         errors = docker_errors()
@@ -319,7 +306,7 @@ class ContainerHosts:
         # Each LocalPath is mounted from its default place in the host's tree.
         job.host_plan = job.plan.host_view()
         seen = copy.deepcopy(request)
-        code = _submit_directory(request)
+        code = job.plan.submit_directory
         # A file:// package is unpacked here; s3:// code and a path inside the container
         # (the "code" channel of a network-isolated job) are the container's to fetch.
         local_code = is_file_uri(code or "")
@@ -334,7 +321,7 @@ class ContainerHosts:
         job.stager.stage_channels(job.host_plan, layout, own_files=True)
         job.stager.restore_checkpoints(job.host_plan, layout)
         specs = self.host_specs(
-            job.request,
+            job.plan,
             layout.job_dir,
             job.hosts,
             local_code=local_code,
@@ -346,7 +333,7 @@ class ContainerHosts:
 
     def host_specs(
         self,
-        request: Mapping[str, Any],
+        source: JobFields | Mapping[str, Any],
         job_dir: str,
         hosts: list[str],
         *,
@@ -356,13 +343,15 @@ class ContainerHosts:
     ) -> list[HostSpec]:
         """What each container is made of: mounts, environment and GPUs.
 
-        ``gpus`` is each host's share of the GPUs (the plan's, :func:`launchbay.backends.plan.plan_request`);
+        ``source`` is the job's plan (a bare request is derived the same way). ``gpus``
+        is each host's share of the GPUs (the plan's, :func:`launchbay.backends.plan.plan_request`);
         a ``local_gpu`` backend refuses to make containers without it.
         """
         if self.gpu and gpus is None:
             raise ValueError("local_gpu containers need each host's GPUs (local/capacity.py)")
-        name = request["TrainingJobName"]
-        environment = {str(k): str(v) for k, v in (request.get("Environment") or {}).items()}
+        plan = JobFields.of(source)
+        name = plan.job_name
+        environment = dict(plan.environment)
         environment.update(
             {
                 "TRAINING_JOB_NAME": name,
@@ -373,12 +362,12 @@ class ContainerHosts:
             }
         )
         secret_names: list[str] = []
-        if _needs_aws(request):
+        if _needs_aws(plan):
             for key in _PASSED_AWS_NAMES:
                 if os.environ.get(key):
                     environment.setdefault(key, container_endpoint(os.environ[key]))
             secret_names = list(_CREDENTIAL_NAMES)
-        checkpoint = request.get("CheckpointConfig")
+        checkpoint, hook, tensorboard = plan.checkpoint, plan.debug_hook, plan.tensorboard
         specs = []
         for host in hosts:
             host_dir = os.path.join(job_dir, host)
@@ -387,23 +376,22 @@ class ContainerHosts:
                 os.path.join(host_dir, "model"): _bind("/opt/ml/model", "rw"),
                 os.path.join(host_dir, "output"): _bind("/opt/ml/output", "rw"),
             }
-            if checkpoint:
-                target = checkpoint.get("LocalPath") or "/opt/ml/checkpoints"
+            if checkpoint is not None:
+                target = checkpoint.given_path or "/opt/ml/checkpoints"
                 binds[os.path.join(host_dir, "checkpoints")] = _bind(target, "rw")
-            hook = request.get("DebugHookConfig") or {}
-            if hook.get("LocalPath") and not hook["LocalPath"].startswith("/opt/ml/output/"):
-                binds[os.path.join(host_dir, "output", "tensors")] = _bind(hook["LocalPath"], "rw")
-            tensorboard = (request.get("TensorBoardOutputConfig") or {}).get("LocalPath")
-            if tensorboard and normalise_checkpoint_path(tensorboard) != DEFAULT_TENSORBOARD_PATH:
+            given = hook.given_path if hook is not None else None
+            if given and not given.startswith("/opt/ml/output/"):
+                binds[os.path.join(host_dir, "output", "tensors")] = _bind(given, "rw")
+            if tensorboard is not None and tensorboard.local_path != DEFAULT_TENSORBOARD_PATH:
                 binds[os.path.join(host_dir, "output", "tensorboard")] = _bind(
-                    normalise_checkpoint_path(tensorboard), "rw"
+                    tensorboard.local_path, "rw"
                 )
             if local_code:
                 binds[os.path.join(host_dir, "code")] = _bind(CODE_DIR, "rw")
             data_dir = os.path.join(host_dir, "input", "data")
-            for channel in request.get("InputDataConfig") or []:
-                channel_dir = os.path.join(data_dir, channel["ChannelName"])
-                target = f"/opt/ml/input/data/{channel['ChannelName']}"
+            for channel in plan.channels:
+                channel_dir = os.path.join(data_dir, channel.name)
+                target = f"/opt/ml/input/data/{channel.name}"
                 # Exactly the channel: a file:// directory is mounted itself; any other
                 # channel directory holds its own files (stage_channels(own_files=True)).
                 if os.path.islink(channel_dir):
@@ -453,8 +441,8 @@ class ContainerHosts:
                 f"job_name, or stop that job first (LAUNCHBAY_HOME=... launchbay stop {name})."
             )
 
-    def _isolated(self, request: Mapping[str, Any]) -> bool:
-        return bool(request.get("EnableNetworkIsolation"))
+    def _isolated(self, plan: JobFields) -> bool:
+        return plan.network_isolation
 
     def _credentials(self, specs: list[HostSpec], stager: Any) -> dict[str, str]:
         if not any(s.secret_names for s in specs):
@@ -476,10 +464,9 @@ class ContainerHosts:
 
     def start(self, job: LocalJob) -> None:
         specs = [entry.spec for entry in job.procs.values()]
-        request = job.request
-        image = request["AlgorithmSpecification"]["TrainingImage"]
+        image = job.plan.image
         api = self.client.api
-        isolated = self._isolated(request)
+        isolated = self._isolated(job.plan)
         labels = {
             LABEL_JOB: job.name,
             LABEL_JOB_DIR: job.layout.job_dir,
@@ -637,8 +624,7 @@ class ContainerHosts:
 
     def _give_back_files(self, job: LocalJob) -> None:
         """``chown`` what the containers wrote to :attr:`owner` (nothing to do for root)."""
-        image = job.request["AlgorithmSpecification"]["TrainingImage"]
-        self._give_back(image, job.layout.job_dir, job.name)
+        self._give_back(job.plan.image, job.layout.job_dir, job.name)
 
     def _give_back(self, image: str, job_dir: str, name: str) -> None:
         uid, gid = self.owner
@@ -714,7 +700,7 @@ class ContainerHosts:
         import yaml
 
         document = compose_document(
-            job.request, specs, gpu=self.gpu, isolated=self._isolated(job.request)
+            job.plan, specs, gpu=self.gpu, isolated=self._isolated(job.plan)
         )
         path = os.path.join(job.layout.job_dir, COMPOSE_FILE)
         text = (
@@ -780,12 +766,16 @@ def _bind(target: str, mode: str) -> dict[str, str]:
 
 
 def compose_document(
-    request: Mapping[str, Any], specs: list[HostSpec], *, gpu: bool, isolated: bool
+    source: JobFields | Mapping[str, Any], specs: list[HostSpec], *, gpu: bool, isolated: bool
 ) -> dict[str, Any]:
-    """The compose file for the job's containers (Compose Specification; docker-compose 1.27+)."""
-    name = request["TrainingJobName"]
+    """The compose file for the job's containers (Compose Specification; docker-compose 1.27+).
+
+    ``source`` is the job's plan (a bare request is derived the same way).
+    """
+    plan = JobFields.of(source)
+    name = plan.job_name
     network = network_name(name)
-    image = request["AlgorithmSpecification"]["TrainingImage"]
+    image = plan.image
     services: dict[str, Any] = {}
     for spec in specs:
         service: dict[str, Any] = {
