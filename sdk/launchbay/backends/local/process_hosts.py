@@ -54,6 +54,7 @@ from launchbay.backends.local.hosts import POLL, RUNTIME_MARGIN, prepare_hosts
 from launchbay.backends.local.layout import JobLayout
 from launchbay.backends.local.logs import join_readers, start_watcher
 from launchbay.backends.local.record import LocalJob, job_arn
+from launchbay.backends.plan import JobFields
 from launchbay.runtime.for_client import (
     HOLDER_ENV,
     MAX_HOSTS,
@@ -257,7 +258,7 @@ class ProcessHosts:
             addresses = {h: host_address(i) for i, h in enumerate(job.hosts)}
             env.update(proxy_environment(job.hosts))
             env[HOLDER_ENV] = str(network.switch_pid)
-        env.update({str(k): str(v) for k, v in (job.request.get("Environment") or {}).items()})
+        env.update(job.plan.environment)
         port = free_port_block(2 * len(job.hosts) + 2)
         hosts_file = os.path.join(layout.job_dir, "hosts")
         settings = RuntimeSettings(
@@ -375,9 +376,12 @@ _NETWORKS: dict[str, _JobNetwork] = {}
 _network_warned: list[str] = []
 
 
-def network_setting(request: Mapping[str, Any]) -> str:
-    """``own`` or ``shared``: the job's ``environment=``, else the caller's, else ``own``."""
-    environment = request.get("Environment") or {}
+def network_setting(source: JobFields | Mapping[str, Any]) -> str:
+    """``own`` or ``shared``: the job's ``environment=``, else the caller's, else ``own``.
+
+    ``source`` is the job's plan (a bare request is derived the same way).
+    """
+    environment = JobFields.of(source).environment
     raw = str(environment.get(NETWORK_SETTING, os.environ.get(NETWORK_SETTING, "own")))
     setting = raw.strip().lower() or "own"
     if setting not in _NETWORK_VALUES:
@@ -398,8 +402,8 @@ class _JobNetwork:
     @classmethod
     def start(cls, job: LocalJob) -> _JobNetwork | None:
         """The job's network, or None (shared network) with one warning per process."""
-        environment = job.request.get("Environment") or {}
-        setting = network_setting(job.request)
+        environment = job.plan.environment
+        setting = network_setting(job.plan)
         names = str(
             environment.get("LAUNCHBAY_HOST_NAMES", os.environ.get("LAUNCHBAY_HOST_NAMES", ""))
         )
