@@ -86,7 +86,7 @@ from launchbay.backends.local.signals import (
 )
 from launchbay.backends.local.staging import LocalStager, check_request
 from launchbay.backends.local.tensorboard import TensorBoardSync
-from launchbay.backends.plan import JobFields, JobPlan
+from launchbay.backends.plan import JobFields, JobPlan, plan_request
 from launchbay.errors import ConfigurationError, JobError, LaunchbayError
 from launchbay.job import LogTail, TrainingJob
 from launchbay.runtime.contract import check_request_paths
@@ -389,8 +389,10 @@ class LocalBackend(InProcessBackend):
         problem = _status_problem(dict(request, TrainingJobStatus=IN_PROGRESS))
         if problem:
             raise _damaged(name, request_file, problem)
-        layout = JobLayout(self.job_dir(name), tuple(host_names(request)))
-        grace = grace_from(request, self.grace_seconds)
+        # The plan again, from the stored request, by the one derivation (no checks).
+        plan = plan_request(request, stored=True)
+        layout = JobLayout(self.job_dir(name), plan.hosts)
+        grace = grace_from(plan, self.grace_seconds)
         logger.warning("Finishing local training job %s: its client %s is gone", name, client)
         started = description.get("SecondaryStatus") not in ("Starting", "Downloading")
         if started:
@@ -421,14 +423,14 @@ class LocalBackend(InProcessBackend):
                 "stopped the hosts (SIGTERM, SIGKILL after the grace period) and saved the "
                 "checkpoints and outputs."
             )
-        host_request = self.runner.orphan_host_request(request)
+        host_plan = JobFields.of(self.runner.orphan_host_request(request))
         try:
-            self.stager.save_checkpoints(host_request, layout)
+            self.stager.save_checkpoints(host_plan, layout)
         except Exception as exc:  # report it; the job must still end
             logger.error("Saving the checkpoints of job %s failed: %s", name, exc)
         try:
             artifacts = self.stager.collect_outputs(
-                host_request, layout, reason if status != COMPLETED else None
+                host_plan, layout, reason if status != COMPLETED else None
             )
         except Exception as exc:
             logger.error("Writing the outputs of job %s failed: %s", name, exc)
