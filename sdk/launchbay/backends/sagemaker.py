@@ -653,9 +653,8 @@ class SageMakerBackend(Backend):
             JobError: CreateTrainingJob failed (the message says what to do next).
         """
         self.check(plan)
-        request = dict(plan.request)
-        name = request["TrainingJobName"]
-        response = self._call("CreateTrainingJob", name, **request)
+        name = plan.name
+        response = self._call("CreateTrainingJob", name, **dict(plan.request))
         region = self._region()
         logger.info(
             "Created SageMaker training job %s (%s); console: "
