@@ -105,7 +105,7 @@ LOG_LEVELS = {"CRITICAL": 50, "ERROR": 40, "WARNING": 30, "INFO": 20, "DEBUG": 1
 URI_ACCEPTED = "an s3://bucket/prefix URI (or file:///path for local runs)"
 INSTANCE_TYPE_ACCEPTED = (
     "an ml.* instance type such as 'ml.m5.xlarge' or 'ml.p4d.24xlarge', or one of the local "
-    "types 'local_process', 'local', 'local_gpu'"
+    "types 'local_process', 'local', 'local_gpu', or 'ray' (a Ray cluster)"
 )
 JOB_NAME_ACCEPTED = (
     "1-63 characters: letters, digits and hyphens, starting with a letter or digit "

@@ -28,6 +28,7 @@ def test_what_the_backends_write_the_runtime_reads_back():
         startup_timeout=60.0,
         standins=True,
         hosts_file="/jobs/j/hosts",
+        ray=True,
     )
     environ = settings.to_environ()
     assert set(environ) == NAMES

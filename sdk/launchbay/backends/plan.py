@@ -7,7 +7,8 @@ registry) asks :func:`place`, from the estimator's arguments or (through
 so they cannot disagree:
 
 * one instance type, ``instance_type``: its backend (``local_process``,
-  ``docker`` for ``local``/``local_gpu``, ``sagemaker`` for ``ml.*``);
+  ``docker`` for ``local``/``local_gpu``, ``ray`` for ``ray``: a Ray cluster,
+  ``sagemaker`` for ``ml.*``);
 * ``instance_groups``: the backend of their types, which must all be run by the
   same backend. Local groups must also share one local type (a local job's
   hosts are all processes, or all containers with or without GPUs). A mix of
@@ -37,7 +38,14 @@ from launchbay.runtime.contract import (
     DEFAULT_TENSORS_PATH,
     normalise_checkpoint_path,
 )
-from launchbay.runtime.names import HP, LOCAL, LOCAL_GPU, LOCAL_INSTANCE_TYPES, LOCAL_PROCESS
+from launchbay.runtime.names import (
+    HP,
+    LOCAL,
+    LOCAL_GPU,
+    LOCAL_INSTANCE_TYPES,
+    LOCAL_PROCESS,
+    RAY,
+)
 
 #: How a request names its processes per host, when no estimator argument does.
 PROCESSES_HYPERPARAMETER = f"processes_per_host (hyperparameter {HP.MPI_PROCESSES_PER_HOST})"
@@ -208,6 +216,7 @@ INSTANCE_TYPE_BACKENDS: dict[str, str] = {
     LOCAL_PROCESS: "local_process",
     LOCAL: "docker",
     LOCAL_GPU: "docker",
+    RAY: "ray",
 }
 REMOTE_BACKEND = "sagemaker"
 
@@ -342,7 +351,10 @@ def resolve_resources(
             )
     where = processes_argument or PROCESSES_HYPERPARAMETER
     gpus = None
-    if placement.local and placement.instance_type is not None:
+    # A Ray job's hosts are the cluster's nodes, not this machine: the Ray backend
+    # checks the cluster's nodes and resources instead (docs/ray.md).
+    on_this_machine = placement.local and placement.instance_type not in (None, RAY)
+    if on_this_machine and placement.instance_type is not None:
         # The local wing's capacity rules, imported for a local job only.
         from launchbay.backends.local.capacity import check_local_ranks, split_gpus
 
@@ -356,7 +368,7 @@ def resolve_resources(
         )
     host_types = tuple(t for t, count in counted for _ in range(count))
     hosts = tuple(f"algo-{i}" for i in range(1, len(host_types) + 1))
-    if placement.local and placement.instance_type is not None:
+    if on_this_machine and placement.instance_type is not None:
         split = split_gpus(
             placement.instance_type,
             len(hosts),

@@ -6,6 +6,7 @@ Docker backend, and a local job never imports boto3's backend::
 
     local_process  launchbay.backends.process:ProcessBackend     instance type local_process
     docker         launchbay.backends.docker:DockerBackend       instance types local, local_gpu
+    ray            launchbay.backends.ray:RayBackend             instance type ray (a Ray cluster)
     sagemaker      launchbay.backends.sagemaker:SageMakerBackend every ml.* instance type
 
 The order is the order in which :func:`backend_for_job` asks the backends
@@ -42,6 +43,7 @@ __all__ = [
 _BACKENDS: dict[str, str] = {
     "local_process": "launchbay.backends.process:ProcessBackend",
     "docker": "launchbay.backends.docker:DockerBackend",
+    "ray": "launchbay.backends.ray:RayBackend",
     "sagemaker": "launchbay.backends.sagemaker:SageMakerBackend",
 }
 _REMOTE = REMOTE_BACKEND

@@ -26,6 +26,7 @@ __all__ = [
     "LOCAL_INSTANCE_TYPES",
     "LOCAL_PROCESS",
     "MAX_LOG_LINE",
+    "RAY",
     "STOPPED",
     "STOPPING",
     "TERMINAL_STATUSES",
@@ -47,7 +48,10 @@ FAILED_STATUSES = (FAILED, STOPPED)
 LOCAL_PROCESS = "local_process"  # each host a process group
 LOCAL = "local"  # each host a Docker container
 LOCAL_GPU = "local_gpu"  # each host a Docker container with GPUs
-LOCAL_INSTANCE_TYPES = (LOCAL, LOCAL_GPU, LOCAL_PROCESS)
+RAY = "ray"  # each host a Ray actor on its own node of a Ray cluster (docs/ray.md)
+# The types launchbay runs itself, without SageMaker: on this machine, or on a Ray
+# cluster through the same local control loop (file:// URIs, no IAM role needed).
+LOCAL_INSTANCE_TYPES = (LOCAL, LOCAL_GPU, LOCAL_PROCESS, RAY)
 DOCKER_INSTANCE_TYPES = (LOCAL, LOCAL_GPU)
 
 # -------------------------------------------------------------- log lines
@@ -76,6 +80,7 @@ class ENV:
     STANDINS = "LAUNCHBAY_STANDINS"  # "1": local stand-ins of SageMaker-only libraries
     INSTALL_REQUIREMENTS = "LAUNCHBAY_INSTALL_REQUIREMENTS"  # install requirements.txt
     STARTUP_TIMEOUT = "LAUNCHBAY_STARTUP_TIMEOUT"  # seconds for the hosts to come up
+    RAY = "LAUNCHBAY_RAY"  # "1": the host is a Ray actor on a node of a cluster (docs/ray.md)
 
 
 # ------------------------------------------------------ hyperparameter keys

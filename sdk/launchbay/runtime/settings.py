@@ -107,6 +107,9 @@ class RuntimeSettings:
     standins: bool = False
     #: A hosts file naming ``algo-N`` (read by :mod:`launchbay.runtime._hostnames`).
     hosts_file: str | None = None
+    #: Each host is a Ray actor on its own node (one torchrun per host, as on SageMaker;
+    #: the nodes of a one-machine test cluster share a network, so ports are per host).
+    ray: bool = False
 
     @classmethod
     def from_environ(cls, environ: Mapping[str, str] | None = None) -> RuntimeSettings:
@@ -137,6 +140,7 @@ class RuntimeSettings:
             startup_timeout=_number(environ, ENV.STARTUP_TIMEOUT, DEFAULT_STARTUP_TIMEOUT),
             standins=environ.get(ENV.STANDINS) == "1",
             hosts_file=environ.get(ENV.HOSTS_FILE) or None,
+            ray=environ.get(ENV.RAY) == "1",
         )
 
     def to_environ(self) -> dict[str, str]:
@@ -164,6 +168,8 @@ class RuntimeSettings:
             env[ENV.STANDINS] = "1"
         if self.hosts_file:
             env[ENV.HOSTS_FILE] = self.hosts_file
+        if self.ray:
+            env[ENV.RAY] = "1"
         return env
 
     def address(self, host: str) -> str:

@@ -169,6 +169,11 @@ def uses_torchrun(ctx: LaunchContext) -> bool:
 
 def build_local(ctx: LaunchContext) -> LaunchPlan:
     """The stand-in's plan in a local job without ``smddprun`` (torchrun or mpirun, see above)."""
+    if ctx.settings.ray and uses_torchrun(ctx):
+        # A Ray host is a node of its own: one torchrun per host, as torch_distributed.
+        plan = torchrun.build(ctx)
+        plan.launcher = "smdistributed"
+        return plan
     if not (ctx.settings.local_process and uses_torchrun(ctx)):
         return mpi.build_smddp_local(ctx)
     if len(ctx.env.distribution_hosts) > 1:

@@ -66,7 +66,7 @@ MWMS_PORT = 8890
 def ps_ports(ctx: LaunchContext) -> dict[str, tuple[int, int]]:
     """host -> (master/worker port, ps port)."""
     hosts = ctx.env.distribution_hosts
-    if not ctx.settings.local_process:
+    if not (ctx.settings.local_process or ctx.settings.ray):
         return {h: (WORKER_PORT, PS_PORT) for h in hosts}
     base = ctx.settings.master_port or WORKER_PORT
     return {h: (base + 2 * i, base + 2 * i + 1) for i, h in enumerate(hosts)}
@@ -75,7 +75,7 @@ def ps_ports(ctx: LaunchContext) -> dict[str, tuple[int, int]]:
 def mwms_ports(ctx: LaunchContext) -> dict[str, int]:
     """host -> MWMS worker port."""
     hosts = ctx.env.distribution_hosts
-    if not ctx.settings.local_process:
+    if not (ctx.settings.local_process or ctx.settings.ray):
         return {h: MWMS_PORT for h in hosts}
     base = ctx.settings.master_port or MWMS_PORT
     return {h: base + i for i, h in enumerate(hosts)}

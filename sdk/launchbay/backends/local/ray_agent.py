@@ -1,0 +1,314 @@
+"""The node side of a Ray job: one :class:`HostAgent` (a Ray actor) per host, on that host's node.
+
+:class:`~launchbay.backends.local.ray_hosts.RayHosts` (the client) places one
+agent per host through a placement group; each agent then does on its node
+what :class:`~launchbay.backends.local.process_hosts.ProcessHosts` does on
+this machine:
+
+* makes the host's tree in a fresh node-local directory
+  (``$TMPDIR/launchbay-ray-<job>-<host>-*/<host>``), the host's ``/opt/ml``;
+* unpacks the host's ``input/config/*.json`` the client wrote, stages the
+  channels on the node (``s3://`` through the node's S3 cache and credentials,
+  ``file://`` from a path every node sees) and restores the checkpoints;
+* starts ``python -m launchbay.runtime.train`` in its own process group with a
+  parent-death signal (the runtime ends with the agent), its output in a
+  node-local log file the client reads through :meth:`HostAgent.poll`;
+* signals the host's process group, and hands the host's ``model/``,
+  ``output/`` and checkpoint files back as tar bytes (:meth:`HostAgent.collect`),
+  so the client's job directory gets them wherever the node is;
+* removes everything it made (:meth:`HostAgent.cleanup`).
+
+Nothing here imports Ray at module level: the agent's methods run inside a
+Ray worker, and :mod:`launchbay.backends.local.ray_hosts` wraps the class with
+``ray.remote`` when a Ray job starts.
+"""
+
+from __future__ import annotations
+
+import contextlib
+import dataclasses
+import fcntl
+import io
+import json
+import os
+import shutil
+import signal
+import socket
+import struct
+import subprocess
+import sys
+import tarfile
+import tempfile
+import threading
+import time
+from collections.abc import Mapping, Sequence
+from typing import Any
+
+import launchbay
+from launchbay.backends.local.layout import JobLayout
+from launchbay.backends.local.process_hosts import _descendants, _parent_death_signal
+from launchbay.backends.local.staging import LocalStager
+from launchbay.backends.plan import JobFields
+from launchbay.runtime.for_client import write_hosts_file
+from launchbay.runtime.settings import RuntimeSettings
+
+__all__ = ["HostAgent", "interface_of", "pack_tree", "unpack_tree"]
+
+#: Most bytes of a host's output one :meth:`HostAgent.poll` returns.
+CHUNK = 1 << 20
+#: What of a host's tree is never sent back (the client wrote or staged it).
+_NOT_COLLECTED = ("input", "code")
+
+
+def interface_of(address: str) -> str | None:
+    """The name of this machine's network interface that holds IPv4 ``address`` (Linux), or None."""
+    if address.startswith("127."):
+        return "lo"
+    siocgifaddr = 0x8915
+    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as s:
+        for _, name in socket.if_nameindex():
+            try:
+                packed = fcntl.ioctl(
+                    s.fileno(), siocgifaddr, struct.pack("256s", name.encode()[:15])
+                )
+            except OSError:
+                continue
+            if socket.inet_ntoa(packed[20:24]) == address:
+                return name
+    return None
+
+
+def pack_tree(root: str, names: Sequence[str] | None = None, skip: Sequence[str] = ()) -> bytes:
+    """``root``'s entries (``names``, else all but ``skip``) as uncompressed tar bytes.
+
+    Links are kept as links, never followed: the receiver extracts with tarfile's
+    ``data`` filter, which refuses a link that leaves the tree.
+    """
+    buffer = io.BytesIO()
+    with tarfile.open(fileobj=buffer, mode="w") as tar:
+        entries = names if names is not None else sorted(os.listdir(root))
+        for name in entries:
+            path = os.path.join(root, name)
+            if name in skip or not os.path.lexists(path):
+                continue
+            tar.add(path, arcname=name)
+    return buffer.getvalue()
+
+
+def unpack_tree(data: bytes, root: str) -> None:
+    """Extract tar bytes made by :func:`pack_tree` under ``root`` (nothing may leave it)."""
+    os.makedirs(root, exist_ok=True)
+    with tarfile.open(fileobj=io.BytesIO(data), mode="r") as tar:
+        tar.extractall(root, filter="data")
+
+
+def _free_port_block(count: int) -> int:
+    """The first of ``count`` consecutive TCP ports free on every address of this node."""
+
+    def free(port: int) -> bool:
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            try:
+                s.bind(("", port))
+            except OSError:
+                return False
+        return True
+
+    port = 0
+    for _ in range(64):
+        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
+            s.bind(("", 0))
+            port = s.getsockname()[1]
+        if port + count < 65536 and all(free(port + i) for i in range(1, count)):
+            return port
+    return port
+
+
+def _launchbay_path() -> str:
+    """The directory that holds the ``launchbay`` package this node runs."""
+    return os.path.dirname(os.path.dirname(os.path.abspath(launchbay.__file__)))
+
+
+class HostAgent:
+    """One host of a Ray job, on its node (a Ray actor; see the module docstring)."""
+
+    def __init__(self, job_name: str, host: str) -> None:
+        self.job_name = job_name
+        self.host = host
+        self.root = tempfile.mkdtemp(prefix=f"launchbay-ray-{job_name[:24]}-{host}-")
+        self.tree = os.path.join(self.root, host)
+        self.log_path = os.path.join(self.root, "host.log")
+        self.tmp = os.path.join(self.root, "tmp")
+        os.makedirs(self.tmp, exist_ok=True)
+        with open(self.log_path, "wb"):
+            pass
+        self.proc: subprocess.Popen[bytes] | None = None
+        self._started = threading.Event()
+        self._start_error: BaseException | None = None
+
+    # -- where the host is -----------------------------------------------------------
+    def where(self) -> dict[str, Any]:
+        """The node this host runs on: Ray node id, address, host name, the agent's pid."""
+        import ray  # inside a Ray worker: Ray is there
+
+        return {
+            "node_id": ray.get_runtime_context().get_node_id(),
+            "address": ray.util.get_node_ip_address(),
+            "hostname": socket.gethostname(),
+            "pid": os.getpid(),
+            "root": self.root,
+        }
+
+    def free_port_block(self, count: int) -> int:
+        """A block of ``count`` ports free on this node (the job's master port and TF's ports)."""
+        return _free_port_block(count)
+
+    # -- the host's tree ---------------------------------------------------------------
+    def setup(self, hosts: Sequence[str], plan: JobFields, config: bytes) -> None:
+        """Make the host's tree: its config files, its channels and its checkpoints, staged here."""
+        unpack_tree(config, self.tree)
+        stager = LocalStager(None)
+        # Channels are staged for every host (links only), so that a ShardedByS3Key
+        # channel gives this host its own share; only this host's tree is kept.
+        everyone = JobLayout(self.root, tuple(hosts))
+        for other in hosts:
+            os.makedirs(everyone.host_dir(other), exist_ok=True)
+        stager.stage_channels(plan, everyone)
+        for other in hosts:
+            if other != self.host:
+                shutil.rmtree(everyone.host_dir(other), ignore_errors=True)
+        stager.restore_checkpoints(plan, JobLayout(self.root, (self.host,)))
+
+    def _settle_network(self, address: str, env: dict[str, str]) -> None:
+        """Talk on the interface that holds the node's address (the contract's and gloo/NCCL's)."""
+        iface = interface_of(address)
+        if iface is None:
+            return
+        for name in ("GLOO_SOCKET_IFNAME", "NCCL_SOCKET_IFNAME"):
+            env.setdefault(name, iface)
+        config = os.path.join(self.tree, "input", "config", "resourceconfig.json")
+        try:
+            with open(config, encoding="utf-8") as f:
+                resource = json.load(f)
+            resource["network_interface_name"] = iface
+            with open(config, "w", encoding="utf-8") as f:
+                json.dump(resource, f)
+        except (OSError, ValueError):
+            pass
+
+    # -- the runtime ---------------------------------------------------------------------
+    def start(
+        self, hosts: Sequence[str], settings: RuntimeSettings, environment: Mapping[str, str]
+    ) -> int:
+        """Start the host's runtime; returns its pid.
+
+        ``environment`` (the request's ``Environment`` and the job's names) goes on
+        top of the node's own environment, then ``settings``' variables with this
+        node's hosts file.
+        """
+        hosts_file = write_hosts_file(
+            os.path.join(self.root, "hosts"), hosts, dict(settings.host_addresses)
+        )
+        settings = dataclasses.replace(settings, hosts_file=hosts_file)
+        env = dict(os.environ)
+        env.update(environment)
+        env.update(settings.to_environ())
+        env.update(
+            {
+                "SAGEMAKER_BASE_DIR": self.tree,
+                "TMPDIR": self.tmp,
+                "TMP": self.tmp,
+                "TEMP": self.tmp,
+                "PYTHONUNBUFFERED": "1",
+            }
+        )
+        self._settle_network(settings.address(self.host), env)
+        path = _launchbay_path()
+        current = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
+        if path not in current:
+            env["PYTHONPATH"] = os.pathsep.join([path, *current])
+        if hasattr(os, "geteuid") and os.geteuid() == 0:
+            env["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
+            env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
+        # The runtime is started, and waited for, by a thread of its own that lives as
+        # long as it does: its parent-death signal fires when that thread ends.
+        thread = threading.Thread(target=self._run, args=(env,), daemon=True)
+        thread.start()
+        self._started.wait(60)
+        if self._start_error is not None:
+            raise self._start_error
+        assert self.proc is not None
+        return self.proc.pid
+
+    def _run(self, env: dict[str, str]) -> None:
+        try:
+            log_fd = os.open(self.log_path, os.O_WRONLY | os.O_APPEND)
+            try:
+                self.proc = subprocess.Popen(
+                    [sys.executable, "-m", "launchbay.runtime.train"],
+                    cwd=self.tree,
+                    env=env,
+                    stdin=subprocess.DEVNULL,
+                    stdout=log_fd,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                    preexec_fn=_parent_death_signal(),  # noqa: PLW1509 - see process_hosts
+                )
+            finally:
+                os.close(log_fd)
+        except BaseException as exc:  # handed to start()
+            self._start_error = exc
+            self._started.set()
+            return
+        self._started.set()
+        self.proc.wait()
+
+    def poll(self, offset: int, wait: float) -> tuple[bytes, int | None]:
+        """The host's output from ``offset`` (at most :data:`CHUNK` bytes) and its exit code.
+
+        Waits up to ``wait`` seconds for something new. The exit code comes only
+        with the last of the output (``None`` while it runs or output is left).
+        """
+        deadline = time.monotonic() + wait
+        while True:
+            code = self.proc.poll() if self.proc is not None else None
+            with open(self.log_path, "rb") as f:
+                f.seek(offset)
+                data = f.read(CHUNK)
+            if data or code is not None or time.monotonic() >= deadline:
+                return data, (code if len(data) < CHUNK else None)
+            time.sleep(0.05)
+
+    def signal(self, sig: int) -> None:
+        """``sig`` to the host's process group; SIGKILL also to every process below it."""
+        if self.proc is None or self.proc.poll() is not None:
+            return
+        below = _descendants([self.proc.pid]) if sig == signal.SIGKILL else set()
+        with contextlib.suppress(ProcessLookupError, PermissionError):
+            os.killpg(self.proc.pid, sig)
+        for pid in below:
+            with contextlib.suppress(ProcessLookupError, PermissionError):
+                os.kill(pid, sig)
+
+    def collect(self) -> bytes:
+        """The host's tree but its inputs and code (model, output, checkpoints ...) as tar bytes."""
+        if not os.path.isdir(self.tree):
+            return b""
+        return pack_tree(self.tree, skip=_NOT_COLLECTED)
+
+    def cleanup(self) -> list[int]:
+        """Kill what is left of the host and remove its node-local directory; the pids killed."""
+        killed: list[int] = []
+        if self.proc is not None:
+            below = _descendants([self.proc.pid])
+            if self.proc.poll() is None:
+                below.add(self.proc.pid)
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.killpg(self.proc.pid, signal.SIGKILL)
+            for pid in below:
+                with contextlib.suppress(ProcessLookupError, PermissionError):
+                    os.kill(pid, signal.SIGKILL)
+                    killed.append(pid)
+            with contextlib.suppress(subprocess.TimeoutExpired):
+                self.proc.wait(timeout=5)
+        shutil.rmtree(self.root, ignore_errors=True)
+        return killed

@@ -1,0 +1,64 @@
+"""The ``ray`` backend: the local control loop with each host a Ray actor on a node of its own.
+
+:class:`RayBackend` is :class:`~launchbay.backends.local.control.LocalBackend`
+(the job's life: its record in ``$LAUNCHBAY_HOME/jobs``, failure triage,
+outputs, Ctrl-C, ``status``/``logs``/``stop``/``list``) driving a
+:class:`~launchbay.backends.local.ray_hosts.RayHosts` (the hosts: one
+:class:`~launchbay.backends.local.ray_agent.HostAgent` actor per host, placed
+by a ``STRICT_SPREAD`` placement group, running ``python -m
+launchbay.runtime.train`` on its node). Ray is imported only when a Ray job
+is checked or run (``pip install 'launchbay[ray]'``); docs/ray.md.
+"""
+
+from __future__ import annotations
+
+import os
+from typing import Any
+
+from launchbay.backends.local.control import LocalBackend
+from launchbay.backends.local.ray_hosts import (
+    CPUS_SETTING,
+    GPUS_SETTING,
+    PACK_SETTING,
+    RayHosts,
+    check_cluster,
+    connect,
+)
+from launchbay.backends.plan import JobPlan
+from launchbay.runtime.names import RAY
+
+__all__ = ["RayBackend", "CPUS_SETTING", "GPUS_SETTING", "PACK_SETTING", "connect"]
+
+
+class RayBackend(LocalBackend):
+    """Runs CreateTrainingJob requests on a Ray cluster, one actor per host on nodes of their own.
+
+    Takes :class:`~launchbay.backends.local.control.LocalBackend`'s arguments
+    (``session``, ``job_root``, ``grace_seconds``); its hosts are
+    :class:`~launchbay.backends.local.ray_hosts.RayHosts`'.
+    """
+
+    name = "ray"
+    instance_types = (RAY,)
+    host_kind = "Ray actor"
+
+    def __init__(
+        self,
+        session: Any = None,
+        job_root: str | os.PathLike[str] | None = None,
+        *,
+        grace_seconds: float | None = None,
+    ) -> None:
+        super().__init__(session, job_root, grace_seconds=grace_seconds, runner=RayHosts())
+
+    def check(self, plan: JobPlan) -> None:
+        """The local refusals, then the cluster's: Ray installed, a cluster named, nodes enough.
+
+        Raises:
+            ConfigurationError: as :meth:`LocalBackend.check`; Ray is not installed;
+                neither ``ray.init()`` nor ``RAY_ADDRESS`` names a cluster; the
+                cluster has fewer nodes that can hold a host than ``instance_count``
+                (naming its nodes), or a bad ``LAUNCHBAY_RAY_*`` setting.
+        """
+        super().check(plan)
+        check_cluster(connect(), plan, list(plan.hosts))

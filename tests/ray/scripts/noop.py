@@ -1,0 +1,1 @@
+"""A no-op rank (bench/ray_overhead.py)."""

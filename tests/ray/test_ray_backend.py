@@ -1,0 +1,141 @@
+"""``instance_type="ray"`` on a real Ray cluster (a head and 2 worker nodes, tests/ray/conftest.py).
+
+Each test runs a job through a framework estimator's ``fit()`` and ends with no
+host process left (the ``ray_home`` fixture checks) and no host actor alive.
+"""
+
+from __future__ import annotations
+
+import json
+import os
+import signal
+import subprocess
+import sys
+import tarfile
+import time
+from pathlib import Path
+
+import pytest
+
+from conftest import SCRIPTS, left_running
+from launchbay import ConfigurationError, JobFailedError
+from launchbay.pytorch import PyTorch
+
+pytestmark = pytest.mark.filterwarnings("ignore:framework_version=:UserWarning")
+
+
+def pytorch(entry_point, **kwargs):
+    options = dict(
+        entry_point=entry_point,
+        source_dir=str(SCRIPTS),
+        role=None,
+        instance_type="ray",
+        instance_count=2,
+        framework_version="2.8.0",
+        py_version="py312",
+    )
+    options.update(kwargs)
+    return PyTorch(**options)
+
+
+def job_dir(home, name) -> Path:
+    return Path(home) / "jobs" / name
+
+
+def nodes_of(home, name) -> dict:
+    return json.loads((job_dir(home, name) / "ray-nodes.json").read_text())
+
+
+def test_torch_distributed_2x2_across_two_raylets(ray_home, tmp_path, capsys):
+    import ray
+
+    estimator = pytorch(
+        "ddp.py",
+        distribution={"torch_distributed": {"enabled": True}},
+        hyperparameters={"sagemaker_mpi_num_of_processes_per_host": 2},
+        output_path=f"file://{tmp_path}/out",
+    )
+    estimator.fit(wait=True, logs=True)
+    name = estimator.latest_training_job.name
+    description = estimator.latest_training_job.describe()
+    assert description["TrainingJobStatus"] == "Completed", description.get("FailureReason")
+    nodes = nodes_of(ray_home, name)
+    assert set(nodes) == {"algo-1", "algo-2"}
+    assert nodes["algo-1"]["node_id"] != nodes["algo-2"]["node_id"]
+    head = ray.get_runtime_context().get_node_id()
+    assert head not in {n["node_id"] for n in nodes.values()}
+    model = tmp_path / "out" / name / "output" / "model.tar.gz"
+    with tarfile.open(model) as tar:
+        report = json.load(tar.extractfile("model.json"))
+    assert report["world"] == 4 and report["sum"] == 6.0
+    assert report["master"] == "127.0.0.1"
+    out = capsys.readouterr().out
+    for rank in range(4):
+        assert f"rank {rank} of 4" in out
+    assert "algo-2" in out and "[rank 3]" in out
+
+
+def test_a_failing_rank_is_named_with_its_host(ray_home, tmp_path):
+    estimator = pytorch(
+        "fail.py",
+        distribution={"torch_distributed": {"enabled": True}},
+        hyperparameters={"sagemaker_mpi_num_of_processes_per_host": 2},
+        output_path=f"file://{tmp_path}/out",
+    )
+    with pytest.raises(JobFailedError) as caught:
+        estimator.fit(wait=True, logs=False)
+    error = caught.value
+    assert error.status == "Failed"
+    head = error.reason[:1024]
+    assert "algo-2" in head and "Rank 3" in head, head
+    assert "ValueError: rank three broke on purpose" in head
+    # The failing host's report came back from its node into the job directory.
+    directory = job_dir(ray_home, error.job_name)
+    assert (directory / "algo-2" / "output" / "launchbay-failure.json").exists()
+    failure = tmp_path / "out" / error.job_name / "output" / "failure"
+    assert "rank three broke on purpose" in failure.read_text()
+
+
+def test_more_hosts_than_nodes_is_refused_before_anything_starts(ray_home, tmp_path):
+    estimator = pytorch("ddp.py", instance_count=3, output_path=f"file://{tmp_path}/out")
+    with pytest.raises(ConfigurationError) as caught:
+        estimator.fit(job_name="too-many-hosts", wait=True, logs=False)
+    message = str(caught.value)
+    assert "instance_count=3" in message
+    assert "2 node(s) that can hold a host" in message, message
+    assert "3 alive in all" in message and "0 CPUs" in message  # the head, named too
+    assert "LAUNCHBAY_RAY_PACK=1" in message
+    assert not job_dir(ray_home, "too-many-hosts").exists()
+
+
+def test_ctrl_c_stops_every_host_on_every_node(ray_cluster, ray_home, tmp_path):
+    name = "ray-sigint"
+    env = dict(os.environ, RAY_ADDRESS=ray_cluster.address, PYTHONUNBUFFERED="1")
+    child = subprocess.Popen(
+        [sys.executable, str(Path(__file__).parent / "ray_driver.py"), str(SCRIPTS), name,
+         f"file://{tmp_path}/out"],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+    )  # fmt: skip
+    lines: list[str] = []
+    try:
+        deadline = time.monotonic() + 90
+        assert child.stdout is not None
+        while sum("sleeping on" in line for line in lines) < 2:
+            line = child.stdout.readline()
+            assert line or child.poll() is None, "".join(lines)
+            lines.append(line)
+            assert time.monotonic() < deadline, "".join(lines)
+        assert len(left_running()) >= 2  # each host's runtime and its rank, on its node
+        interrupted = time.monotonic()
+        child.send_signal(signal.SIGINT)
+        output, _ = child.communicate(timeout=60)
+        assert time.monotonic() - interrupted < 30, output
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    output = "".join(lines) + output
+    assert child.returncode == 42, output
+    assert "job status Stopped" in output
+    status = json.loads((job_dir(ray_home, name) / "status.json").read_text())
+    assert status["TrainingJobStatus"] == "Stopped"
