@@ -307,8 +307,8 @@ ARGUMENTS: tuple[Argument, ...] = (
       "IAM role ARN (or role name) SageMaker assumes. Required for ml.* instance types; "
       "optional locally.", request="RoleArn", resolved=True),
     A("instance_type", Custom(_INSTANCE_TYPE, check_instance_type, type="str | None"),
-      "An ml.* instance type (a SageMaker job) or local_process / local / local_gpu (this "
-      "machine).", v1="train_instance_type", request="ResourceConfig.InstanceType"),
+      "An ml.* instance type (a SageMaker job), local_process / local / local_gpu (this "
+      "machine) or ray (a Ray cluster, docs/ray.md).", v1="train_instance_type", request="ResourceConfig.InstanceType"),
     A("instance_count", Int(minimum=1), "Number of instances (hosts). Default 1.",
       v1="train_instance_count", request="ResourceConfig.InstanceCount"),
     A("instance_groups", Custom(_INSTANCE_GROUPS, check_instance_groups,
