@@ -17,7 +17,7 @@ from pathlib import Path
 
 import pytest
 
-from conftest import SCRIPTS, left_running
+from conftest import SCRIPTS, left_running, wait_none_left
 from launchbay import ConfigurationError, JobFailedError
 from launchbay.pytorch import PyTorch
 
@@ -139,3 +139,44 @@ def test_ctrl_c_stops_every_host_on_every_node(ray_cluster, ray_home, tmp_path):
     assert "job status Stopped" in output
     status = json.loads((job_dir(ray_home, name) / "status.json").read_text())
     assert status["TrainingJobStatus"] == "Stopped"
+
+
+def test_max_run_stops_every_host(ray_home, tmp_path):
+    estimator = pytorch("sleep.py", max_run=4, output_path=f"file://{tmp_path}/out")
+    started = time.monotonic()
+    with pytest.raises(JobFailedError) as caught:
+        estimator.fit(wait=True, logs=False)
+    assert time.monotonic() - started < 60
+    assert caught.value.status == "Stopped"
+    assert "MaxRuntimeInSeconds (4 seconds)" in caught.value.reason
+
+
+def _start_driver(ray_cluster, name, out):
+    env = dict(os.environ, RAY_ADDRESS=ray_cluster.address, PYTHONUNBUFFERED="1")
+    child = subprocess.Popen(
+        [sys.executable, str(Path(__file__).parent / "ray_driver.py"), str(SCRIPTS), name, out],
+        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
+    )  # fmt: skip
+    lines: list[str] = []
+    deadline = time.monotonic() + 90
+    assert child.stdout is not None
+    while sum("sleeping on" in line for line in lines) < 2:
+        line = child.stdout.readline()
+        assert line or child.poll() is None, "".join(lines)
+        lines.append(line)
+        assert time.monotonic() < deadline, "".join(lines)
+    return child, lines
+
+
+def test_a_killed_client_takes_its_hosts_with_it(ray_cluster, ray_home, tmp_path):
+    child, _ = _start_driver(ray_cluster, "ray-killed-client", f"file://{tmp_path}/out")
+    try:
+        assert len(left_running()) >= 2
+        child.kill()  # SIGKILL: no handler, no atexit
+        child.wait(timeout=10)
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.wait()
+    # Ray ends the actors of a driver that died; each runtime ends with its actor.
+    assert wait_none_left(60) == []
