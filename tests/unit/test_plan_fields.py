@@ -286,3 +286,19 @@ def test_the_local_wing_reads_no_request_key_on_the_way_down():
         "backends/local/hosts.py",
     ):
         assert module not in counts, (module, counts)
+
+
+def test_a_plan_for_another_request_derives_its_fields_again(code, tmp_path, home):
+    """A tuning trial runs its own request on its definition's resources."""
+    est = _estimator(code, role=None, instance_type="local_process", instance_count=2,
+                     output_path=f"file://{tmp_path}/out", environment={"A": "1"})  # fmt: skip
+    base = plan_request(est.create_training_job_request(job_name="fields-base"))
+    trial = json.loads(json.dumps(dict(base.request)))
+    trial["TrainingJobName"] = "fields-base-001"
+    trial["HyperParameters"]["lr"] = "0.1"
+    trial["Environment"] = {"A": "2"}
+    plan = base.with_request(trial, gpus=None)
+    assert (plan.name, plan.job_name) == ("fields-base-001", "fields-base-001")
+    assert plan.hyperparameters["lr"] == "0.1" and plan.environment == {"A": "2"}
+    assert (plan.hosts, plan.placement) == (base.hosts, base.placement)
+    assert _same_fields(plan, trial)

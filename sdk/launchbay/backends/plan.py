@@ -199,6 +199,15 @@ class JobPlan(JobFields):
         """The job's name (``TrainingJobName``)."""
         return str(self.request["TrainingJobName"])
 
+    def with_request(self, request: Mapping[str, Any], **changes: Any) -> JobPlan:
+        """This plan for another request on the same resources (a tuning trial's): the
+        request's fields derived again (:func:`request_fields`), then ``changes``.
+
+        Never ``dataclasses.replace(plan, request=...)``: the derived fields would
+        still be the old request's.
+        """
+        return replace(self, request=request, **{**request_fields(request), **changes})
+
     @property
     def backend(self) -> str:
         """The registry name of the backend that runs the job."""

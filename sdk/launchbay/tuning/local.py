@@ -348,7 +348,7 @@ class _Engine:
         trial.gpus = self.slots[slot]
         base = self.bases[definition]
         gpus = None if trial.gpus is None else {h: tuple(g) for h, g in trial.gpus.items()}
-        job_plan: JobPlan = dataclasses.replace(base, request=request, gpus=gpus)
+        job_plan: JobPlan = base.with_request(request, gpus=gpus)
         with self.lock:
             self.trials.append(trial)
         try:
