@@ -48,6 +48,7 @@ from launchbay.runtime.contract import (
     CHANNEL_NAME_ACCEPTED,
     CHECKPOINT_PATH_ACCEPTED,
     channel_name_problem,
+    check_request_paths,
     checkpoint_path_problem,
 )
 
@@ -363,6 +364,10 @@ def check_request(request: Mapping[str, Any], *, local: bool = False) -> None:
         ConfigurationError: naming the estimator argument (``tags[3]['Key']``), the
             value, what is accepted and the request field.
     """
+    try:  # what no host's tree can take, in the words the local backends use (the runtime's)
+        check_request_paths(request)
+    except ValueError as exc:
+        raise ConfigurationError(str(exc)) from None
     walk = _Walk(local=local, argument=None, field=None)
     walk.check(_tree(), request, [])
     if not local:
