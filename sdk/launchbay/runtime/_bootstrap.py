@@ -401,8 +401,11 @@ def main(argv: list[str] | None = None) -> None:
     elif os.environ.get("LAUNCHBAY_TORCH_LOCAL"):
         _become_torch_local_rank()
     elif os.environ.get("LAUNCHBAY_HOST_ENV_FILE"):
+        host_env_file = os.environ["LAUNCHBAY_HOST_ENV_FILE"]
+        if not os.path.isabs(host_env_file):  # a Ray job: under this host's own tree
+            host_env_file = os.path.join(os.environ.get("SAGEMAKER_BASE_DIR", ""), host_env_file)
         try:
-            with open(os.environ["LAUNCHBAY_HOST_ENV_FILE"], encoding="utf-8") as f:
+            with open(host_env_file, encoding="utf-8") as f:
                 _adopt_host(json.load(f))
         except (OSError, ValueError):
             pass  # no file on this host: keep the forwarded environment

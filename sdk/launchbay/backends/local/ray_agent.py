@@ -56,6 +56,8 @@ __all__ = ["HostAgent", "interface_of", "pack_tree", "unpack_tree"]
 
 #: Most bytes of a host's output one :meth:`HostAgent.poll` returns.
 CHUNK = 1 << 20
+#: The launch agent mpirun runs to reach another host (through that host's actor).
+RSH_MODULE = "launchbay.backends.local.ray_rsh"
 #: What of a host's tree is never sent back (the client wrote or staged it).
 _NOT_COLLECTED = ("input", "code")
 
@@ -144,6 +146,10 @@ class HostAgent:
         self.proc: subprocess.Popen[bytes] | None = None
         self._started = threading.Event()
         self._start_error: BaseException | None = None
+        #: The runtime's environment (what commands started for mpirun get too).
+        self.env: dict[str, str] = {}
+        #: Commands a launch agent asked for (``orted`` of an MPI job), by id.
+        self.commands: dict[int, subprocess.Popen[bytes]] = {}
 
     # -- where the host is -----------------------------------------------------------
     def where(self) -> dict[str, Any]:
@@ -222,6 +228,11 @@ class HostAgent:
             }
         )
         self._settle_network(settings.address(self.host), env)
+        import ray  # inside a Ray worker: Ray is there
+
+        # mpirun on the master reaches the other hosts through their actors (ray_rsh).
+        env.setdefault("RAY_ADDRESS", ray.get_runtime_context().gcs_address)
+        env.setdefault("OMPI_MCA_plm_rsh_agent", f"{sys.executable} -m {RSH_MODULE}")
         path = _launchbay_path()
         current = [p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]
         if path not in current:
@@ -229,6 +240,7 @@ class HostAgent:
         if hasattr(os, "geteuid") and os.geteuid() == 0:
             env["OMPI_ALLOW_RUN_AS_ROOT"] = "1"
             env["OMPI_ALLOW_RUN_AS_ROOT_CONFIRM"] = "1"
+        self.env = env
         # The runtime is started, and waited for, by a thread of its own that lives as
         # long as it does: its parent-death signal fires when that thread ends.
         thread = threading.Thread(target=self._run, args=(env,), daemon=True)
@@ -278,13 +290,62 @@ class HostAgent:
                 return data, (code if len(data) < CHUNK else None)
             time.sleep(0.05)
 
+    # -- commands of a launch agent (mpirun's orted on this node) --------------------------
+    def run_command(self, command: str) -> int:
+        """Start ``sh -c command`` here with the host's environment; returns its id."""
+        number = len(self.commands) + 1
+        log_path = os.path.join(self.root, f"command-{number}.log")
+        started = threading.Event()
+
+        def run() -> None:
+            with open(log_path, "wb") as log:
+                proc = subprocess.Popen(
+                    ["/bin/sh", "-c", command],
+                    cwd=self.tree,
+                    env=self.env or dict(os.environ),
+                    stdin=subprocess.DEVNULL,
+                    stdout=log,
+                    stderr=subprocess.STDOUT,
+                    start_new_session=True,
+                    preexec_fn=_parent_death_signal(),  # noqa: PLW1509 - see process_hosts
+                )
+            self.commands[number] = proc
+            started.set()
+            proc.wait()
+
+        threading.Thread(target=run, daemon=True).start()
+        started.wait(30)
+        return number
+
+    def command_poll(self, number: int, offset: int, wait: float) -> tuple[bytes, int | None]:
+        """A command's output from ``offset`` and its exit code (as :meth:`poll`)."""
+        proc = self.commands[number]
+        log_path = os.path.join(self.root, f"command-{number}.log")
+        deadline = time.monotonic() + wait
+        while True:
+            code = proc.poll()
+            with open(log_path, "rb") as f:
+                f.seek(offset)
+                data = f.read(CHUNK)
+            if data or code is not None or time.monotonic() >= deadline:
+                return data, (code if len(data) < CHUNK else None)
+            time.sleep(0.05)
+
+    def _groups(self) -> list[subprocess.Popen[bytes]]:
+        procs = [] if self.proc is None else [self.proc]
+        return procs + list(self.commands.values())
+
     def signal(self, sig: int) -> None:
-        """``sig`` to the host's process group; SIGKILL also to every process below it."""
-        if self.proc is None or self.proc.poll() is not None:
+        """``sig`` to the host's process groups; SIGKILL also to every process below them."""
+        for proc in self._groups():
+            self._signal(proc, sig)
+
+    def _signal(self, proc: subprocess.Popen[bytes], sig: int) -> None:
+        if proc.poll() is not None:
             return
-        below = _descendants([self.proc.pid]) if sig == signal.SIGKILL else set()
+        below = _descendants([proc.pid]) if sig == signal.SIGKILL else set()
         with contextlib.suppress(ProcessLookupError, PermissionError):
-            os.killpg(self.proc.pid, sig)
+            os.killpg(proc.pid, sig)
         for pid in below:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, sig)
@@ -298,17 +359,17 @@ class HostAgent:
     def cleanup(self) -> list[int]:
         """Kill what is left of the host and remove its node-local directory; the pids killed."""
         killed: list[int] = []
-        if self.proc is not None:
-            below = _descendants([self.proc.pid])
-            if self.proc.poll() is None:
-                below.add(self.proc.pid)
+        for proc in self._groups():
+            below = _descendants([proc.pid])
+            if proc.poll() is None:
+                below.add(proc.pid)
                 with contextlib.suppress(ProcessLookupError, PermissionError):
-                    os.killpg(self.proc.pid, signal.SIGKILL)
+                    os.killpg(proc.pid, signal.SIGKILL)
             for pid in below:
                 with contextlib.suppress(ProcessLookupError, PermissionError):
                     os.kill(pid, signal.SIGKILL)
                     killed.append(pid)
             with contextlib.suppress(subprocess.TimeoutExpired):
-                self.proc.wait(timeout=5)
+                proc.wait(timeout=5)
         shutil.rmtree(self.root, ignore_errors=True)
         return killed

@@ -38,6 +38,7 @@ import contextlib
 import json
 import logging
 import os
+import secrets
 import signal
 import threading
 import time
@@ -48,6 +49,7 @@ from typing import Any
 from launchbay.backends.local.hosts import POLL
 from launchbay.backends.local.layout import JobLayout
 from launchbay.backends.local.ray_agent import HostAgent, pack_tree, unpack_tree
+from launchbay.backends.local.ray_rsh import ACTORS_SETTING, NAMESPACE
 from launchbay.backends.local.record import LocalJob, job_arn
 from launchbay.backends.plan import JobFields
 from launchbay.errors import ConfigurationError, JobError
@@ -219,12 +221,27 @@ def check_cluster(ray: Any, source: Source, hosts: list[str]) -> HostResources:
     return wanted
 
 
+def host_addresses(nodes: Mapping[str, str]) -> dict[str, str]:
+    """Each host's address: its node's, or ``127.0.0.N`` when every host is on one machine.
+
+    Nodes of one machine share its address; mpirun would then take every host
+    for its own and start no ``orted`` on the others. Loopback aliases
+    (``algo-1`` at 127.0.0.1, ``algo-2`` at 127.0.0.2 ...) reach the same machine
+    and tell the hosts apart.
+    """
+    if len(nodes) > 1 and len(set(nodes.values())) == 1:
+        return {host: f"127.0.0.{i}" for i, host in enumerate(nodes, start=1)}
+    return dict(nodes)
+
+
 @dataclass
 class _RayJob:
     """What this process holds of one running Ray job."""
 
     placement_group: Any = None
     actors: dict[str, Any] = field(default_factory=dict)
+    #: Each host's actor's name (in :data:`NAMESPACE`), for mpirun's launch agent.
+    names: dict[str, str] = field(default_factory=dict)
     nodes: dict[str, dict[str, Any]] = field(default_factory=dict)
     codes: dict[str, int | None] = field(default_factory=dict)
     pumps: list[threading.Thread] = field(default_factory=list)
@@ -286,8 +303,12 @@ class RayHosts:
             f"({strategy}, {wanted.bundle} each; {PLACEMENT_TIMEOUT_SETTING})",
         )
         agent = ray.remote(HostAgent)
+        token = secrets.token_hex(4)
         for index, host in enumerate(job.hosts):
+            state.names[host] = f"launchbay-{job.name}-{host}-{token}"
             state.actors[host] = agent.options(
+                name=state.names[host],
+                namespace=NAMESPACE,
                 num_cpus=wanted.cpus,
                 num_gpus=wanted.gpus,
                 max_concurrency=8,
@@ -332,7 +353,7 @@ class RayHosts:
         ray = connect()
         state = self._jobs[job.layout.job_dir]
         first = state.actors[job.hosts[0]]
-        addresses = {h: str(state.nodes[h]["address"]) for h in job.hosts}
+        addresses = host_addresses({h: str(state.nodes[h]["address"]) for h in job.hosts})
         port = ray.get(first.free_port_block.remote(2 * len(job.hosts) + 2), timeout=_CALL_TIMEOUT)
         environment = {str(k): str(v) for k, v in job.plan.environment.items()}
         install = environment.get(ENV.INSTALL_REQUIREMENTS) or "0"
@@ -345,7 +366,11 @@ class RayHosts:
             install_requirements=install,
         )
         environment.update(
-            {"TRAINING_JOB_NAME": job.name, "TRAINING_JOB_ARN": job_arn(job.name, environment)}
+            {
+                "TRAINING_JOB_NAME": job.name,
+                "TRAINING_JOB_ARN": job_arn(job.name, environment),
+                ACTORS_SETTING: json.dumps(state.names),
+            }
         )
         with job.lock:
             for host in job.hosts:

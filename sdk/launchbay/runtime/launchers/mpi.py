@@ -21,6 +21,15 @@ writes its own environment to ``<ranks dir>/host-env.json``, which the bootstrap
 loads, so remote ranks see their own host's SM_CURRENT_HOST (the toolkit
 forwards the master's). The toolkit's ``LD_PRELOAD`` gethostname shim is not used.
 
+**On a Ray cluster** (``LAUNCHBAY_RAY=1``): no SSH either. The master's ``mpirun``
+reaches the other hosts through ``OMPI_MCA_plm_rsh_agent``, which the Ray backend
+sets to a launch agent that asks the host's actor to start ``orted`` on its node
+(``launchbay.backends.local.ray_rsh``). Host trees differ from node to node, so
+``LAUNCHBAY_HOST_ENV_FILE`` is given relative to ``$SAGEMAKER_BASE_DIR``: each
+rank's bootstrap finds its own host's environment under the tree its ``orted``
+was started in. Workers wait for ``<tree>/output/mpi-done`` (the master's exit
+status), which the master writes through the same agent when mpirun ends.
+
 **On one machine** (``LAUNCHBAY_LOCAL_PROCESS=1``): no SSH. Only the master
 host's runtime starts one ``mpirun -np hosts*P --oversubscribe`` on localhost;
 each rank's bootstrap becomes a rank of host ``hosts[rank // P]`` using the
@@ -770,10 +779,94 @@ def _build_ssh(
     return plan
 
 
+#: A Ray worker host's copy of the master's exit status, under its own tree.
+RAY_DONE_FILE = os.path.join("output", "mpi-done")
+
+
+class _RayWorkerWaiter:
+    """A worker host on a Ray cluster: wait for the master's exit status in this host's tree."""
+
+    def __init__(self, done_file: str):
+        self.done_file = done_file
+        self.reason: str | None = None
+
+    def poll(self, now: float) -> int | None:
+        """The master's exit status once written (``None`` until then)."""
+        try:
+            with open(self.done_file, encoding="utf-8") as f:
+                text = f.read().strip()
+        except OSError:
+            return None
+        return int(text) if text.lstrip("-").isdigit() else None
+
+
+def _notify_ray_workers(addresses: list[str], exit_code: int) -> None:
+    """Write the master's exit status into every worker's tree through the launch agent."""
+    agent = shlex.split(os.environ.get("OMPI_MCA_plm_rsh_agent", ""))
+    command = f'printf %s {int(exit_code)} > "$SAGEMAKER_BASE_DIR/{RAY_DONE_FILE}"'
+    for address in addresses:
+        for _attempt in range(3):
+            try:
+                result = subprocess.run(
+                    [*agent, address, command], capture_output=True, timeout=120, check=False
+                )
+            except (OSError, subprocess.TimeoutExpired):
+                continue
+            if result.returncode == 0:
+                break
+            time.sleep(1)
+
+
+def _build_ray(
+    ctx: LaunchContext, *, launcher: str = "mpi", options_key: str = MPI_OPTIONS
+) -> LaunchPlan:
+    """MPI across the hosts of a Ray job: mpirun on the master, ``orted`` started by actors."""
+    env = ctx.env
+    hosts = env.distribution_hosts
+    ppn = env.processes_per_host()
+    total = num_processes(ctx)
+    index = hosts.index(env.current_host)
+    base = env.paths.base_dir
+    host_env_file = os.path.join(ctx.ranks_dir, HOST_ENV_FILE)
+    rank_env = _rank_env(ctx)
+    rank_env.pop("LAUNCHBAY_IO_DIR", None)
+    rank_env.pop("PYTHONUNBUFFERED", None)  # see _build_ssh
+    rank_env["LAUNCHBAY_HOST_ENV_FILE"] = os.path.relpath(host_env_file, base)
+    plan = LaunchPlan(
+        launcher=launcher,
+        processes=[],
+        world_size=total,
+        host_ranks=_host_ranks(ctx, index, ppn, total),
+        label_ranks=total > 1,
+        before_start=[lambda: _write_host_env(host_env_file, rank_env, ctx.code_dir)],
+        on_finish=[_forget_host_env(host_env_file)],
+    )
+    if env.is_master:
+        _require_mpi(ctx)
+        workers = [ctx.settings.address(h) for h in hosts if h != env.master_hostname]
+        argv = mpirun_ssh_argv(ctx, rank_env, options_key)
+        if all(ctx.settings.address(h).startswith("127.") for h in hosts):
+            # The hosts are nodes of one machine (loopback aliases): one host name, one
+            # /dev/shm, so shared-memory segments named by host and local rank would
+            # clash between hosts. Ranks of one host then talk over TCP too.
+            argv[argv.index("^openib")] = "^openib,vader"
+        plan.processes.append(
+            ProcessSpec(name="mpirun", argv=argv, env=rank_env, cwd=ctx.code_dir, output="mpi-tags")
+        )
+        plan.on_finish.append(lambda code: _notify_ray_workers(workers, code))
+    else:
+        done = os.path.join(base, RAY_DONE_FILE)
+        plan.before_start.insert(0, lambda: _remove(done))
+        plan.waiter = _RayWorkerWaiter(done)
+    return plan
+
+
 def build(ctx: LaunchContext) -> LaunchPlan:
-    """The MPI plan for this host (local or over SSH, master or worker)."""
+    """The MPI plan for this host (local, on Ray or over SSH, master or worker)."""
     if ctx.settings.local_process:
         return _build_local(ctx)
+    if ctx.settings.ray:
+        return _build_ray(ctx)
     return _build_ssh(ctx, smddp=False)
 
 
@@ -803,4 +896,6 @@ def build_smddp_local(ctx: LaunchContext) -> LaunchPlan:
     local = dataclasses.replace(ctx, base_env=base_env)
     if ctx.settings.local_process:
         return _build_local(local, launcher="smdistributed", options_key=SMDDP_OPTIONS)
+    if ctx.settings.ray:
+        return _build_ray(local, launcher="smdistributed", options_key=SMDDP_OPTIONS)
     return _build_ssh(local, smddp=False, launcher="smdistributed", options_key=SMDDP_OPTIONS)
