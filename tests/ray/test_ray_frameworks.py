@@ -1,0 +1,59 @@
+"""smdistributed (launchbay's local library) and TF multi_worker_mirrored_strategy across 2 Ray hosts."""
+
+from __future__ import annotations
+
+import json
+import tarfile
+
+import pytest
+from test_ray_backend import nodes_of, pytorch
+
+from conftest import SCRIPTS
+from launchbay.tensorflow import TensorFlow
+
+
+def output_reports(tmp_path, name, prefix):
+    reports = []
+    with tarfile.open(tmp_path / "out" / name / "output" / "output.tar.gz") as tar:
+        for member in tar.getmembers():
+            if member.isfile() and member.name.split("/")[-1].startswith(prefix):
+                reports.append(json.load(tar.extractfile(member)))
+    return reports
+
+
+def test_smdistributed_dataparallel_across_two_hosts(ray_home, tmp_path):
+    estimator = pytorch(
+        "smddp.py",
+        distribution={"smdistributed": {"dataparallel": {"enabled": True}}},
+        hyperparameters={"sagemaker_mpi_num_of_processes_per_host": 2},
+        output_path=f"file://{tmp_path}/out",
+    )
+    estimator.fit(wait=True, logs=False)
+    name = estimator.latest_training_job.name
+    nodes = nodes_of(ray_home, name)
+    assert nodes["algo-1"]["node_id"] != nodes["algo-2"]["node_id"]
+    reports = output_reports(tmp_path, name, "smddp-")
+    assert sorted(r["rank"] for r in reports) == [0, 1, 2, 3]
+    assert {r["host"] for r in reports} == {"algo-1", "algo-2"}
+    assert all(r["world"] == 4 and r["sum"] == 10.0 for r in reports)
+
+
+@pytest.mark.filterwarnings("ignore::UserWarning")
+def test_multi_worker_mirrored_strategy_across_two_hosts(ray_home, tmp_path):
+    estimator = TensorFlow(
+        entry_point="mwms.py",
+        source_dir=str(SCRIPTS),
+        role=None,
+        instance_type="ray",
+        instance_count=2,
+        framework_version="2.19.0",
+        py_version="py312",
+        distribution={"multi_worker_mirrored_strategy": {"enabled": True}},
+        output_path=f"file://{tmp_path}/out",
+    )
+    estimator.fit(wait=True, logs=False)
+    reports = output_reports(tmp_path, estimator.latest_training_job.name, "mwms-")
+    assert {r["host"] for r in reports} == {"algo-1", "algo-2"}
+    assert all(r["sum"] == 3.0 for r in reports), reports
+    workers = reports[0]["tf_config"]["cluster"]["worker"]
+    assert len(set(workers)) == 2, workers  # one port per host: the nodes share a machine
