@@ -8,6 +8,7 @@ from the trials' own records, never from timings.
 
 from __future__ import annotations
 
+import contextlib
 import json
 import re
 import signal
@@ -269,12 +270,15 @@ def test_warm_start_sees_the_parents_trials(home, tmp_path):
         ).fit(job_name="t-orphan")  # fmt: skip
 
 
-def test_ctrl_c_stops_every_trial_saves_checkpoints_and_leaves_nothing(home, tmp_path):
+@contextlib.contextmanager
+def tuning_driver(tmp_path: Path, job_name: str, epochs: int):
+    """A tuning job of 2 parallel trials run by tests/.../tuning_driver.py in a process of
+    its own, yielded once both trials have logged; killed if the test leaves it running."""
     (tmp_path / "marks").mkdir()
     options = {
         "marks": str(tmp_path / "marks"), "output": file_uri(tmp_path / "out"),
-        "checkpoint": file_uri(tmp_path / "checkpoints"), "job_name": "t-ctrl-c",
-        "max_jobs": 6, "max_parallel_jobs": 2, "hyperparameters": {"epochs": 1000, "pause": 0.2},
+        "checkpoint": file_uri(tmp_path / "checkpoints"), "job_name": job_name,
+        "max_jobs": 6, "max_parallel_jobs": 2, "hyperparameters": {"epochs": epochs, "pause": 0.2},
     }  # fmt: skip
     driver = subprocess.Popen(
         [sys.executable, str(SCRIPTS / "tuning_driver.py"), json.dumps(options)],
@@ -286,11 +290,16 @@ def test_ctrl_c_stops_every_trial_saves_checkpoints_and_leaves_nothing(home, tmp
             assert driver.poll() is None, driver.communicate()[0]
             assert time.monotonic() < deadline, "the trials did not start"
             time.sleep(0.2)
-        output = finish(driver, signal.SIGINT, timeout=120)
+        yield driver
     finally:
         if driver.poll() is None:
             driver.kill()
             driver.wait()
+
+
+def test_ctrl_c_stops_every_trial_saves_checkpoints_and_leaves_nothing(home, tmp_path):
+    with tuning_driver(tmp_path, "t-ctrl-c", epochs=1000) as driver:
+        output = finish(driver, signal.SIGINT, timeout=120)
     assert "driver: KeyboardInterrupt" in output, output
     records = marks(tmp_path)
     assert len(records) == 2 and all(r["how"] == "stopped" for r in records.values()), records
@@ -397,32 +406,13 @@ def test_max_runtime_stops_the_tuning_job_and_its_trials(home, tmp_path):
 
 
 def test_a_killed_client_leaves_no_trial_running_and_the_record_reads_stopped(home, tmp_path):
-    (tmp_path / "marks").mkdir()
-    options = {
-        "marks": str(tmp_path / "marks"), "output": file_uri(tmp_path / "out"),
-        "checkpoint": file_uri(tmp_path / "checkpoints"), "job_name": "t-killed",
-        "max_jobs": 6, "max_parallel_jobs": 2, "hyperparameters": {"epochs": 100000, "pause": 0.2},
-    }  # fmt: skip
-    driver = subprocess.Popen(
-        [sys.executable, str(SCRIPTS / "tuning_driver.py"), json.dumps(options)],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
-    try:
-        deadline = time.monotonic() + 120
-        while sum(1 for r in marks(tmp_path).values() if r["values"]) < 2:
-            assert driver.poll() is None, driver.communicate()[0]
-            assert time.monotonic() < deadline, "the trials did not start"
-            time.sleep(0.2)
+    with tuning_driver(tmp_path, "t-killed", epochs=100000) as driver:
         driver.kill()  # SIGKILL: nothing of the client runs any more
         driver.communicate(timeout=30)
         deadline = time.monotonic() + 120
         while job_processes(home):  # each trial's watchdog stops its hosts
             assert time.monotonic() < deadline, job_processes(home)
             time.sleep(0.2)
-    finally:
-        if driver.poll() is None:
-            driver.kill()
-            driver.wait()
     records = marks(tmp_path)
     assert len(records) == 2 and all(r["how"] == "stopped" for r in records.values()), records
     description = HyperparameterTuner.attach("t-killed").describe()
