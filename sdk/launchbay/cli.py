@@ -758,7 +758,9 @@ def _submit_detached(args: argparse.Namespace, spec: Any, estimator: Any, kind: 
         command += ["--set", item]
     backend = registry.create(kind)
     if not isinstance(backend, InProcessBackend):  # only jobs that live in a process detach
-        raise ConfigurationError.invalid("backend", kind, "a backend whose jobs run on this machine")
+        raise ConfigurationError.invalid(
+            "backend", kind, "a backend whose jobs run on this machine"
+        )
     run = backend.run_detached(name, command)  # refused (JobError) while a job of that name runs
     if not run.started:
         sys.stderr.write(run.output)
@@ -843,7 +845,11 @@ def _cmd_stop(args: argparse.Namespace) -> int:
 
 def _cmd_list(args: argparse.Namespace) -> int:
     if args.tuning:
-        remote = tuple(n for n in registry.names() if not issubclass(registry.backend_class(n), InProcessBackend))
+        remote = tuple(
+            n
+            for n in registry.names()
+            if not issubclass(registry.backend_class(n), InProcessBackend)
+        )
         return cli_tuning.list_jobs(
             args, lambda: getattr(registry.create("sagemaker"), "session", None), remote
         )

@@ -784,7 +784,9 @@ def test_backends_print_nothing_the_one_follower_prints_for_all():
             for value in vars(module).values()
         ), module.__name__
         assert "print_logs" not in vars(getattr(module, "SageMakerBackend", object))
-    assert "wait" not in vars(control.LocalBackend) and "wait" not in vars(sagemaker.SageMakerBackend)
+    assert "wait" not in vars(control.LocalBackend) and "wait" not in vars(
+        sagemaker.SageMakerBackend
+    )
     plain = io.StringIO()
     LogPrinter(["algo-1", "algo-10"], plain).print([("algo-1", "x"), ("algo-10", "y")])
     assert plain.getvalue() == "algo-1  | x\nalgo-10 | y\n"

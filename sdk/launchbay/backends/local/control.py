@@ -89,7 +89,6 @@ from launchbay.backends.local.tensorboard import TensorBoardSync
 from launchbay.backends.plan import JobFields, JobPlan, plan_request
 from launchbay.errors import ConfigurationError, JobError, LaunchbayError
 from launchbay.job import LogTail, TrainingJob
-from launchbay.runtime.contract import check_request_paths
 from launchbay.runtime.for_client import is_alive, read_records
 from launchbay.runtime.names import (
     COMPLETED,
@@ -137,14 +136,6 @@ def _grace_value(value: object, argument: str) -> float:
         return parse_grace_seconds(value, argument)
     except ValueError as exc:
         raise ConfigurationError(str(exc), argument=argument, value=value) from None
-
-
-def _check_host_paths(request: Mapping[str, Any]) -> None:
-    """Channel names and checkpoint ``LocalPath`` by the runtime's rule, before anything is made."""
-    try:
-        check_request_paths(request)
-    except ValueError as exc:
-        raise ConfigurationError(str(exc)) from None
 
 
 def _start_tensorboard_sync(job: LocalJob) -> TensorBoardSync | None:
@@ -239,19 +230,19 @@ class LocalBackend(InProcessBackend):
         """Every refusal of a local job, before anything is made.
 
         The plan has already refused what this machine cannot run (more ranks
-        than it runs, too few GPUs: :func:`launchbay.backends.plan.plan_request`).
+        than it runs, too few GPUs) and what no host's tree can take (a channel
+        named ``.`` or ``..``, a checkpoint ``LocalPath`` outside the contract):
+        :func:`launchbay.backends.plan.plan_request`.
 
         Raises:
             ConfigurationError: the request asks for something that cannot run
-                locally (FileSystemInput channels, Pipe mode ...), a channel named
-                ``.`` or ``..``, a checkpoint or TensorBoard ``LocalPath`` a host's
-                tree cannot take, or a grace period that is not a finite number of
-                seconds from 0 to 3600.
+                locally (FileSystemInput channels, Pipe mode ...), a TensorBoard
+                ``LocalPath`` a host's tree cannot take, or a grace period that is
+                not a finite number of seconds from 0 to 3600.
             InputError: a ``file://`` channel path does not exist.
         """
         super().check(plan)
         check_request(plan)
-        _check_host_paths(plan.request)
         tensorboard.check_request(plan)
         grace_from(plan, self.grace_seconds)
 
