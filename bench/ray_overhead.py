@@ -13,7 +13,8 @@ and interleaved, the same 2-host x 2-process no-op ``torch_distributed`` job
 * **bare ray**: what a user would write without launchbay: a ``STRICT_SPREAD``
   placement group of 2 bundles, one actor per bundle, a free port from the first,
   each actor running ``torchrun --nnodes 2 --nproc_per_node 2 --node_rank i`` on the
-  script directly, then the actors killed and the group removed.
+  script directly (gloo on loopback, as launchbay sets it), then the actors killed
+  and the group removed.
 
 Usage, from the repository root::
 
@@ -69,7 +70,10 @@ class Torchrun:
             "--nproc_per_node", "2", "--master_addr", "127.0.0.1", "--master_port", str(port),
             "--node_rank", str(node_rank), script,
         ]  # fmt: skip
-        return subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT).returncode
+        # gloo on loopback, as launchbay sets it (the nodes' address is 127.0.0.1).
+        env = dict(os.environ, GLOO_SOCKET_IFNAME="lo")
+        done = subprocess.run(argv, stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, env=env)
+        return done.returncode
 
 
 def bare_ray(script: str) -> float:
