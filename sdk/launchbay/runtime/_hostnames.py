@@ -40,7 +40,7 @@ import sys
 from collections.abc import Callable, Iterable, Mapping, MutableMapping
 
 from launchbay.runtime.errors import TrainingSetupError
-from launchbay.runtime.names import ENV
+from launchbay.runtime.names import ENV, SETTING
 
 __all__ = [
     "MODES",
@@ -403,7 +403,7 @@ def apply(
     """
     environ = os.environ if environ is None else environ
     hosts_file = environ.get(ENV.HOSTS_FILE)
-    raw_mode = environ.get("LAUNCHBAY_HOST_NAMES", "")
+    raw_mode = environ.get(SETTING.HOST_NAMES, "")
     mode = raw_mode.strip().lower() or "auto"
     if mode not in MODES:
         raise TrainingSetupError(

@@ -64,6 +64,7 @@ from launchbay.runtime._shared import SharedDir
 from launchbay.runtime._supervisor import Outcome
 from launchbay.runtime.contract import ContractPaths
 from launchbay.runtime.launchers.base import LaunchPlan
+from launchbay.runtime.names import SETTING
 
 __all__ = [
     "Failure",
@@ -91,7 +92,7 @@ LINE_LIMIT = 200
 
 #: ``shared`` where the hosts of a local_process job share this machine's loopback
 #: (set by the runtime of such a host); ``own`` where each has its own.
-HOST_NETWORK_VAR = "LAUNCHBAY_HOST_NETWORK"
+HOST_NETWORK_VAR = SETTING.HOST_NETWORK
 SHARED_LOOPBACK_HINT = (
     "local_process hosts share this machine's loopback here, so the same port cannot be "
     "bound on two hosts; run with instance_type='local' (Docker), or allow unprivileged "

@@ -16,6 +16,7 @@ __all__ = [
     "COMPLETED",
     "DOCKER_INSTANCE_TYPES",
     "ENV",
+    "SETTING",
     "FAILED",
     "FAILED_STATUSES",
     "HP",
@@ -81,6 +82,14 @@ class ENV:
     INSTALL_REQUIREMENTS = "LAUNCHBAY_INSTALL_REQUIREMENTS"  # install requirements.txt
     STARTUP_TIMEOUT = "LAUNCHBAY_STARTUP_TIMEOUT"  # seconds for the hosts to come up
     RAY = "LAUNCHBAY_RAY"  # "1": the host is a Ray actor on a node of a cluster (docs/ray.md)
+
+
+class SETTING:
+    """The ``LAUNCHBAY_*`` variables a user sets (docs/local.md), in the caller's environment or
+    the job's ``environment=``; the local backend and the runtime both read them."""
+
+    HOST_NETWORK = "LAUNCHBAY_HOST_NETWORK"  # own | shared (the runtime records what it got)
+    HOST_NAMES = "LAUNCHBAY_HOST_NAMES"  # how algo-N resolves: auto, namespace, nss_wrapper ...
 
 
 # ------------------------------------------------------ hyperparameter keys

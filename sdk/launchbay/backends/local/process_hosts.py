@@ -64,6 +64,7 @@ from launchbay.runtime.for_client import (
     proxy_environment,
     write_hosts_file,
 )
+from launchbay.runtime.names import SETTING
 from launchbay.runtime.settings import RuntimeSettings
 
 __all__ = ["ProcessHosts", "free_port_block"]
@@ -369,7 +370,7 @@ class ProcessHosts:
 
 #: Set to ``shared`` (caller's environment or the job's ``environment=``) to run the
 #: hosts on this machine's network instead of a network of their own.
-NETWORK_SETTING = "LAUNCHBAY_HOST_NETWORK"
+NETWORK_SETTING = SETTING.HOST_NETWORK
 _NETWORK_VALUES = ("own", "shared")
 _NETWORK_START_SECONDS = 10.0
 _NETWORKS: dict[str, _JobNetwork] = {}
@@ -404,9 +405,7 @@ class _JobNetwork:
         """The job's network, or None (shared network) with one warning per process."""
         environment = job.plan.environment
         setting = network_setting(job.plan)
-        names = str(
-            environment.get("LAUNCHBAY_HOST_NAMES", os.environ.get("LAUNCHBAY_HOST_NAMES", ""))
-        )
+        names = str(environment.get(SETTING.HOST_NAMES, os.environ.get(SETTING.HOST_NAMES, "")))
         mode = names.strip().lower()
         if mode in ("nss_wrapper", "off"):
             _no_private_opt_ml(f"LAUNCHBAY_HOST_NAMES={mode} makes no mount namespace")

@@ -29,6 +29,7 @@ from launchbay.runtime.launchers.base import (
     ProcessSpec,
     python_target,
 )
+from launchbay.runtime.names import SETTING
 
 __all__ = [
     "MASTER_PORT",
@@ -102,7 +103,7 @@ def torchrun_argv(ctx: LaunchContext, single_node_of: int | None = None) -> list
 def local_interface(environ: Mapping[str, str]) -> str:
     """The interface a ``local_process`` host's ranks talk on: ``eth0`` on the job's network
     (each host its own, see runtime._netns), else loopback."""
-    return "eth0" if environ.get("LAUNCHBAY_HOST_NETWORK") == "own" else "lo"
+    return "eth0" if environ.get(SETTING.HOST_NETWORK) == "own" else "lo"
 
 
 def _network_env(ctx: LaunchContext) -> dict[str, str]:
