@@ -16,8 +16,8 @@ import time
 from pathlib import Path
 
 import pytest
+from ray_cluster_helpers import SCRIPTS, left_running, wait_none_left
 
-from conftest import SCRIPTS, left_running, wait_none_left
 from launchbay import ConfigurationError, JobFailedError
 from launchbay.pytorch import PyTorch
 

@@ -13,7 +13,7 @@ import sys
 import textwrap
 import time
 
-from conftest import SCRIPTS
+from ray_cluster_helpers import SCRIPTS
 
 SPEC = f"""
     image_uri: launchbay/pytorch-training:2.8.0-cpu-py312

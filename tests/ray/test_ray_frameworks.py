@@ -6,9 +6,9 @@ import json
 import tarfile
 
 import pytest
+from ray_cluster_helpers import SCRIPTS
 from test_ray_backend import nodes_of, pytorch
 
-from conftest import SCRIPTS
 from launchbay.tensorflow import TensorFlow
 
 
