@@ -180,3 +180,12 @@ def test_a_killed_client_takes_its_hosts_with_it(ray_cluster, ray_home, tmp_path
             child.wait()
     # Ray ends the actors of a driver that died; each runtime ends with its actor.
     assert wait_none_left(60) == []
+    # launchbay's watchdog finishes the job's record, as for a local job.
+    status_file = job_dir(ray_home, "ray-killed-client") / "status.json"
+    deadline = time.monotonic() + 60
+    while json.loads(status_file.read_text())["TrainingJobStatus"] == "InProgress":
+        assert time.monotonic() < deadline, status_file.read_text()
+        time.sleep(0.5)
+    status = json.loads(status_file.read_text())
+    assert status["TrainingJobStatus"] == "Failed"
+    assert "went away" in status["FailureReason"], status["FailureReason"]
