@@ -49,7 +49,7 @@ from launchbay.backends.local.layout import JobLayout
 from launchbay.backends.local.process_hosts import _descendants, _parent_death_signal
 from launchbay.backends.local.staging import LocalStager
 from launchbay.backends.plan import JobFields
-from launchbay.runtime.for_client import write_hosts_file
+from launchbay.runtime.for_client import is_alive, write_hosts_file
 from launchbay.runtime.settings import RuntimeSettings
 
 __all__ = ["HostAgent", "interface_of", "pack_tree", "unpack_tree"]
@@ -58,6 +58,9 @@ __all__ = ["HostAgent", "interface_of", "pack_tree", "unpack_tree"]
 CHUNK = 1 << 20
 #: The launch agent mpirun runs to reach another host (through that host's actor).
 RSH_MODULE = "launchbay.backends.local.ray_rsh"
+#: The prefix of every agent's node-local directory, and the file naming its agent's pid.
+PREFIX = "launchbay-ray-"
+PID_FILE = "agent.pid"
 #: What of a host's tree is never sent back (the client wrote or staged it).
 _NOT_COLLECTED = ("input", "code")
 
@@ -125,6 +128,34 @@ def _free_port_block(count: int) -> int:
     return port
 
 
+def sweep(parent: str | None = None) -> list[str]:
+    """Remove the node-local directories of agents that are gone; the paths removed.
+
+    An agent removes its own directory at the end of its job (:meth:`HostAgent.cleanup`);
+    one killed with its client (Ray ends the actors of a driver that died) cannot, so
+    the next agent on the node removes what such agents left.
+    """
+    parent = parent or tempfile.gettempdir()
+    removed = []
+    try:
+        names = os.listdir(parent)
+    except OSError:
+        return removed
+    for name in names:
+        path = os.path.join(parent, name)
+        if not name.startswith(PREFIX):
+            continue
+        try:
+            with open(os.path.join(path, PID_FILE), encoding="utf-8") as f:
+                pid = int(f.read().strip())
+        except (OSError, ValueError):
+            continue
+        if not is_alive(pid):
+            shutil.rmtree(path, ignore_errors=True)
+            removed.append(path)
+    return removed
+
+
 def _launchbay_path() -> str:
     """The directory that holds the ``launchbay`` package this node runs."""
     return os.path.dirname(os.path.dirname(os.path.abspath(launchbay.__file__)))
@@ -136,7 +167,10 @@ class HostAgent:
     def __init__(self, job_name: str, host: str) -> None:
         self.job_name = job_name
         self.host = host
-        self.root = tempfile.mkdtemp(prefix=f"launchbay-ray-{job_name[:24]}-{host}-")
+        sweep()
+        self.root = tempfile.mkdtemp(prefix=f"{PREFIX}{job_name[:24]}-{host}-")
+        with open(os.path.join(self.root, PID_FILE), "w", encoding="utf-8") as f:
+            f.write(str(os.getpid()))
         self.tree = os.path.join(self.root, host)
         self.log_path = os.path.join(self.root, "host.log")
         self.tmp = os.path.join(self.root, "tmp")
