@@ -136,7 +136,7 @@ def sweep(parent: str | None = None) -> list[str]:
     the next agent on the node removes what such agents left.
     """
     parent = parent or tempfile.gettempdir()
-    removed = []
+    removed: list[str] = []
     try:
         names = os.listdir(parent)
     except OSError:
