@@ -72,23 +72,27 @@ __all__ = ["ProcessHosts", "free_port_block"]
 logger = logging.getLogger("launchbay.backends.process")
 
 
-def _port_free(port: int) -> bool:
+def _port_free(port: int, address: str = "127.0.0.1") -> bool:
     with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
         try:
-            s.bind(("127.0.0.1", port))
+            s.bind((address, port))
         except OSError:
             return False
     return True
 
 
-def free_port_block(count: int) -> int:
-    """The first of ``count`` consecutive TCP ports free on loopback (best effort)."""
+def free_port_block(count: int, address: str = "127.0.0.1") -> int:
+    """The first of ``count`` consecutive TCP ports free on ``address`` (best effort).
+
+    The default is loopback (this machine's hosts); ``""`` is every address of the
+    machine (a Ray node, whose hosts are reached at the node's address).
+    """
     port = 0
     for _ in range(64):
         with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-            s.bind(("127.0.0.1", 0))
+            s.bind((address, 0))
             port = s.getsockname()[1]
-        if port + count < 65536 and all(_port_free(port + i) for i in range(1, count)):
+        if port + count < 65536 and all(_port_free(port + i, address) for i in range(1, count)):
             return port
     return port
 

@@ -46,7 +46,11 @@ from typing import Any
 
 import launchbay
 from launchbay.backends.local.layout import JobLayout
-from launchbay.backends.local.process_hosts import _descendants, _parent_death_signal
+from launchbay.backends.local.process_hosts import (
+    _descendants,
+    _parent_death_signal,
+    free_port_block,
+)
 from launchbay.backends.local.staging import LocalStager
 from launchbay.backends.plan import JobFields
 from launchbay.runtime.for_client import is_alive, write_hosts_file
@@ -105,27 +109,6 @@ def unpack_tree(data: bytes, root: str) -> None:
     os.makedirs(root, exist_ok=True)
     with tarfile.open(fileobj=io.BytesIO(data), mode="r") as tar:
         tar.extractall(root, filter="data")
-
-
-def _free_port_block(count: int) -> int:
-    """The first of ``count`` consecutive TCP ports free on every address of this node."""
-
-    def free(port: int) -> bool:
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-            try:
-                s.bind(("", port))
-            except OSError:
-                return False
-        return True
-
-    port = 0
-    for _ in range(64):
-        with socket.socket(socket.AF_INET, socket.SOCK_STREAM) as s:
-            s.bind(("", 0))
-            port = s.getsockname()[1]
-        if port + count < 65536 and all(free(port + i) for i in range(1, count)):
-            return port
-    return port
 
 
 def sweep(parent: str | None = None) -> list[str]:
@@ -200,7 +183,7 @@ class HostAgent:
 
     def free_port_block(self, count: int) -> int:
         """A block of ``count`` ports free on this node (the job's master port and TF's ports)."""
-        return _free_port_block(count)
+        return free_port_block(count, address="")
 
     # -- the host's tree ---------------------------------------------------------------
     def setup(self, hosts: Sequence[str], plan: JobFields, config: bytes) -> None:

@@ -278,6 +278,31 @@ def _require_mpi(ctx: LaunchContext) -> None:
         )
 
 
+def _host_plan(
+    ctx: LaunchContext,
+    launcher: str,
+    processes: list[ProcessSpec],
+    ranks: tuple[int, int, int],
+    host_env_file: str,
+    rank_env: dict[str, str],
+    *,
+    fifo: bool = False,
+) -> LaunchPlan:
+    """This host's plan: ``ranks`` is (host index, processes per host, world size); the ranks'
+    environment is written to ``host_env_file`` before they start and removed after."""
+    index, ppn, total = ranks
+    return LaunchPlan(
+        launcher=launcher,
+        processes=processes,
+        world_size=total,
+        host_ranks=_host_ranks(ctx, index, ppn, total),
+        label_ranks=total > 1,
+        fifo=fifo,
+        before_start=[lambda: _write_host_env(host_env_file, rank_env, ctx.code_dir)],
+        on_finish=[_forget_host_env(host_env_file)],
+    )
+
+
 def _host_ranks(ctx: LaunchContext, index: int, ppn: int, total: int) -> dict[int, int]:
     hosts = len(ctx.env.distribution_hosts)
     ranks = {r: r % ppn for r in range(total) if min(r // ppn, hosts - 1) == index}
@@ -627,16 +652,7 @@ def _build_local(
     rank_env = _rank_env(ctx)
     rank_env["LAUNCHBAY_IO_DIR"] = ctx.io_dir
     host_env_file = os.path.join(env_dir, f"{env.current_host}.json")
-    plan = LaunchPlan(
-        launcher=launcher,
-        processes=[],
-        world_size=total,
-        host_ranks=_host_ranks(ctx, index, ppn, total),
-        label_ranks=total > 1,
-        fifo=True,
-        before_start=[lambda: _write_host_env(host_env_file, rank_env, ctx.code_dir)],
-        on_finish=[_forget_host_env(host_env_file)],
-    )
+    plan = _host_plan(ctx, launcher, [], (index, ppn, total), host_env_file, rank_env, fifo=True)
     if env.is_master:
         launch_env = dict(rank_env)
         launch_env[local_var] = json.dumps({"ppn": ppn, "hosts": hosts, "env_dir": env_dir})
@@ -737,15 +753,10 @@ def _build_ssh(
     sshd = ProcessSpec(
         name="sshd", argv=[SSHD, "-D"], env=dict(ctx.base_env), cwd="/", role="service"
     )
-    plan = LaunchPlan(
-        launcher="smdistributed" if smddp else launcher,
-        processes=[sshd],
-        world_size=total,
-        host_ranks=_host_ranks(ctx, index, ppn, total),
-        label_ranks=total > 1,
-        before_start=[lambda: _write_host_env(host_env_file, rank_env, ctx.code_dir)],
-        on_finish=[_forget_host_env(host_env_file)],
-    )
+    plan = _host_plan(
+        ctx, "smdistributed" if smddp else launcher, [sshd], (index, ppn, total),
+        host_env_file, rank_env,
+    )  # fmt: skip
     workers = [ctx.settings.address(h) for h in hosts if h != env.master_hostname]
     if env.is_master:
         try:
@@ -832,15 +843,7 @@ def _build_ray(
     rank_env.pop("LAUNCHBAY_IO_DIR", None)
     rank_env.pop("PYTHONUNBUFFERED", None)  # see _build_ssh
     rank_env["LAUNCHBAY_HOST_ENV_FILE"] = os.path.relpath(host_env_file, base)
-    plan = LaunchPlan(
-        launcher=launcher,
-        processes=[],
-        world_size=total,
-        host_ranks=_host_ranks(ctx, index, ppn, total),
-        label_ranks=total > 1,
-        before_start=[lambda: _write_host_env(host_env_file, rank_env, ctx.code_dir)],
-        on_finish=[_forget_host_env(host_env_file)],
-    )
+    plan = _host_plan(ctx, launcher, [], (index, ppn, total), host_env_file, rank_env)
     if env.is_master:
         _require_mpi(ctx)
         workers = [ctx.settings.address(h) for h in hosts if h != env.master_hostname]
