@@ -8,9 +8,6 @@ runtime per host, ``python -m launchbay.runtime.train`` in its own process group
 
 from __future__ import annotations
 
-import os
-from typing import Any
-
 from launchbay.backends.local.control import DEFAULT_GRACE_SECONDS, LocalBackend
 from launchbay.backends.local.process_hosts import ProcessHosts, free_port_block
 from launchbay.runtime.names import LOCAL_PROCESS
@@ -29,12 +26,4 @@ class ProcessBackend(LocalBackend):
     name = "local_process"
     instance_types = (LOCAL_PROCESS,)
     host_kind = "process group"
-
-    def __init__(
-        self,
-        session: Any = None,
-        job_root: str | os.PathLike[str] | None = None,
-        *,
-        grace_seconds: float | None = None,
-    ) -> None:
-        super().__init__(session, job_root, grace_seconds=grace_seconds, runner=ProcessHosts())
+    runner_class = ProcessHosts

@@ -12,9 +12,6 @@ is checked or run (``pip install 'launchbay[ray]'``); docs/ray.md.
 
 from __future__ import annotations
 
-import os
-from typing import Any
-
 from launchbay.backends.local.control import LocalBackend
 from launchbay.backends.local.ray_hosts import (
     CPUS_SETTING,
@@ -41,15 +38,7 @@ class RayBackend(LocalBackend):
     name = "ray"
     instance_types = (RAY,)
     host_kind = "Ray actor"
-
-    def __init__(
-        self,
-        session: Any = None,
-        job_root: str | os.PathLike[str] | None = None,
-        *,
-        grace_seconds: float | None = None,
-    ) -> None:
-        super().__init__(session, job_root, grace_seconds=grace_seconds, runner=RayHosts())
+    runner_class = RayHosts
 
     def check(self, plan: JobPlan) -> None:
         """The local refusals, then the cluster's: Ray installed, a cluster named, nodes enough.

@@ -41,7 +41,7 @@ import signal
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any
+from typing import Any, ClassVar
 
 from launchbay import metrics, transfer
 from launchbay._home import unusable_home_error, usable_local_home
@@ -185,7 +185,8 @@ class LocalBackend(InProcessBackend):
         grace_seconds: Seconds between SIGTERM and SIGKILL when hosts are stopped
             (default ``$LAUNCHBAY_GRACE_SECONDS`` from the request's Environment or
             the caller's environment, else 10).
-        runner: What runs the hosts (processes, containers ...).
+        runner: What runs the hosts (processes, containers ...); default: a new
+            :attr:`runner_class`.
     """
 
     def __init__(
@@ -194,10 +195,15 @@ class LocalBackend(InProcessBackend):
         job_root: str | os.PathLike[str] | None = None,
         *,
         grace_seconds: float | None = None,
-        runner: HostRunner,
+        runner: HostRunner | None = None,
     ) -> None:
         #: What runs the job's hosts (see launchbay.backends.local.hosts).
-        self.runner = runner
+        if runner is None:
+            runner_class = type(self).runner_class
+            if runner_class is None:
+                raise TypeError(f"{type(self).__name__} needs a runner: it has no runner_class")
+            runner = runner_class()
+        self.runner: HostRunner = runner
         self.session = session
         self._job_root = os.fspath(job_root) if job_root is not None else None
         self.grace_seconds = (
@@ -205,6 +211,8 @@ class LocalBackend(InProcessBackend):
         )
         self._stager: LocalStager | None = None
 
+    #: What runs the hosts when no runner is given (a subclass's own kind of host).
+    runner_class: ClassVar[type[HostRunner] | None] = None
     #: How a host is called in messages ("local process", "container" ...).
     host_kind = "host"
     #: The instance types whose jobs this backend runs (and owns, see :meth:`owns`).
