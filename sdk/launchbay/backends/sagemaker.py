@@ -6,7 +6,8 @@ was made (:func:`launchbay.backends.plan.plan_request`), with SageMaker's needs:
 what only the local backends understand, such as ``file://`` URIs, is refused
 there (moto and dry runs accept anything, the service does not).
 
-Following a job (:meth:`SageMakerBackend.wait`, ``fit(wait=True)``):
+Following a job (:meth:`SageMakerBackend.events`, which ``wait()``, ``fit(wait=True)``
+and ``launchbay logs`` show through the one follower, :mod:`launchbay.backends.follow`):
 
 * **Status.** ``DescribeTrainingJob`` is polled. Every new secondary status
   transition, and every new message of the current one, is shown as it

@@ -10,9 +10,9 @@ training job, whatever runs the hosts:
    channels, restores checkpoints (:meth:`HostRunner.prepare <launchbay.backends.local.hosts.HostRunner.prepare>`);
 3. *Training*: the host runner starts one host per instance
    (:meth:`HostRunner.start <launchbay.backends.local.hosts.HostRunner.start>`). Every line a host prints goes to
-   ``logs/<host>.log``, which :meth:`LocalBackend.wait` prints from as it
-   grows, prefixed by the host (nothing is dropped, however far the display
-   falls behind);
+   ``logs/<host>.log``, which :meth:`LocalBackend.events` reads as it grows
+   (``wait()`` and ``logs`` print those events, prefixed by the host: nothing is
+   dropped, however far the display falls behind);
 4. the first host to exit non-zero fails the job: the other hosts are stopped
    at once (SIGTERM, SIGKILL after the grace period), every host's
    ``output/launchbay-failure.json`` is read and the earliest failure is the root
