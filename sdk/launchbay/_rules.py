@@ -21,7 +21,6 @@ from launchbay._resolve import Resolution
 from launchbay.debugger import DebuggerHookConfig
 from launchbay.errors import ConfigurationError
 from launchbay.inputs import check_uri
-from launchbay.runtime.code import ENTRY_POINT_ACCEPTED, entry_point_problem
 from launchbay.session import LocalExecutionRole
 from launchbay.vpc import VpcConfig
 
@@ -183,7 +182,10 @@ class Rules(Resolution):
             code.validate_code(entry_point, self.source_dir, self.dependencies)
             source_dir = None if self.source_dir is None else os.fspath(self.source_dir)
             script = code._resolve_entry_point(entry_point, source_dir)[1]
-        # The name the hosts run (sagemaker_program), by the runtime's own rule.
+        # The name the hosts run (sagemaker_program), by the runtime's own rule (imported here:
+        # the runtime's code module is not needed until an estimator is made).
+        from launchbay.runtime.code import ENTRY_POINT_ACCEPTED, entry_point_problem
+
         problem = entry_point_problem(script)
         if problem:
             shown = "" if script == self.entry_point else f" (run as {script!r})"

@@ -67,7 +67,6 @@ import tarfile
 import tempfile
 import threading
 import time
-import uuid
 import weakref
 from collections.abc import Iterable, Sequence
 from dataclasses import dataclass
@@ -636,6 +635,8 @@ class _HashingWriter:
 
 def _unique_path(directory: str) -> str:
     """A new temporary name in ``directory`` (for ``os.link``, which will not overwrite)."""
+    import uuid  # here: uuid imports platform, which an estimator never needs at import
+
     return os.path.join(directory, f"{_TMP_PREFIX}{uuid.uuid4().hex}{_TMP_SUFFIX}")
 
 

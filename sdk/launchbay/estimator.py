@@ -15,16 +15,13 @@ import json
 import logging
 import os
 from collections.abc import Mapping
-from typing import Any
+from typing import TYPE_CHECKING, Any
 
 from launchbay import (
     _attach,
     _request,
-    _sagemaker_config,
     arguments,
-    backends,
     image_uris,
-    jobspec,
 )
 from launchbay._instances import version_tuple
 from launchbay._logs import show_logs
@@ -35,19 +32,15 @@ from launchbay._regions import DEBUGGER_UNSUPPORTED_REGIONS as DEBUGGER_UNSUPPOR
 from launchbay._regions import PROFILER_UNSUPPORTED_REGIONS as PROFILER_UNSUPPORTED_REGIONS
 from launchbay._resolve import local_home_uri as local_home_uri  # re-exported
 from launchbay._rules import Rules
-from launchbay.backends.plan import (
-    JobPlan,
-    Placement,
-    Resources,
-    place,
-    plan_request,
-    resolve_resources,
-)
 from launchbay.distribution import Distribution, parse_distribution
 from launchbay.errors import ConfigurationError
 from launchbay.inputs import channels_from_inputs
 from launchbay.runtime.names import HP, LOCAL_GPU, LOCAL_INSTANCE_TYPES, LOCAL_PROCESS
 from launchbay.session import Session
+
+if TYPE_CHECKING:
+    from launchbay import jobspec  # imported by the first spec read or written
+    from launchbay.backends.plan import JobPlan, Placement, Resources  # by the first estimator
 
 __all__ = ["EstimatorBase", "Estimator", "Framework"]
 
@@ -79,6 +72,8 @@ class EstimatorBase(Rules):
         declared = arguments.declared(type(self))
         raw = arguments.bind(type(self), args, kwargs, stacklevel=3)
         # SageMaker SDK defaults files fill what was not given, as in SDK v2 (issue 26).
+        from launchbay import _sagemaker_config  # imported by the first estimator made
+
         raw = _sagemaker_config.estimator_defaults(type(self), args, kwargs, raw)
         values = arguments.check(declared, raw, _local_before_checks(raw))
         for argument in declared:
@@ -102,6 +97,8 @@ class EstimatorBase(Rules):
             ConfigurationError: instance groups that no one backend runs (local
                 and ``ml.*`` mixed, or two local types).
         """
+        from launchbay.backends.plan import place  # the backends load with the first estimator
+
         return place(self.instance_type, self.instance_groups)
 
     @property
@@ -240,10 +237,14 @@ class EstimatorBase(Rules):
             )
         )
         # The defaults files' volume KMS key and tags, merged as SDK v2's session does.
+        from launchbay import _sagemaker_config
+
         request = _sagemaker_config.apply_to_request(
             request, _sagemaker_config.config_for(self.sagemaker_session)
         )
         self._check_request(request)
+        from launchbay.backends.plan import plan_request
+
         return plan_request(request, resources=resources), bundle, code_uri
 
     def resources(self) -> Resources:
@@ -276,12 +277,16 @@ class EstimatorBase(Rules):
             }
         else:
             resources = {"InstanceType": self.instance_type, "InstanceCount": self.instance_count}
+        from launchbay.backends.plan import resolve_resources
+
         return resolve_resources(resources, per_host, processes_argument=where)
 
     def _backend(self, plan: JobPlan) -> Any:
         """The backend the plan is placed on, with this estimator's session."""
+        from launchbay.backends.registry import backend_for_plan
+
         session = self.sagemaker_session if plan.local else self.session
-        return backends.backend_for_plan(plan, session)
+        return backend_for_plan(plan, session)
 
     def create_training_job_request(
         self, inputs: Any = None, job_name: str | None = None
@@ -461,6 +466,8 @@ class EstimatorBase(Rules):
             launchbay.jobspec.JobSpecError: the spec is invalid; the message names
                 the file, line and key path of each problem.
         """
+        from launchbay import jobspec  # the job-spec modules load with the first spec
+
         return cls.from_spec(jobspec.load(path), **overrides)
 
     @classmethod
@@ -501,6 +508,8 @@ class EstimatorBase(Rules):
         are written relative to it; ``spec_inputs``/``spec_job_name`` are included
         when set. The session is not part of a spec.
         """
+        from launchbay import jobspec
+
         spec = jobspec.spec_from_arguments(
             arguments.bound_values(self),
             framework=self._framework_name,
@@ -593,6 +602,8 @@ def _local_before_checks(raw: Mapping[str, Any]) -> bool:
     The rule of :func:`launchbay.plan.place`; arguments it cannot read yet (a
     wrong type) count as not local, and their own check names them.
     """
+    from launchbay.backends.plan import place
+
     try:
         return place(raw.get("instance_type"), raw.get("instance_groups")).local
     except (ConfigurationError, TypeError, AttributeError):
@@ -611,6 +622,8 @@ FRAMEWORK_CLASSES = {
 def _spec_class(spec: jobspec.JobSpec, requested: type) -> type[EstimatorBase]:
     """The estimator class ``spec`` asks for, checked against the class ``from_yaml`` was called on."""
     import importlib
+
+    from launchbay import jobspec
 
     if spec.framework in FRAMEWORK_CLASSES:
         module, name = FRAMEWORK_CLASSES[spec.framework]

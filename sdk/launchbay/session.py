@@ -42,7 +42,7 @@ import threading
 from collections.abc import Callable, Mapping
 from typing import TYPE_CHECKING, Any
 
-from launchbay import _sagemaker_config, transfer
+from launchbay import transfer
 from launchbay.display import format_bytes as format_bytes  # re-exported: bar sizes
 from launchbay.errors import ConfigurationError, InputError
 from launchbay.s3uri import is_valid_bucket_name, s3_join
@@ -123,6 +123,8 @@ class Session:
         self._s3_client: Any = None
         self._logs_client: Any = None
         self._region_name = region_name
+        from launchbay import _sagemaker_config  # imported by the first session made
+
         #: The SageMaker SDK defaults this session applies (files read once, then cached).
         self.sagemaker_defaults = (
             _sagemaker_config.from_dict(sagemaker_config)

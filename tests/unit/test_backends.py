@@ -38,10 +38,8 @@ def test_registry_imports_a_backend_only_when_it_is_used():
         """
     )
     before, names, after, cls, gpu, boto3, docker_pkg = json.loads(out)
-    assert before == [
+    assert before == [  # the events and their follower load when a job is followed
         "launchbay.backends.base",
-        "launchbay.backends.events",
-        "launchbay.backends.follow",
         "launchbay.backends.plan",
         "launchbay.backends.registry",
     ]
@@ -303,3 +301,21 @@ def test_the_follower_ends_the_events_when_printing_fails():
     with pytest.raises(RuntimeError, match="the stream is gone"):
         show_events(events(), Broken())
     assert ended == [True]
+
+
+def test_importing_an_estimator_class_loads_no_backend_spec_or_config_module():
+    """What an estimator needs only when one is made, or a job run, loads then: the plan and
+    the backends, the job-spec modules, the SageMaker defaults files' reader (import time,
+    bench/import_time.py)."""
+    out = run_python(
+        """
+        import json, sys
+        from launchbay.pytorch import PyTorch
+        from launchbay.tensorflow import TensorFlow
+        print(json.dumps(sorted(m for m in sys.modules if m.startswith("launchbay"))))
+        """
+    )
+    loaded = json.loads(out)
+    assert not [m for m in loaded if m.startswith("launchbay.backends")], loaded
+    assert "launchbay.jobspec" not in loaded and "launchbay._sagemaker_config" not in loaded
+    assert "launchbay.runtime.code" not in loaded

@@ -79,14 +79,15 @@ from __future__ import annotations
 import abc
 import sys
 from collections.abc import Iterator, Mapping, Sequence
-from typing import Any, ClassVar, NamedTuple, TextIO
+from typing import TYPE_CHECKING, Any, ClassVar, NamedTuple, TextIO
 
 from launchbay._logs import show_logs
-from launchbay.backends.events import Event
-from launchbay.backends.follow import show_events
 from launchbay.backends.plan import JobPlan
 from launchbay.errors import ConfigurationError, JobError
 from launchbay.job import LogTail, TrainingJob
+
+if TYPE_CHECKING:  # the events and their follower are imported when a job is followed
+    from launchbay.backends.events import Event
 
 __all__ = ["Backend", "DetachedRun", "InProcessBackend"]
 
@@ -190,6 +191,8 @@ class Backend(abc.ABC):
         Raises:
             ConfigurationError: ``logs`` is not one of SDK v2's values.
         """
+        from launchbay.backends.follow import show_events
+
         lines = show_logs(logs)
         ended = show_events(
             self.events(name, lines=lines, status=True, follow=True),
@@ -202,6 +205,8 @@ class Backend(abc.ABC):
 
     def print_logs(self, name: str, follow: bool = False, stream: TextIO | None = None) -> None:
         """Print the job's host-prefixed log lines; with ``follow``, until it ends."""
+        from launchbay.backends.follow import show_events
+
         show_events(
             self.events(name, lines=True, status=False, follow=follow),
             self.output_stream(stream),
