@@ -283,10 +283,10 @@ class EstimatorBase(Rules):
 
     def _backend(self, plan: JobPlan) -> Any:
         """The backend the plan is placed on, with this estimator's session."""
-        from launchbay.backends.registry import backend_for_plan
+        from launchbay import backends  # through the package, where tests and callers find it
 
         session = self.sagemaker_session if plan.local else self.session
-        return backend_for_plan(plan, session)
+        return backends.backend_for_plan(plan, session)
 
     def create_training_job_request(
         self, inputs: Any = None, job_name: str | None = None
