@@ -14,7 +14,10 @@
   nothing is installed unless asked, unmet requirements are reported instead.
   When asked, the hosts of a ``local_process`` job, which share one interpreter,
   install once: the first host to take a lock in the job's shared directory runs
-  pip, the others wait for it and take its result (:func:`_install_once`).
+  pip, the others wait for it and take its result (:func:`_install_once`). Jobs
+  share the interpreter too: every pip run into this machine's interpreter
+  (``local_process``, a Ray node) holds its machine-wide lock,
+  ``$LAUNCHBAY_HOME/locks/pip-<hash of sys.prefix>.lock`` (:func:`_interpreter_lock`).
 """
 
 from __future__ import annotations
@@ -30,11 +33,14 @@ import subprocess
 import sys
 import tarfile
 import tempfile
+import time
 import urllib.parse
+from collections.abc import Iterator
 from dataclasses import dataclass
 
-from launchbay.runtime._confine import INSIDE, resolve
-from launchbay.runtime.errors import TrainingSetupError, UnsafeArchiveError
+from launchbay.runtime.archive import refused_members
+from launchbay.runtime.archive import safe_extract as extract_archive
+from launchbay.runtime.errors import TrainingSetupError
 from launchbay.runtime.names import ENV, HP
 
 __all__ = [
@@ -50,6 +56,7 @@ __all__ = [
     "parse_requirements",
     "unmet_requirements",
     "prepare_requirements",
+    "interpreter_lock_path",
 ]
 
 logger = logging.getLogger("launchbay.runtime")
@@ -87,116 +94,29 @@ def _s3_download(uri: str, destination: str) -> None:
 
 
 def unsafe_members(archive: tarfile.TarFile, destination: str) -> list[str]:
-    """Names of members that would be written, or would link, outside ``destination``.
+    """Names of the members :func:`safe_extract` refuses (:func:`launchbay.runtime.archive.refused_members`).
 
-    Extraction is simulated member by member, in archive order, on a picture of
-    the tree as extraction will leave it: every path is resolved component by
-    component through the links already in the archive (and those already in
-    ``destination``), as the kernel will resolve it when the member is written
-    (:func:`launchbay.runtime._confine.resolve`). Refused:
-
-    * absolute names, ``..`` segments, devices and FIFOs;
-    * a member whose directory, or (for files, directories and hard links)
-      whose own path, resolves outside -- a link chain such as ``a -> .`` then
-      ``b -> a/..`` then ``b/evil.py`` is caught here;
-    * a symbolic link whose target is absolute, or resolves outside or into a
-      loop in the final tree (a later member can re-point a link it goes through);
-    * a hard link whose target resolves outside, or through a loop.
-
-    The result does not depend on tarfile's ``data`` filter: it is the whole
-    check on Pythons without it (3.10 before 3.10.12, 3.11 before 3.11.4).
+    Absolute names, ``..`` segments, devices and FIFOs; members whose directory or
+    own path resolves outside ``destination`` through the archive's links (a chain
+    such as ``a -> .`` then ``b -> a/..`` then ``b/evil.py``); links that resolve
+    outside or into a loop in the final tree. The check does not depend on
+    tarfile's ``data`` filter (Python 3.10 before 3.10.12, 3.11 before 3.11.4).
     """
-    root = os.path.realpath(destination)
-    tree: dict[tuple[str, ...], str | None] = {}  # path -> link target, None: not a link
-
-    def readlink(parts: tuple[str, ...]) -> str | None:
-        if parts in tree:
-            return tree[parts]
-        path = os.path.join(root, *parts)
-        try:
-            return os.readlink(path) if os.path.islink(path) else None
-        except OSError:
-            return None
-
-    def inside(parts: list[str], follow_final: bool = True) -> tuple[str, ...] | None:
-        where, resolved = resolve(parts, readlink, follow_final=follow_final)
-        return resolved if where == INSIDE else None
-
-    bad: list[str] = []
-    links: list[tuple[str, tuple[str, ...], str]] = []
-    for member in archive.getmembers():
-        name = member.name
-        parts = [p for p in name.replace("\\", "/").split("/") if p not in ("", ".")]
-        if name.startswith(("/", "\\")) or ".." in parts or not parts:
-            bad.append(name)
-            continue
-        if member.isdev() or member.isfifo():
-            bad.append(name)
-            continue
-        parent = inside(parts[:-1])
-        if parent is None:
-            bad.append(name)
-            continue
-        here = (*parent, parts[-1])
-        if member.issym():
-            if member.linkname.startswith(("/", "\\")):
-                bad.append(name)
-                continue
-            tree[here] = member.linkname  # tarfile replaces what was there
-            links.append((name, parent, member.linkname))
-            continue
-        target = inside(list(here))  # open(), mkdir() and chmod() follow a final link
-        if target is None:
-            bad.append(name)
-            continue
-        if member.islnk():
-            link_target = member.linkname.replace("\\", "/")
-            if link_target.startswith("/") or inside(link_target.split("/")) is None:
-                bad.append(name)
-                continue
-        tree[target] = None
-    for name, parent, linkname in links:
-        if name not in bad and inside([*parent, *linkname.replace("\\", "/").split("/")]) is None:
-            bad.append(name)
-    return bad
+    return [name for name, _why in refused_members(archive, destination)]
 
 
 def safe_extract(
     archive_path: str, destination: str, *, use_data_filter: bool | None = None
 ) -> None:
-    """Unpack a (gzipped) tar into ``destination``; refuse it whole if any member escapes.
+    """Unpack a code archive into ``destination``; refuse it whole if any member escapes.
 
-    Raises :class:`UnsafeArchiveError` naming the offending members; nothing is
-    written in that case (``destination`` is created, and stays as it was).
-    :func:`unsafe_members` is the check; tarfile's ``data`` filter, where this
-    Python has it, is a second guard (``use_data_filter=False`` extracts without
-    it, as a Python lacking it does). If extraction fails part way, what it
-    wrote is removed again.
+    The one safe extraction (:func:`launchbay.runtime.archive.safe_extract`) with
+    the code archive's rule: raises :class:`~launchbay.runtime.errors.UnsafeArchiveError` naming the
+    offending members and writes nothing (``destination`` is created, and stays
+    as it was); if extraction fails part way, what it wrote is removed again.
+    ``use_data_filter=False`` extracts as a Python without tarfile's ``data`` filter.
     """
-    os.makedirs(destination, exist_ok=True)
-    if use_data_filter is None:
-        use_data_filter = hasattr(tarfile, "data_filter")
-    with tarfile.open(archive_path, mode="r:*") as archive:
-        bad = unsafe_members(archive, destination)
-        if bad:
-            raise UnsafeArchiveError(archive_path, bad)
-        before = set(os.listdir(destination))
-        try:
-            if use_data_filter:
-                archive.extractall(destination, filter="data")
-            elif hasattr(tarfile, "data_filter"):
-                archive.extractall(destination, filter="fully_trusted")
-            else:  # pragma: no cover - Python without extraction filters
-                archive.extractall(destination)
-        except BaseException:
-            for entry in set(os.listdir(destination)) - before:
-                path = os.path.join(destination, entry)
-                if os.path.isdir(path) and not os.path.islink(path):
-                    shutil.rmtree(path, ignore_errors=True)
-                else:
-                    with contextlib.suppress(OSError):
-                        os.unlink(path)
-            raise
+    extract_archive(archive_path, destination, whole=True, use_data_filter=use_data_filter)
 
 
 def fetch_code(uri: str | None, code_dir: str) -> bool:
@@ -369,17 +289,22 @@ def unmet_requirements(requirements: list[Requirement]) -> list[str]:
     return problems
 
 
-def _pip_install(args: list[str], cwd: str, python: str) -> None:
-    problem = _run_pip(args, cwd, python)
+def _pip_install(args: list[str], cwd: str, python: str, *, shared: bool = False) -> None:
+    problem = _run_pip(args, cwd, python, shared=shared)
     if problem is not None:
         raise TrainingSetupError(problem)
 
 
-def _run_pip(args: list[str], cwd: str, python: str) -> str | None:
-    """Run ``pip install args`` with its output shown; why it failed, or ``None``."""
+def _run_pip(args: list[str], cwd: str, python: str, *, shared: bool = False) -> str | None:
+    """Run ``pip install args`` with its output shown; why it failed, or ``None``.
+
+    ``shared``: ``python`` is this machine's, shared with other jobs (``local_process``,
+    a Ray node): pip runs under its machine-wide lock (:func:`_interpreter_lock`).
+    """
     command = [python, "-m", "pip", "install", *args]
-    logger.info("Installing: %s", " ".join(command))
-    result = subprocess.run(command, cwd=cwd, capture_output=True, text=True)
+    with _interpreter_lock(python) if shared else contextlib.nullcontext():
+        logger.info("Installing: %s", " ".join(command))
+        result = subprocess.run(command, cwd=cwd, capture_output=True, text=True)
     sys.stdout.write(result.stdout)
     sys.stderr.write(result.stderr)
     sys.stdout.flush()
@@ -388,6 +313,81 @@ def _run_pip(args: list[str], cwd: str, python: str) -> str | None:
         return None
     tail = "\n".join(result.stderr.strip().splitlines()[-10:])
     return f"'{' '.join(command)}' failed with exit code {result.returncode} in {cwd}:\n{tail}"
+
+
+#: The variable naming launchbay's local root (the client's ``launchbay._home``), and its default.
+_HOME_ENV = "LAUNCHBAY_HOME"
+_HOME_DEFAULT = "~/.launchbay"
+
+
+def _prefix_of(python: str) -> str:
+    """The ``sys.prefix`` of ``python``: the environment whose site-packages pip writes."""
+    if os.path.abspath(python) == os.path.abspath(sys.executable):
+        return sys.prefix
+    with contextlib.suppress(OSError, subprocess.SubprocessError):
+        found = subprocess.run(
+            [python, "-c", "import sys; print(sys.prefix)"],
+            capture_output=True,
+            text=True,
+            timeout=60,
+        )
+        if found.returncode == 0 and found.stdout.strip():
+            return found.stdout.strip()
+    return os.path.abspath(python)
+
+
+def interpreter_lock_path(python: str = sys.executable) -> str:
+    """``$LAUNCHBAY_HOME/locks/pip-<hash of python's sys.prefix>.lock``: one per environment."""
+    home = os.path.abspath(os.path.expanduser(os.environ.get(_HOME_ENV) or _HOME_DEFAULT))
+    digest = hashlib.sha256(os.path.realpath(_prefix_of(python)).encode()).hexdigest()[:16]
+    return os.path.join(home, "locks", f"pip-{digest}.lock")
+
+
+@contextlib.contextmanager
+def _interpreter_lock(python: str) -> Iterator[None]:
+    """Hold ``python``'s machine-wide pip lock (an exclusive ``flock``) while the block runs.
+
+    Every job of this machine that installs into the same environment (its
+    ``sys.prefix``), whichever job it belongs to, takes the same lock, so no two
+    pip runs write one site-packages at once; a host that waits says so in its
+    log. The lock's folder is 0700 and its file 0600 (``$LAUNCHBAY_HOME``'s
+    rule). Where the lock cannot be made (a read-only home), pip runs unlocked
+    after a warning.
+    """
+    try:
+        import fcntl  # noqa: PLC0415 - POSIX only
+    except ImportError:  # pragma: no cover - the runtime runs on Linux
+        yield
+        return
+    path = interpreter_lock_path(python)
+    try:
+        os.makedirs(os.path.dirname(path), mode=0o700, exist_ok=True)
+        fd = os.open(path, os.O_RDWR | os.O_CREAT | os.O_NOFOLLOW | os.O_CLOEXEC, 0o600)
+    except OSError as exc:
+        logger.warning(
+            "Not locking %s for pip (%s: %s): another job may install into it at the same time",
+            python,
+            path,
+            exc.strerror or exc,
+        )
+        yield
+        return
+    try:
+        os.fchmod(fd, 0o600)
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            logger.info(
+                "Waiting for another job's pip run into %s to end (lock %s)",
+                _prefix_of(python),
+                path,
+            )
+            started = time.monotonic()
+            fcntl.flock(fd, fcntl.LOCK_EX)
+            logger.info("Waited %.1f s for the pip lock of %s", time.monotonic() - started, python)
+        yield
+    finally:
+        os.close(fd)  # releases the lock
 
 
 def _interpreter_key(args: list[str], cwd: str, python: str) -> str:
@@ -461,7 +461,7 @@ def _install_once(args: list[str], cwd: str, python: str, shared_dir: str) -> No
                 python,
             )
             return
-        problem = _run_pip(args, cwd, python)
+        problem = _run_pip(args, cwd, python, shared=True)
         record = {"host": _this_host(), "python": python, "args": args, "problem": problem}
         tmp = f"{result_path}.{os.getpid()}.tmp"
         with open(tmp, "w", encoding="utf-8") as f:
@@ -496,10 +496,15 @@ def prepare_requirements(
     has_requirements = os.path.exists(requirements_file)
     is_package = os.path.exists(os.path.join(code_dir, "setup.py")) and entry.kind == "module"
     should_install = install == "1" if local_process else install != "0"
+    # This machine's interpreter, shared by every job here: pip takes its lock.
+    shared = local_process or os.environ.get(ENV.RAY) == "1"
     if should_install:
         if is_package and not local_process:
             _pip_install(
-                ["."] + (["-r", "requirements.txt"] if has_requirements else []), code_dir, python
+                ["."] + (["-r", "requirements.txt"] if has_requirements else []),
+                code_dir,
+                python,
+                shared=shared,
             )
         elif has_requirements and entry.kind != "command":
             if shared_dir is None:
@@ -507,7 +512,7 @@ def prepare_requirements(
             if local_process and shared_dir:
                 _install_once(["-r", "requirements.txt"], code_dir, python, shared_dir)
             else:
-                _pip_install(["-r", "requirements.txt"], code_dir, python)
+                _pip_install(["-r", "requirements.txt"], code_dir, python, shared=shared)
         return []
     if not has_requirements:
         return []
