@@ -55,7 +55,7 @@ from launchbay.runtime.for_client import (
 )
 from launchbay.s3uri import is_file_uri, is_s3_uri, parse_s3_uri
 
-__all__ = ["Outputs"]
+__all__ = ["Outputs", "add_entry"]
 
 logger = logging.getLogger("launchbay.backends.local")
 
@@ -441,26 +441,37 @@ def _write_tar(files: Sequence[TreeEntry], path: str) -> None:
     """A gzipped tar of ``files``: regular files with their data, inside links as links."""
     with tarfile.open(path, "w:gz", compresslevel=6) as tar:
         for entry in files:
-            if entry.kind == "link":
-                info = tarfile.TarInfo(entry.rel)
-                info.type = tarfile.SYMTYPE
-                info.linkname = entry.link
-                info.mode = 0o777
-                with contextlib.suppress(OSError):
-                    info.mtime = int(os.lstat(entry.path).st_mtime)
-                tar.addfile(info)
-                continue
-            fd = open_regular(entry.path, entry.base or None)
-            if fd is None:
+            if not add_entry(tar, entry):
                 logger.warning(
                     "Not packing %s: no longer a regular file reached without a link", entry.path
                 )
-                continue
-            with os.fdopen(fd, "rb") as f:
-                info = tar.gettarinfo(arcname=entry.rel, fileobj=f)
-                info.uid = info.gid = 0
-                info.uname = info.gname = ""
-                tar.addfile(info, f)
+
+
+def add_entry(tar: tarfile.TarFile, entry: TreeEntry) -> bool:
+    """Add one scanned entry to ``tar`` as ``entry.rel``: a file's data, or an inside link as a link.
+
+    The file is opened without following a link swapped in after the scan
+    (:func:`open_regular`); returns ``False`` when it is no longer a regular file.
+    The Ray agent packs a host's files on its node with this too.
+    """
+    if entry.kind == "link":
+        info = tarfile.TarInfo(entry.rel)
+        info.type = tarfile.SYMTYPE
+        info.linkname = entry.link
+        info.mode = 0o777
+        with contextlib.suppress(OSError):
+            info.mtime = int(os.lstat(entry.path).st_mtime)
+        tar.addfile(info)
+        return True
+    fd = open_regular(entry.path, entry.base or None)
+    if fd is None:
+        return False
+    with os.fdopen(fd, "rb") as f:
+        info = tar.gettarinfo(arcname=entry.rel, fileobj=f)
+        info.uid = info.gid = 0
+        info.uname = info.gname = ""
+        tar.addfile(info, f)
+    return True
 
 
 def _fingerprint(path: str) -> list[Any] | None:

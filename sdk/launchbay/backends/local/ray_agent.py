@@ -13,9 +13,11 @@ this machine:
 * starts ``python -m launchbay.runtime.train`` in its own process group with a
   parent-death signal (the runtime ends with the agent), its output in a
   node-local log file the client reads through :meth:`HostAgent.poll`;
-* signals the host's process group, and hands the host's ``model/``,
-  ``output/`` and checkpoint files back as tar bytes (:meth:`HostAgent.collect`),
-  so the client's job directory gets them wherever the node is;
+* signals the host's process group, and packs the host's ``model/``,
+  ``output/`` and checkpoint files into a node-local tar with ``local_process``'s
+  rules (:meth:`HostAgent.collect`) that the client reads in bounded chunks
+  (:meth:`HostAgent.read_collected`), so the client's job directory gets them
+  wherever the node is;
 * removes everything it made (:meth:`HostAgent.cleanup`).
 
 Nothing here imports Ray at module level: the agent's methods run inside a
@@ -34,6 +36,7 @@ import os
 import shutil
 import signal
 import socket
+import stat
 import struct
 import subprocess
 import sys
@@ -46,6 +49,7 @@ from typing import Any
 
 import launchbay
 from launchbay.backends.local.layout import JobLayout
+from launchbay.backends.local.outputs import add_entry
 from launchbay.backends.local.process_hosts import (
     _descendants,
     _parent_death_signal,
@@ -53,13 +57,20 @@ from launchbay.backends.local.process_hosts import (
 )
 from launchbay.backends.local.staging import LocalStager
 from launchbay.backends.plan import JobFields
-from launchbay.runtime.for_client import is_alive, write_hosts_file
+from launchbay.runtime.archive import safe_extract
+from launchbay.runtime.for_client import TreeEntry, is_alive, scan_tree, write_hosts_file
 from launchbay.runtime.settings import RuntimeSettings
 
-__all__ = ["HostAgent", "interface_of", "pack_tree", "unpack_tree"]
+__all__ = ["HostAgent", "interface_of", "pack_outputs", "pack_tree", "unpack_tree"]
 
 #: Most bytes of a host's output one :meth:`HostAgent.poll` returns.
 CHUNK = 1 << 20
+#: Most bytes of a host's packed files one :meth:`HostAgent.read_collected` returns: under
+#: Ray's limit for results returned inline (100 KiB), so chunks never go through the object
+#: store, whose pages a client that reads them would keep mapped.
+FILES_CHUNK = 96 << 10
+#: The node-local file a host's files are packed into (beside its tree, never in it).
+COLLECTED = "collected.tar"
 #: The launch agent mpirun runs to reach another host (through that host's actor).
 RSH_MODULE = "launchbay.backends.local.ray_rsh"
 #: The prefix of every agent's node-local directory, and the file naming its agent's pid.
@@ -90,8 +101,9 @@ def interface_of(address: str) -> str | None:
 def pack_tree(root: str, names: Sequence[str] | None = None, skip: Sequence[str] = ()) -> bytes:
     """``root``'s entries (``names``, else all but ``skip``) as uncompressed tar bytes.
 
-    Links are kept as links, never followed: the receiver extracts with tarfile's
-    ``data`` filter, which refuses a link that leaves the tree.
+    For the small trees the client sends (a host's ``input/config``); links are
+    kept as links, never followed, and the receiver extracts with the one safe
+    extraction (:func:`unpack_tree`).
     """
     buffer = io.BytesIO()
     with tarfile.open(fileobj=buffer, mode="w") as tar:
@@ -106,9 +118,42 @@ def pack_tree(root: str, names: Sequence[str] | None = None, skip: Sequence[str]
 
 def unpack_tree(data: bytes, root: str) -> None:
     """Extract tar bytes made by :func:`pack_tree` under ``root`` (nothing may leave it)."""
-    os.makedirs(root, exist_ok=True)
-    with tarfile.open(fileobj=io.BytesIO(data), mode="r") as tar:
-        tar.extractall(root, filter="data")
+    safe_extract(io.BytesIO(data), root, what="the host's configuration")
+
+
+def pack_outputs(tree: str, archive: str, skip: Sequence[str] = ()) -> list[tuple[str, str]]:
+    """Write ``tree``'s entries but ``skip`` to the tar file ``archive``, as ``local_process`` packs them.
+
+    Each directory is scanned with :func:`~launchbay.runtime.for_client.scan_tree`,
+    the rules ``local_process`` publishes outputs with: regular files with their
+    data; a link whose target resolves inside its directory (relative, or absolute
+    through the host's ``/opt/ml/<dir>`` or the tree's own path) as a relative
+    link; a link that leaves it, a link loop, a FIFO, a socket or a device left
+    out. A directory that is itself a link is not followed. Returns what was left
+    out, ``(path below tree, why)``, for the client to name in warnings.
+    """
+    skipped: list[tuple[str, str]] = []
+    with tarfile.open(archive, mode="w") as tar:
+        for name in sorted(os.listdir(tree)):
+            if name in skip:
+                continue
+            path = os.path.join(tree, name)
+            try:
+                mode = os.lstat(path).st_mode
+            except OSError:
+                continue
+            if stat.S_ISREG(mode):
+                entries = [TreeEntry(name, path, "file", base=tree)]
+            else:
+                scan = scan_tree(path, [f"/opt/ml/{name}"], base=tree)
+                skipped.extend(
+                    (name if rel == "." else f"{name}/{rel}", why) for rel, why in scan.skipped
+                )
+                entries = [dataclasses.replace(e, rel=f"{name}/{e.rel}") for e in scan.entries]
+            for entry in entries:
+                if not add_entry(tar, entry):
+                    skipped.append((entry.rel, "no longer a regular file reached without a link"))
+    return skipped
 
 
 def sweep(parent: str | None = None) -> list[str]:
@@ -367,11 +412,26 @@ class HostAgent:
             with contextlib.suppress(ProcessLookupError, PermissionError):
                 os.kill(pid, sig)
 
-    def collect(self) -> bytes:
-        """The host's tree but its inputs and code (model, output, checkpoints ...) as tar bytes."""
+    def collect(self) -> dict[str, Any]:
+        """Pack the host's tree but its inputs and code (model, output, checkpoints ...) on the node.
+
+        The archive is a node-local file (:func:`pack_outputs`, the rules
+        ``local_process`` publishes with); the client reads it in bounded chunks
+        (:meth:`read_collected`), so no host's files are ever whole in memory,
+        here, in the object store or in the client. Returns its ``size`` and
+        what was ``skipped`` (``[path, why]``).
+        """
+        archive = os.path.join(self.root, COLLECTED)
         if not os.path.isdir(self.tree):
-            return b""
-        return pack_tree(self.tree, skip=_NOT_COLLECTED)
+            return {"size": 0, "skipped": []}
+        skipped = pack_outputs(self.tree, archive, skip=_NOT_COLLECTED)
+        return {"size": os.path.getsize(archive), "skipped": [list(s) for s in skipped]}
+
+    def read_collected(self, offset: int, size: int = FILES_CHUNK) -> bytes:
+        """At most ``min(size, FILES_CHUNK)`` bytes of the archive :meth:`collect` wrote, from ``offset``."""
+        with open(os.path.join(self.root, COLLECTED), "rb") as f:
+            f.seek(offset)
+            return f.read(max(0, min(size, FILES_CHUNK)))
 
     def cleanup(self) -> list[int]:
         """Kill what is left of the host and remove its node-local directory; the pids killed."""

@@ -24,7 +24,10 @@ only places, watches and stops the hosts (docs/ray.md):
   ``logs/<host>.log`` (printed with host and rank prefixes as in every local
   mode), and when a host ends, its ``model/``, ``output/`` and checkpoints
   into the host's tree in the job directory, so the outputs are published
-  (``output_path``, ``checkpoint_s3_uri``) as for a local job;
+  (``output_path``, ``checkpoint_s3_uri``) as for a local job. They are packed
+  on the node with ``local_process``'s rules and streamed in bounded chunks to a
+  file here; a host whose files cannot be fetched fails the job, naming the
+  host and why (never a Completed job with outputs missing);
 * stopping a host is SIGTERM (SIGKILL after the grace period) to its process
   group, sent by its actor; at the end each actor removes its node-local tree
   and is killed, and the placement group is removed. A client that dies takes
@@ -40,6 +43,8 @@ import logging
 import os
 import secrets
 import signal
+import tarfile
+import tempfile
 import threading
 import time
 from collections.abc import Mapping
@@ -48,11 +53,12 @@ from typing import Any
 
 from launchbay.backends.local.hosts import POLL
 from launchbay.backends.local.layout import JobLayout
-from launchbay.backends.local.ray_agent import HostAgent, pack_tree, unpack_tree
+from launchbay.backends.local.ray_agent import FILES_CHUNK, HostAgent, pack_tree
 from launchbay.backends.local.ray_rsh import ACTORS_SETTING, NAMESPACE
 from launchbay.backends.local.record import LocalJob, job_arn
 from launchbay.backends.plan import JobFields
 from launchbay.errors import ConfigurationError, JobError
+from launchbay.runtime.archive import safe_extract
 from launchbay.runtime.contract import write_host_config
 from launchbay.runtime.names import ENV, RAY
 from launchbay.runtime.settings import RuntimeSettings
@@ -82,6 +88,15 @@ PLACEMENT_TIMEOUT_SETTING = "LAUNCHBAY_RAY_PLACEMENT_TIMEOUT"
 _CALL_TIMEOUT = 120.0
 #: The exit code reported for a host whose actor (or node) was lost.
 LOST_EXIT_CODE = 137
+#: Chunks of a host's files asked for ahead of the one being written.
+_IN_FLIGHT = 16
+#: The exit code reported for a host that ended well but whose files could not be fetched.
+FETCH_FAILED_EXIT_CODE = 1
+
+
+def _first_line(exc: BaseException) -> str:
+    text = str(exc).strip()
+    return f"{type(exc).__name__}: {text.splitlines()[0]}" if text else type(exc).__name__
 
 
 def _ray() -> Any:
@@ -418,17 +433,91 @@ class RayHosts:
                 job.note_output()
                 code = LOST_EXIT_CODE
         if lost is None:
-            try:
-                files = ray.get(actor.collect.remote(), timeout=_CALL_TIMEOUT)
-                if files:
-                    unpack_tree(files, job.layout.host_dir(host))
-            except Exception as exc:  # the job must still end; say what is missing
+            problem = self._fetch_files(ray, job, host, state)
+            if problem is not None:
                 logger.error(
-                    "Could not fetch the files of host %s of job %s: %s", host, job.name, exc
+                    "Could not fetch the files of host %s of job %s: %s", host, job.name, problem
                 )
+                node = state.nodes.get(host) or {}
+                text = (
+                    f"Could not fetch the files of host {host} from its Ray node "
+                    f"{str(node.get('node_id', '?'))[:8]} ({node.get('address', '?')}): {problem}. "
+                    "Its model, output and checkpoint files are missing, so the job failed "
+                    "instead of completing without them."
+                )
+                with open(job.layout.log_file(host), "ab") as log:
+                    log.write(f"[launchbay] {text}\n".encode())
+                job.note_output()
+                if code == 0:  # the host's own failure, if any, stays the reason
+                    output = os.path.join(job.layout.host_dir(host), "output")
+                    os.makedirs(output, exist_ok=True)
+                    with contextlib.suppress(OSError):
+                        os.unlink(os.path.join(output, "failure"))
+                    with open(os.path.join(output, "failure"), "w", encoding="utf-8") as f:
+                        f.write(text)
+                    code = FETCH_FAILED_EXIT_CODE
         with job.lock:
             state.codes[host] = code
         job.notify()
+
+    def _fetch_files(self, ray: Any, job: LocalJob, host: str, state: _RayJob) -> str | None:
+        """Bring the host's files from its node into its tree here; why that failed, or ``None``.
+
+        The agent packs them into a node-local tar (``local_process``'s rules; what it
+        left out is named in warnings here); the client reads it in chunks of at most
+        :data:`~launchbay.backends.local.ray_agent.FILES_CHUNK` bytes, :data:`_IN_FLIGHT` asked for ahead,
+        into a file of the job directory, and unpacks that with the one safe
+        extraction. Nothing is ever whole in memory.
+        """
+        actor = state.actors[host]
+        try:
+            packed = ray.get(actor.collect.remote(), timeout=_CALL_TIMEOUT)
+        except Exception as exc:  # the actor, its node or its disk failed
+            return f"packing them on the node failed ({_first_line(exc)})"
+        for rel, why in packed.get("skipped") or []:
+            logger.warning("Not packing %s of host %s (on its Ray node): %s", rel, host, why)
+        size = int(packed.get("size") or 0)
+        if not size:
+            return None
+        fd, archive = tempfile.mkstemp(
+            prefix=f".{host}-files-", suffix=".tar", dir=job.layout.job_dir
+        )
+        try:
+            with os.fdopen(fd, "wb") as out:
+                offsets = list(range(0, size, FILES_CHUNK))
+                pending = [
+                    actor.read_collected.remote(o, FILES_CHUNK) for o in offsets[:_IN_FLIGHT]
+                ]
+                for index, offset in enumerate(offsets):
+                    try:
+                        data = ray.get(pending.pop(0), timeout=_CALL_TIMEOUT)
+                    except Exception as exc:
+                        return f"reading them from the node failed at byte {offset} ({_first_line(exc)})"
+                    if index + _IN_FLIGHT < len(offsets):
+                        pending.append(
+                            actor.read_collected.remote(offsets[index + _IN_FLIGHT], FILES_CHUNK)
+                        )
+                    expected = min(FILES_CHUNK, size - offset)
+                    if len(data) != expected:
+                        return f"the node sent {len(data)} bytes at byte {offset}, not {expected}"
+                    out.write(data)
+                    del data
+            try:
+                result = safe_extract(
+                    archive, job.layout.host_dir(host), what=f"the files of host {host}"
+                )
+            except (OSError, tarfile.TarError) as exc:
+                return f"unpacking them failed ({_first_line(exc)})"
+            if result.failed:
+                name, why = result.failed[0]
+                more = f" (and {len(result.failed) - 1} more)" if len(result.failed) > 1 else ""
+                return f"{name} {why}{more}"
+            return None
+        except OSError as exc:
+            return f"writing them here failed ({_first_line(exc)})"
+        finally:
+            with contextlib.suppress(OSError):
+                os.unlink(archive)
 
     def exit_codes(self, job: LocalJob) -> dict[str, int | None]:
         state = self._jobs.get(job.layout.job_dir)
