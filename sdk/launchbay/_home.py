@@ -1,7 +1,15 @@
 """The local root every local file of launchbay lives under: ``$LAUNCHBAY_HOME``, else ``~/.launchbay``.
 
-Jobs (``jobs/``), the S3 and code caches (``cache/``), outputs of local runs
-(``output/``), job names and detached clients each have a folder there.
+Jobs (``jobs/``), the S3 and code caches (``cache/``), staged code
+(``source/``), tuning jobs (``tuning/``), machine-wide locks (``locks/``),
+outputs of local runs (``output/``), job names and detached clients each have a
+folder there.
+
+What launchbay keeps there is its user's alone: a root it makes is 0700, and so
+are the folders it keeps its records in (:data:`PRIVATE_DIRS`, made 0700 by
+:func:`usable_local_home` before anything is written, and every folder
+:func:`local_dir` makes), so no file below them is reachable by another user
+whatever its own mode; the files that hold a job's secrets are 0600 besides.
 
 :func:`local_home` is the path only (reading a job touches nothing).
 :func:`usable_local_home` and :func:`local_dir` are for whoever is about to write
@@ -24,6 +32,10 @@ __all__ = ["local_dir", "local_home", "usable_local_home", "unusable_home_error"
 
 ENV = "LAUNCHBAY_HOME"
 _checked: set[str] = set()
+
+#: The folders of the local root that hold launchbay's own records: always 0700.
+#: (``output/`` holds what jobs publish, as any ``file://`` output path does.)
+PRIVATE_DIRS = ("jobs", "cache", "source", "tuning", "locks", "names", "cli")
 
 
 def local_home() -> str:
@@ -80,14 +92,41 @@ def usable_local_home() -> str:
             if not os.path.isdir(tested):
                 raise NotADirectoryError(errno.ENOTDIR, "it is not a directory", tested)
             os.rmdir(tempfile.mkdtemp(prefix=".launchbay-probe-", dir=tested))
+            _make_private(root, tested)
+        for name in PRIVATE_DIRS:
+            _make_private(os.path.join(root, name), root)
     except OSError as exc:
         raise unusable_home_error(tested, exc) from exc
     _checked.add(root)
     return root
 
 
+def _make_private(path: str, above: str) -> None:
+    """Make ``path`` and its missing parents below ``above`` as 0700 folders; ``path`` is made 0700.
+
+    A folder below ``above`` that is a symbolic link is refused (``NotADirectoryError``):
+    launchbay never keeps its records through a link someone else could point anywhere.
+    """
+    parts = os.path.relpath(path, above).split(os.sep)
+    current = above
+    for part in parts:
+        if part in ("", "."):
+            continue
+        current = os.path.join(current, part)
+        try:
+            os.mkdir(current, 0o700)
+        except FileExistsError:
+            if os.path.islink(current) or not os.path.isdir(current):
+                raise NotADirectoryError(
+                    errno.ENOTDIR, "it is not a directory (or is a symbolic link)", current
+                ) from None
+            if current != path:
+                continue
+        os.chmod(current, 0o700)  # the umask may have taken bits; an old folder is tightened
+
+
 def local_dir(*parts: str) -> str:
-    """The folder ``<local root>/<parts>``, made if missing.
+    """The folder ``<local root>/<parts>``, made if missing; it and every folder made for it are 0700.
 
     Raises:
         ConfigurationError: it cannot be made (see :func:`usable_local_home`).
@@ -95,7 +134,7 @@ def local_dir(*parts: str) -> str:
     root = usable_local_home()
     path = os.path.join(root, *parts)
     try:
-        os.makedirs(path, exist_ok=True)
+        _make_private(path, root)
     except OSError as exc:
         raise unusable_home_error(path, exc) from exc
     return path
