@@ -535,12 +535,20 @@ class _Engine:
             return out
 
     def _save(self) -> None:
+        """Write ``tuning.json`` atomically, 0600: it holds every definition's ``environment=``."""
         record = _to_json(self.describe())
         path = os.path.join(self.dir, "tuning.json")
-        tmp = f"{path}.{os.getpid()}.tmp"
-        with open(tmp, "w", encoding="utf-8") as f:
-            json.dump(record, f, indent=1)
-        os.replace(tmp, path)
+        tmp = f"{path}.{os.getpid()}.{threading.get_ident()}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        try:
+            os.fchmod(fd, 0o600)  # a leftover temp file of another mode is made private too
+            with os.fdopen(fd, "w", encoding="utf-8") as f:
+                json.dump(record, f, indent=1)
+            os.replace(tmp, path)
+        except BaseException:
+            with contextlib.suppress(OSError):
+                os.unlink(tmp)
+            raise
 
 
 def _pick_best(summaries: list[Mapping[str, Any]], objective_type: str) -> dict[str, Any] | None:
@@ -720,8 +728,13 @@ def _keep_code(plan: TuningPlan, directory: str) -> None:
 
     ``attach`` rebuilds each estimator with that folder as its ``source_dir`` (an
     estimator takes a local folder or an ``s3://`` archive, not a ``file://`` one).
+    Unpacked with the one safe extraction, with the code archive's rule (refused
+    whole), only its owner's: folders 0700, files 0600 (0700 if executable).
     """
     import tarfile
+
+    from launchbay.runtime.archive import safe_extract
+    from launchbay.runtime.errors import TrainingSetupError
 
     for index, item in enumerate(plan.definitions):
         raw = item.static_hyperparameters.get(_SUBMIT)
@@ -733,10 +746,11 @@ def _keep_code(plan: TuningPlan, directory: str) -> None:
             continue
         target = os.path.join(directory, "code", str(index))
         try:
-            with tarfile.open(uri.removeprefix("file://")) as archive:
-                archive.extractall(target, filter="data")
-        except (OSError, tarfile.TarError) as exc:
+            safe_extract(uri.removeprefix("file://"), target, whole=True, private=True)
+        except (OSError, TrainingSetupError, tarfile.TarError) as exc:
             logger.warning("The code of tuning job %s is not kept for attach: %s", plan.name, exc)
+        with contextlib.suppress(OSError):
+            os.chmod(os.path.join(directory, "code"), 0o700)
 
 
 def attachable(details: dict[str, Any]) -> dict[str, Any]:
