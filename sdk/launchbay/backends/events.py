@@ -4,7 +4,7 @@ A backend's :meth:`~launchbay.backends.base.Backend.events` yields these, in
 this order: one :class:`JobHosts` first, then :class:`LogLines`,
 :class:`JobStatus` and :class:`Notice` as they come, and, when it followed
 the job to its end, one :class:`JobEnded` last. The one follower,
-:func:`launchbay._follow.show_events`, prints them for every backend (host
+:func:`launchbay.backends.follow.show_events`, prints them for every backend (host
 prefixes, colours, the live status line); the backends never print.
 """
 
