@@ -31,10 +31,21 @@ _FAILURE_CAUSE_ORDER = {
     "setup": 5,
     "signal": 6,
 }
+#: Reports of a host that ended because of another's failure: stopped by the job's end
+#: ("the job received SIGTERM"), or naming another host's failure.
+_FALLOUT_CAUSES = ("signal", "host")
+
+
+def _signal_death(code: int | None) -> bool:
+    """Whether a host's exit code says it was killed by a signal (``-N``, or ``128 + N``)."""
+    return code is not None and (code < 0 or code > 128)
 
 
 def failure_reason(job: LocalJob, first_host: str, code: int | None) -> str:
     """The root cause across hosts: the earliest failure any host reported.
+
+    ``first_host`` is the host seen failing first, with exit code ``code``. Killed by a
+    signal without a report of its own, it is the cause, not the hosts stopped after it.
 
     Whole lines within the 1024 characters of FailureReason: the lines that do
     not fit are left out whole, and a last line says how many and where the
@@ -48,6 +59,10 @@ def failure_reason(job: LocalJob, first_host: str, code: int | None) -> str:
             continue
         if isinstance(document, dict):
             reports.append((document, host))
+    if first_host not in {host for _, host in reports} and _signal_death(code):
+        # The first host to fail was killed (SIGKILL: the out-of-memory killer) and could
+        # write no report; the others' reports of being stopped are fallout of it.
+        reports = [r for r in reports if str(r[0].get("cause")) not in _FALLOUT_CAUSES]
     if reports:
         document, host = min(
             reports,
