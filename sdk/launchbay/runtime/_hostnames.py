@@ -79,31 +79,45 @@ _NSS_WRAPPER_DIRS = (
 
 
 def hosts_file_text(
-    hosts: Iterable[str], base: str = "/etc/hosts", addresses: Mapping[str, str] | None = None
+    hosts: Iterable[str],
+    base: str = "/etc/hosts",
+    addresses: Mapping[str, str] | None = None,
+    others: Mapping[str, str] | None = None,
 ) -> str:
     """``base``'s entries (this machine's names stay), then ``<address> <host>`` for each host
-    (``addresses``, else ``127.0.0.1``)."""
+    (``addresses``, else ``127.0.0.1``), then ``others`` (name -> address). A name given here
+    is taken out of ``base``'s entries: the job's own address is the one that resolves."""
     try:
         with open(base, encoding="utf-8", errors="replace") as f:
             existing = f.read().splitlines()
     except OSError:
         existing = [f"{LOOPBACK} localhost"]
-    # No comments or blank lines: nss_wrapper rejects a file that has any.
-    lines = [" ".join(line.split("#", 1)[0].split()) for line in existing]
-    lines = [line for line in lines if line]
     addresses = addresses or {}
+    others = others or {}
     hosts = list(hosts)
+    ours = {name.lower() for name in [*hosts, *others]}
+    # No comments or blank lines: nss_wrapper rejects a file that has any.
+    lines = []
+    for line in existing:
+        fields = line.split("#", 1)[0].split()
+        names = [name for name in fields[1:] if name.lower() not in ours]
+        if fields and names:
+            lines.append(" ".join([fields[0], *names]))
     lines += [f"{addresses.get(h, LOOPBACK)} {h}" for h in hosts]
+    lines += [f"{address} {name}" for name, address in others.items()]
     # torch's sockets are IPv6 with IPv4-mapped peers: their names come from these.
     lines += [f"::ffff:{addresses[h]} {h}" for h in hosts if h in addresses]
     return "\n".join(lines) + "\n"
 
 
 def write_hosts_file(
-    path: str, hosts: Iterable[str], addresses: Mapping[str, str] | None = None
+    path: str,
+    hosts: Iterable[str],
+    addresses: Mapping[str, str] | None = None,
+    others: Mapping[str, str] | None = None,
 ) -> str:
     """Write the job hosts file for ``hosts`` at ``path`` (world-readable); returns ``path``."""
-    text = hosts_file_text(hosts, addresses=addresses)
+    text = hosts_file_text(hosts, addresses=addresses, others=others)
     tmp = f"{path}.tmp{os.getpid()}"
     with open(tmp, "w", encoding="utf-8") as f:
         f.write(text)

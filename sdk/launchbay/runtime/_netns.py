@@ -58,10 +58,20 @@ PROXY_URL = f"http://{GATEWAY}:{PROXY_PORT}"
 BRIDGE = "lb0"
 #: The most hosts a job network numbers (``10.213.0.1`` .. ``.250``).
 MAX_HOSTS = 250
+#: The client machine as a host reaches it through the relay (Docker's name for the same).
+#: A host's own ``127.0.0.1`` is its own loopback; the client's loopback is this name.
+CLIENT_HOST = "host.docker.internal"
+#: What a host never sends through the relay: its own loopback.
+LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
+#: The relay's bounds: connections at once, seconds to send a request's head, seconds a
+#: relayed connection may stay silent both ways.
+MAX_CONNECTIONS = 256
+HEAD_SECONDS = 30.0
+IDLE_SECONDS = 600.0
 #: The pid of the job's switch process (set by the client for each host).
-HOLDER_ENV = "LAUNCHBAY_JOB_NETWORK"
+HOLDER_ENV = ENV.JOB_NETWORK
 #: The pid of a host's runtime in its own namespaces (published to its ranks).
-HOST_PID_ENV = "LAUNCHBAY_HOST_NS_PID"
+HOST_PID_ENV = ENV.HOST_NS_PID
 
 _CLONE_NEWNS = 0x00020000
 _CLONE_NEWUTS = 0x04000000
@@ -101,8 +111,14 @@ def host_address(index: int) -> str:
 
 
 def proxy_environment(hosts: list[str]) -> dict[str, str]:
-    """The proxy variables a host of a job network gets: the outside through the relay."""
-    no_proxy = ",".join([*hosts, *(host_address(i) for i in range(len(hosts))), GATEWAY])
+    """The proxy variables a host of a job network gets: the outside through the relay.
+
+    Its own loopback, its own job's hosts and the bridge are reached directly; the
+    client machine is :data:`CLIENT_HOST`, through the relay.
+    """
+    no_proxy = ",".join(
+        [*LOOPBACK_NAMES, *hosts, *(host_address(i) for i in range(len(hosts))), GATEWAY]
+    )
     env = {}
     for name in ("HTTP_PROXY", "HTTPS_PROXY"):
         env[name] = env[name.lower()] = PROXY_URL
@@ -263,8 +279,10 @@ def _switch(control: socket.socket) -> None:
 def _relay(a: socket.socket, b: socket.socket) -> None:
     sockets = [a, b]
     try:
+        for s in sockets:  # a peer that stops reading cannot hold a send forever either
+            s.settimeout(IDLE_SECONDS)
         while True:
-            readable, _, _ = select.select(sockets, [], [], 3600)
+            readable, _, _ = select.select(sockets, [], [], IDLE_SECONDS)
             if not readable:
                 return
             for source in readable:
@@ -281,6 +299,7 @@ def _relay(a: socket.socket, b: socket.socket) -> None:
 
 
 def _read_head(client: socket.socket) -> bytes:
+    client.settimeout(HEAD_SECONDS)
     head = b""
     while b"\r\n\r\n" not in head:
         chunk = client.recv(4096)
@@ -288,6 +307,26 @@ def _read_head(client: socket.socket) -> bytes:
             raise OSError("incomplete request")
         head += chunk
     return head
+
+
+class _Refused(OSError):
+    """A target the relay does not reach (a host's own loopback)."""
+
+
+def _target(host: str) -> str:
+    """Where the relay connects for ``host``: the client's loopback for :data:`CLIENT_HOST`.
+
+    A loopback name is refused: a host's loopback is its own, never the client's
+    (a client that sends it here ignored ``NO_PROXY``).
+    """
+    name = host.strip("[]").lower().rstrip(".")
+    if name in (CLIENT_HOST, GATEWAY):
+        return "127.0.0.1"
+    if name in LOOPBACK_NAMES or name.endswith(".localhost") or name.startswith("127."):
+        raise _Refused(
+            f"{host} is the host's own loopback; this machine is {CLIENT_HOST} (docs/local.md)"
+        )
+    return name
 
 
 def _handle(client: socket.socket) -> None:
@@ -298,7 +337,7 @@ def _handle(client: socket.socket) -> None:
         method, target, version = line.decode("latin-1").split(" ", 2)
         if method.upper() == "CONNECT":
             host, _, port = target.rpartition(":")
-            upstream = socket.create_connection((host.strip("[]"), int(port)), timeout=30)
+            upstream = socket.create_connection((_target(host), int(port)), timeout=30)
             upstream.settimeout(None)
             client.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
             body = rest.partition(b"\r\n\r\n")[2]
@@ -314,7 +353,7 @@ def _handle(client: socket.socket) -> None:
             hostport.rpartition(":") if ":" in hostport.strip("]") else (hostport, "", "80")
         )
         upstream = socket.create_connection(
-            (host.strip("[]") or hostport, int(port or 80)), timeout=30
+            (_target(host or hostport), int(port or 80)), timeout=30
         )
         upstream.settimeout(None)
         headers, _, body = rest.partition(b"\r\n\r\n")
@@ -327,21 +366,45 @@ def _handle(client: socket.socket) -> None:
         upstream.sendall(request + b"\r\n".join([*kept, b"Connection: close"]) + b"\r\n\r\n" + body)
         _relay(client, upstream)
     except (OSError, ValueError) as exc:
-        with contextlib.suppress(OSError):
-            client.sendall(
-                b"HTTP/1.1 502 Bad Gateway\r\nConnection: close\r\nContent-Length: 0\r\n\r\n"
-            )
-            client.close()
-        del exc
+        status = b"403 Forbidden" if isinstance(exc, _Refused) else b"502 Bad Gateway"
+        _answer(client, status, str(exc) if isinstance(exc, _Refused) else "")
+
+
+def _answer(client: socket.socket, status: bytes, text: str) -> None:
+    """A short answer of the relay's own, then close."""
+    body = text.encode()
+    with contextlib.suppress(OSError):
+        client.settimeout(5)
+        client.sendall(
+            b"HTTP/1.1 "
+            + status
+            + b"\r\nConnection: close\r\nContent-Type: text/plain\r\n"
+            + f"Content-Length: {len(body)}\r\n\r\n".encode()
+            + body
+        )
+    with contextlib.suppress(OSError):
+        client.close()
 
 
 def _serve(listener: socket.socket) -> None:
+    """Accept connections: a thread each, at most :data:`MAX_CONNECTIONS` at once."""
+    slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
+
+    def handle(client: socket.socket) -> None:
+        try:
+            _handle(client)
+        finally:
+            slots.release()
+
     while True:
         try:
             client, _ = listener.accept()
         except OSError:
             return
-        threading.Thread(target=_handle, args=(client,), daemon=True).start()
+        if not slots.acquire(blocking=False):
+            _answer(client, b"503 Service Unavailable", "too many connections through the relay")
+            continue
+        threading.Thread(target=handle, args=(client,), daemon=True).start()
 
 
 def main() -> int:
@@ -423,6 +486,89 @@ def join(holder: int, index: int, host: str) -> None:
     if os.geteuid() != 0:
         _keep_ambient_capabilities((_CAP_SYS_ADMIN, _CAP_SYS_CHROOT, _CAP_NET_ADMIN))
     os.environ[HOST_PID_ENV] = str(os.getpid())
+
+
+_MS_RDONLY = 1
+_MS_NOSUID = 2
+_MS_NODEV = 4
+_MS_NOEXEC = 8
+_MS_BIND = 4096
+_MS_REC = 16384
+SHM = "/dev/shm"
+SYSFS = "/sys"
+
+
+def own_mounts() -> list[str]:
+    """In this host's mount namespace (made by :func:`join`, already private): the host's own
+    ``/dev/shm`` and ``/sys``, as a machine of its own has them. Returns what could not be made.
+
+    * ``/dev/shm``: a tmpfs of the machine's ``/dev/shm`` size. Shared-memory files the
+      host's processes make (Open MPI's ``vader_segment.algo-1.*``, torch's, POSIX
+      semaphores) end with the host's last process, however the job ends.
+    * ``/sys``: a sysfs of the host's network namespace, so ``/sys/class/net`` lists the
+      host's interfaces (``lo``, ``eth0``), not the machine's; the mounts below the
+      machine's ``/sys`` (cgroups) are bound back onto it.
+    """
+    problems = []
+    for what, make in (("/dev/shm", _own_shm), ("/sys", _own_sysfs)):
+        try:
+            make()
+        except OSError as exc:
+            problems.append(f"{what}: {exc}")
+    return problems
+
+
+def _own_shm() -> None:
+    if not os.path.isdir(SHM):
+        return
+    st = os.statvfs(SHM)
+    size = max(st.f_frsize * st.f_blocks, 64 << 20)
+    options = f"mode=1777,size={size}".encode()
+    _check(
+        _libc().mount(b"tmpfs", SHM.encode(), b"tmpfs", _MS_NOSUID | _MS_NODEV, options),
+        f"mount tmpfs on {SHM}",
+    )
+
+
+def _mounts_below(path: str) -> tuple[list[str], bool]:
+    """The topmost mount points below ``path`` (from mountinfo), and whether ``path`` is
+    mounted read-only."""
+    below: list[str] = []
+    readonly = False
+    with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as f:
+        for line in f:
+            fields = line.split()
+            if len(fields) < 6:
+                continue
+            point = fields[4].replace("\\040", " ")
+            if point == path:
+                readonly = "ro" in fields[5].split(",")
+            elif point.startswith(path + "/"):
+                below.append(point)
+    top = sorted({p for p in below if not any(p.startswith(q + "/") for q in below)})
+    return top, readonly
+
+
+def _own_sysfs() -> None:
+    libc = _libc()
+    below, readonly = _mounts_below(SYSFS)
+    kept = {}
+    for point in below:  # opened before the new sysfs covers them
+        with contextlib.suppress(OSError):
+            kept[point] = os.open(point, os.O_PATH | os.O_DIRECTORY)
+    try:
+        flags = _MS_NOSUID | _MS_NODEV | _MS_NOEXEC | (_MS_RDONLY if readonly else 0)
+        _check(libc.mount(b"sysfs", SYSFS.encode(), b"sysfs", flags, None), "mount sysfs")
+        for point, fd in kept.items():
+            if os.path.isdir(point):
+                source = f"/proc/self/fd/{fd}".encode()
+                _check(
+                    libc.mount(source, point.encode(), None, _MS_BIND | _MS_REC, None),
+                    f"bind {point} back",
+                )
+    finally:
+        for fd in kept.values():
+            os.close(fd)
 
 
 def enter_host(environ: Mapping[str, str]) -> bool:

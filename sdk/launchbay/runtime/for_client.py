@@ -22,11 +22,20 @@ from launchbay.runtime._confine import (
     unlink_beneath,
 )
 from launchbay.runtime._hostnames import namespace_problem, write_hosts_file
-from launchbay.runtime._netns import HOLDER_ENV, MAX_HOSTS, host_address, proxy_environment
+from launchbay.runtime._netns import (
+    CLIENT_HOST,
+    GATEWAY,
+    HOLDER_ENV,
+    MAX_HOSTS,
+    host_address,
+    proxy_environment,
+)
 from launchbay.runtime._procs import descendants, describe_exit, fit_lines, is_alive
 from launchbay.runtime._records import read_records
 
 __all__ = [
+    "CLIENT_HOST",
+    "GATEWAY",
     "HOLDER_ENV",
     "MAX_HOSTS",
     "TreeEntry",

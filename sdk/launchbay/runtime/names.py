@@ -82,6 +82,13 @@ class ENV:
     INSTALL_REQUIREMENTS = "LAUNCHBAY_INSTALL_REQUIREMENTS"  # install requirements.txt
     STARTUP_TIMEOUT = "LAUNCHBAY_STARTUP_TIMEOUT"  # seconds for the hosts to come up
     RAY = "LAUNCHBAY_RAY"  # "1": the host is a Ray actor on a node of a cluster (docs/ray.md)
+    # A job network's switch pid (every host of the job), and a host's runtime pid in its own
+    # namespaces (its ranks). A host gets them only from its own job: the local backends drop
+    # values inherited from another job (launchbay run inside a host) or given in environment=.
+    JOB_NETWORK = "LAUNCHBAY_JOB_NETWORK"
+    HOST_NS_PID = "LAUNCHBAY_HOST_NS_PID"
+    #: The variables that place a process in one job's namespaces.
+    JOB_ONLY = (JOB_NETWORK, HOST_NS_PID)
 
 
 class SETTING:

@@ -221,6 +221,8 @@ def _join_job_network(env: contract.TrainingEnv, tree: str) -> None:
     try:
         _netns.join(int(holder), env.hosts.index(env.current_host), env.current_host)
         problem = _hostnames.private_mounts(hosts_file, tree)
+        for missing in _netns.own_mounts():  # its own /dev/shm and /sys, as a machine's
+            logger.warning("This host shares this machine's %s; see docs/local.md.", missing)
     except (OSError, ValueError) as exc:
         raise TrainingSetupError(
             f"{env.current_host} could not join the job's network (switch pid {holder}): {exc}. "
