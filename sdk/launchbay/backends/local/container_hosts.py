@@ -34,8 +34,11 @@ The environment is the request's ``Environment``, ``TRAINING_JOB_NAME``,
 containers only when a channel, the code, the output or the checkpoints are on
 S3: their values go to the engine, and the compose file names them without
 values. ``AWS_ENDPOINT_URL`` (and the region) go along; an endpoint on this
-machine's loopback is rewritten to ``host.docker.internal`` so a container can
-reach a server (e.g. moto) listening on the host.
+machine's loopback, inherited or given in ``environment=`` (``AWS_ENDPOINT_URL``,
+``AWS_ENDPOINT_URL_<SERVICE>``), is rewritten to ``host.docker.internal``, with one
+notice, so a container can reach a server (e.g. moto) listening on the host
+(:mod:`launchbay.backends.local.endpoints`). Another job's network variables
+(``LAUNCHBAY_JOB_NETWORK``, ``LAUNCHBAY_HOST_NS_PID``) are not passed.
 
 ``<job dir>/docker-compose.yaml`` reproduces the run by hand
 (``docker compose -f ... up``); it holds no credentials, and is readable by its
@@ -64,13 +67,13 @@ import shlex
 import signal
 import threading
 import time
-import urllib.parse
 from collections.abc import Iterable, Iterator, Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
 from launchbay import _sagemaker_config
 from launchbay._docker import docker_client, docker_errors
+from launchbay.backends.local.endpoints import client_endpoints, on_client
 from launchbay.backends.local.hosts import RUNTIME_MARGIN
 from launchbay.backends.local.layout import JobLayout, file_uri_path
 from launchbay.backends.local.logs import join_readers, start_reader
@@ -83,7 +86,7 @@ from launchbay.runtime.contract import (
     write_host_config,
 )
 from launchbay.runtime.for_client import is_alive
-from launchbay.runtime.names import HP, MAX_LOG_LINE
+from launchbay.runtime.names import ENV, HP, MAX_LOG_LINE
 from launchbay.runtime.settings import RuntimeSettings
 from launchbay.s3uri import is_file_uri, is_s3_uri
 
@@ -100,7 +103,6 @@ LABEL_CLIENT = "launchbay.client"
 HOST_GATEWAY = "host.docker.internal"
 _CREDENTIAL_NAMES = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
 _PASSED_AWS_NAMES = ("AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3")
-_LOOPBACK = ("localhost", "127.0.0.1", "::1", "0.0.0.0")
 # An internal network still routes to its bridge's address, i.e. to this machine. With no
 # address on the bridge, a container of an isolated job reaches its peers and nothing else.
 _ISOLATED_OPTIONS = {"com.docker.network.bridge.inhibit_ipv4": "true"}
@@ -147,11 +149,7 @@ def _needs_aws(source: JobFields | Mapping[str, Any]) -> bool:
 
 def container_endpoint(url: str) -> str:
     """``url`` as a container on the job network reaches it (loopback -> the host gateway)."""
-    parts = urllib.parse.urlsplit(url)
-    if parts.hostname not in _LOOPBACK:
-        return url
-    netloc = HOST_GATEWAY + (f":{parts.port}" if parts.port else "")
-    return urllib.parse.urlunsplit(parts._replace(netloc=netloc))
+    return on_client(url, HOST_GATEWAY)
 
 
 def _without_local_paths(request: Mapping[str, Any]) -> dict[str, Any]:
@@ -351,7 +349,8 @@ class ContainerHosts:
             raise ValueError("local_gpu containers need each host's GPUs (local/capacity.py)")
         plan = JobFields.of(source)
         name = plan.job_name
-        environment = dict(plan.environment)
+        # A container's namespaces are its own: another job's network variables are dropped.
+        environment = {k: v for k, v in plan.environment.items() if k not in ENV.JOB_ONLY}
         environment.update(
             {
                 "TRAINING_JOB_NAME": name,
@@ -365,8 +364,11 @@ class ContainerHosts:
         if _needs_aws(plan):
             for key in _PASSED_AWS_NAMES:
                 if os.environ.get(key):
-                    environment.setdefault(key, container_endpoint(os.environ[key]))
+                    environment.setdefault(key, os.environ[key])
             secret_names = list(_CREDENTIAL_NAMES)
+        # Endpoints on this machine's loopback, inherited or given: a container's loopback is
+        # its own, this machine is the host gateway (one notice names them).
+        environment.update(client_endpoints(environment, HOST_GATEWAY))
         checkpoint, hook, tensorboard = plan.checkpoint, plan.debug_hook, plan.tensorboard
         specs = []
         for host in hosts:

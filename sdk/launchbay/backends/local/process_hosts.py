@@ -50,12 +50,15 @@ from collections.abc import Mapping
 from typing import Any
 
 import launchbay
+from launchbay.backends.local.endpoints import client_endpoints
 from launchbay.backends.local.hosts import POLL, RUNTIME_MARGIN, prepare_hosts
 from launchbay.backends.local.layout import JobLayout
 from launchbay.backends.local.logs import join_readers, start_watcher
 from launchbay.backends.local.record import LocalJob, job_arn
 from launchbay.backends.plan import JobFields
 from launchbay.runtime.for_client import (
+    CLIENT_HOST,
+    GATEWAY,
     HOLDER_ENV,
     MAX_HOSTS,
     descendants,
@@ -64,7 +67,7 @@ from launchbay.runtime.for_client import (
     proxy_environment,
     write_hosts_file,
 )
-from launchbay.runtime.names import SETTING
+from launchbay.runtime.names import ENV, SETTING
 from launchbay.runtime.settings import RuntimeSettings
 
 __all__ = ["ProcessHosts", "free_port_block"]
@@ -215,6 +218,13 @@ class ProcessHosts:
         if network is not None:
             _NETWORKS[layout.job_dir] = network
         env = self._host_environment(job, network)
+        if network is None:
+            # Hosts on this machine's network share its /dev/shm (a host of a job network has
+            # its own): Open MPI's segments go to a directory of the job's, removed with it.
+            shm = self._job_shm_dir(job)
+            if shm is not None:
+                for name in _OMPI_SHM_DIRS:
+                    env.setdefault(name, shm)
         preexec = _parent_death_signal()
         with job.lock:
             for host in job.hosts:
@@ -255,22 +265,44 @@ class ProcessHosts:
             f.write(path + "\n")
         return path
 
+    def _job_shm_dir(self, job: LocalJob) -> str | None:
+        """A fresh directory of the job's in ``/dev/shm`` (``launchbay-<job>-*``); removed with
+        the job, as the hosts' temporary directories are. None where there is no ``/dev/shm``."""
+        if not os.path.isdir(_SHM):
+            return None
+        try:
+            path = tempfile.mkdtemp(prefix=f"launchbay-{job.name}-", dir=_SHM)
+        except OSError:
+            return None
+        with open(os.path.join(job.layout.job_dir, _TMPDIRS_FILE), "a", encoding="utf-8") as f:
+            f.write(path + "\n")
+        return path
+
     def _host_environment(self, job: LocalJob, network: _JobNetwork | None) -> dict[str, str]:
         layout = job.layout
-        env = dict(os.environ)
+        # A job's namespaces are its own: values of another job's (inherited when launchbay
+        # runs inside one of its hosts, or given in environment=) are dropped.
+        env = _without_job_namespaces(os.environ)
         addresses = {h: "127.0.0.1" for h in job.hosts}
         if network is not None:
             addresses = {h: host_address(i) for i, h in enumerate(job.hosts)}
             env.update(proxy_environment(job.hosts))
+        env.update(_without_job_namespaces(job.plan.environment))
+        if network is not None:
             env[HOLDER_ENV] = str(network.switch_pid)
-        env.update(job.plan.environment)
+            env.update(client_endpoints(env, CLIENT_HOST))
         port = free_port_block(2 * len(job.hosts) + 2)
         hosts_file = os.path.join(layout.job_dir, "hosts")
         settings = RuntimeSettings(
             local_process=True,
             standins=True,
             host_addresses=addresses,
-            hosts_file=write_hosts_file(hosts_file, job.hosts, addresses if network else None),
+            hosts_file=write_hosts_file(
+                hosts_file,
+                job.hosts,
+                addresses if network else None,
+                {CLIENT_HOST: GATEWAY} if network else None,
+            ),
             master_port=port,
             shared_dir=layout.shared_dir,
             grace_seconds=job.grace,
@@ -422,7 +454,7 @@ class _JobNetwork:
         if not sys.platform.startswith("linux"):
             _shared_network(f"needs Linux (this is {sys.platform})")
             return None
-        env = dict(os.environ)
+        env = _without_job_namespaces(os.environ)
         extra_path = _launchbay_path()
         if extra_path:
             env["PYTHONPATH"] = os.pathsep.join(
@@ -446,6 +478,11 @@ class _JobNetwork:
         _end(proc)
         _shared_network(rest or "the job's network did not start")
         return None
+
+
+def _without_job_namespaces(environ: Mapping[str, Any]) -> dict[str, str]:
+    """``environ`` without the variables that place a process in a job's namespaces."""
+    return {str(k): str(v) for k, v in environ.items() if k not in ENV.JOB_ONLY}
 
 
 def _no_private_opt_ml(reason: str) -> None:
@@ -496,8 +533,12 @@ def _stop_network(job_dir: str) -> None:
         _end(network.proc)
 
 
-#: The per-host temporary directories of a job, one per line, in its job dir.
+#: The per-host temporary directories of a job (and its /dev/shm directory), one per line,
+#: in its job dir.
 _TMPDIRS_FILE = "tmpdirs.txt"
+_SHM = "/dev/shm"
+#: Where Open MPI 4 (vader) and 5 (sm) put their shared-memory files.
+_OMPI_SHM_DIRS = ("OMPI_MCA_btl_vader_backing_directory", "OMPI_MCA_btl_sm_backing_directory")
 
 
 def _remove_tmpdirs(job_dir: str) -> None:
