@@ -141,9 +141,10 @@ def test_a_host_reaches_the_clients_network_through_the_relay(home, tmp_path):
             "outside.py",
             tmp_path / "out",
             instance_count=1,
+            # The client machine is host.docker.internal from a host (its 127.0.0.1 is its own).
             hyperparameters={
-                "url": f"http://127.0.0.1:{port}/plain",
-                "tunnel": f"127.0.0.1:{port}",
+                "url": f"http://host.docker.internal:{port}/plain",
+                "tunnel": f"host.docker.internal:{port}",
             },
         )
         est.fit(logs=False)

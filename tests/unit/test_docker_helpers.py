@@ -125,3 +125,51 @@ def test_compose_document_names_secrets_without_values():
     assert service["deploy"]["resources"]["reservations"]["devices"] == [
         {"driver": "nvidia", "device_ids": ["0"], "capabilities": ["gpu"]}
     ]
+
+
+def test_endpoints_on_the_clients_loopback_are_rewritten_with_one_notice(
+    tmp_path, home, monkeypatch
+):
+    """Inherited (with S3 in the job) and given in ``environment=``: a container's loopback is
+    its own, this machine is ``host.docker.internal``; another job's network variables stay
+    out (issue 31, items 7 and 13)."""
+    import warnings
+
+    from launchbay.backends.local.container_hosts import ContainerHosts
+    from launchbay.backends.plan import plan_request
+    from launchbay.pytorch import PyTorch
+
+    monkeypatch.setenv("AWS_ENDPOINT_URL", "http://127.0.0.1:5000")
+    monkeypatch.setenv("AWS_REGION", "us-west-2")
+    monkeypatch.setenv("LAUNCHBAY_JOB_NETWORK", "4242")  # launchbay run inside another job
+    code = tmp_path / "code"
+    code.mkdir()
+    (code / "train.py").write_text("pass\n")
+    est = PyTorch(
+        entry_point="train.py", source_dir=str(code), framework_version="2.3", py_version="py311",
+        role=None, instance_type="local", instance_count=2,
+        output_path="s3://bucket/out",  # the containers talk to S3
+        environment={
+            "AWS_ENDPOINT_URL_S3": "http://localhost:5001/",
+            "AWS_ENDPOINT_URL_STS": "https://sts.us-west-2.amazonaws.com",
+            "LAUNCHBAY_JOB_NETWORK": "4242",
+            "LAUNCHBAY_HOST_NS_PID": "4243",
+        },
+    )  # fmt: skip
+    request = est.create_training_job_request(f"file://{code}", job_name="endpoints")
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        specs = ContainerHosts(gpu=False).host_specs(
+            plan_request(request), str(tmp_path / "job"), ["algo-1", "algo-2"],
+            local_code=True, grace=5.0,
+        )  # fmt: skip
+    notices = [str(w.message) for w in caught if "loopback" in str(w.message)]
+    assert len(notices) == 1, notices
+    assert "AWS_ENDPOINT_URL=http://127.0.0.1:5000" in notices[0]
+    assert "AWS_ENDPOINT_URL_S3=http://localhost:5001/" in notices[0]
+    for spec in specs:
+        env = spec.environment
+        assert env["AWS_ENDPOINT_URL"] == "http://host.docker.internal:5000"
+        assert env["AWS_ENDPOINT_URL_S3"] == "http://host.docker.internal:5001/"
+        assert env["AWS_ENDPOINT_URL_STS"] == "https://sts.us-west-2.amazonaws.com"
+        assert "LAUNCHBAY_JOB_NETWORK" not in env and "LAUNCHBAY_HOST_NS_PID" not in env
