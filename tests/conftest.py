@@ -18,6 +18,13 @@ or a container would reach it.
   machine has none. ``CUDA_VISIBLE_DEVICES`` is cleared for the test.
 * every test: ``LAUNCHBAY_CODE_CACHE`` is a directory of the session's temporary
   directory, so cached source archives never land in the user's home.
+* every test: nothing the test's jobs started is left when it ends (``_no_leftovers``): no
+  process whose environment or command line names the test's ``LAUNCHBAY_HOME``, no mount
+  (namespace files included) under it, no ``/dev/shm`` entry named after one of its jobs.
+  A baseline taken as the test body starts is compared after the test's fixtures are torn
+  down (detached jobs count until the test stops them), with a short grace wait; only the
+  test's own home counts, so parallel workers and Ray's object store are never counted.
+  Leftover processes are killed, and the test fails naming them.
 * every test: no SageMaker SDK defaults file of this machine is read
   (``SAGEMAKER_ADMIN_CONFIG_OVERRIDE`` / ``SAGEMAKER_USER_CONFIG_OVERRIDE`` name one
   empty file, ``LAUNCHBAY_SAGEMAKER_LOCAL_CONFIG`` a missing one); tests about those
@@ -27,8 +34,13 @@ or a container would reach it.
 from __future__ import annotations
 
 import os
+import re
+import signal
+import sys
+import time
 import urllib.request
 from collections.abc import Iterator
+from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
 
@@ -62,6 +74,123 @@ def _apply_env(mp: pytest.MonkeyPatch, env: dict[str, str]) -> None:
         mp.setenv(name, value)
     for name in _UNSET:
         mp.delenv(name, raising=False)
+
+
+# --------------------------------------------------------------------------- leftovers
+
+#: How long a test's leftovers may take to go away after it ends.
+_LEFTOVER_GRACE = 10.0
+
+
+@dataclass
+class _Owned:
+    """What one test's ``LAUNCHBAY_HOME`` holds on this machine at one moment."""
+
+    processes: dict[tuple[int, bytes], str] = field(default_factory=dict)  # (pid, start): cmd
+    mounts: set[str] = field(default_factory=set)
+    shm: set[str] = field(default_factory=set)
+
+    def minus(self, before: _Owned) -> _Owned:
+        return _Owned(
+            {k: v for k, v in self.processes.items() if k not in before.processes},
+            self.mounts - before.mounts,
+            self.shm - before.shm,
+        )
+
+    def __bool__(self) -> bool:
+        return bool(self.processes or self.mounts or self.shm)
+
+
+def _unescape_mount_point(text: str) -> str:
+    return re.sub(r"\\([0-7]{3})", lambda m: chr(int(m.group(1), 8)), text)
+
+
+def _owned(home: str) -> _Owned:
+    """Processes, mounts and ``/dev/shm`` entries of the jobs of ``home`` (a scan of /proc)."""
+    owned = _Owned()
+    pattern = re.compile(re.escape(home.encode()) + rb"(?:/|\x00|$)")
+    me = os.getpid()
+    for name in os.listdir("/proc"):
+        if not name.isdigit() or int(name) == me:
+            continue
+        try:
+            with open(f"/proc/{name}/stat", "rb") as f:
+                fields = f.read().rpartition(b")")[2].split()
+            if fields[0] in (b"Z", b"X"):  # a zombie holds nothing; its parent reaps it
+                continue
+            with open(f"/proc/{name}/cmdline", "rb") as f:
+                cmdline = f.read()
+            with open(f"/proc/{name}/environ", "rb") as f:
+                environ = f.read()
+        except (OSError, IndexError):
+            continue
+        if pattern.search(cmdline) or pattern.search(environ):
+            command = cmdline.replace(b"\0", b" ").decode(errors="replace").strip()
+            owned.processes[(int(name), fields[19])] = command[:200]
+    with open("/proc/self/mountinfo", encoding="utf-8", errors="replace") as f:
+        for line in f:
+            point = _unescape_mount_point(line.split()[4])
+            if point == home or point.startswith(home + "/"):
+                owned.mounts.add(point)
+    try:
+        jobs = [n for n in os.listdir(os.path.join(home, "jobs")) if not n.startswith(".")]
+        entries = os.listdir("/dev/shm") if jobs else []
+    except OSError:
+        entries = []
+    owned.shm = {e for e in entries if any(job in e for job in jobs)}
+    return owned
+
+
+def _home_now() -> str | None:
+    home = os.environ.get("LAUNCHBAY_HOME")
+    return os.path.abspath(home) if home else None
+
+
+_BASELINES = pytest.StashKey[dict[str, _Owned]]()
+
+
+@pytest.hookimpl(hookwrapper=True)
+def pytest_runtest_call(item: pytest.Item) -> Iterator[None]:
+    """The baseline of the test's home as its body starts (its fixtures have set the home)."""
+    baselines: dict[str, _Owned] = {}
+    home = _home_now() if sys.platform.startswith("linux") else None
+    if home:
+        baselines[home] = _owned(home)
+    item.stash[_BASELINES] = baselines
+    yield
+    home = _home_now() if sys.platform.startswith("linux") else None
+    if home and home not in baselines:  # set by the test body itself
+        baselines[home] = _Owned()
+
+
+@pytest.fixture(autouse=True)
+def _no_leftovers(request: pytest.FixtureRequest) -> Iterator[None]:
+    """Fails the test when its jobs left a process, a mount or a ``/dev/shm`` entry.
+
+    Set up before, and so torn down after, the test's other fixtures.
+    """
+    yield
+    baselines = request.node.stash.get(_BASELINES, {})
+    for home, before in baselines.items():
+        deadline = time.monotonic() + _LEFTOVER_GRACE
+        left = _owned(home).minus(before)
+        while left and time.monotonic() < deadline:
+            time.sleep(0.2)
+            left = _owned(home).minus(before)
+        if not left:
+            continue
+        for pid, _ in left.processes:  # the test's own; later tests must not inherit them
+            try:
+                os.kill(pid, signal.SIGKILL)
+            except OSError:
+                pass
+        lines = [f"process {pid}: {command}" for (pid, _), command in left.processes.items()]
+        lines += [f"mount {point}" for point in sorted(left.mounts)]
+        lines += [f"/dev/shm/{entry}" for entry in sorted(left.shm)]
+        pytest.fail(
+            f"The test left {len(lines)} thing(s) of its jobs ({home}):\n" + "\n".join(lines),
+            pytrace=False,
+        )
 
 
 @pytest.fixture(autouse=True)
