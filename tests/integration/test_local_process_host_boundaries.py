@@ -346,3 +346,31 @@ def test_an_own_network_host_has_its_own_sys_and_dev_shm(home, tmp_path):
         assert not os.path.exists(f"/dev/shm/launchbay-probe-{host}")
     log = (home / "jobs" / est.latest_training_job.name / "logs" / "algo-1.log").read_text()
     assert "shares this machine's" not in log, log
+
+
+RELAY_FLOOD = """
+import json, os, socket, urllib.parse
+from launchbay.runtime._netns import MAX_CONNECTIONS
+proxy = urllib.parse.urlsplit(os.environ["HTTP_PROXY"])
+held = []
+for _ in range(MAX_CONNECTIONS):  # connections that never send a request
+    held.append(socket.create_connection((proxy.hostname, proxy.port), timeout=30))
+extra = socket.create_connection((proxy.hostname, proxy.port), timeout=30)
+answer = extra.recv(200).decode(errors="replace")
+for s in held:
+    s.close()
+with open(os.path.join(os.environ["SM_MODEL_DIR"], "relay.json"), "w") as f:
+    json.dump({"answer": answer.splitlines()[0] if answer else ""}, f)
+"""
+
+
+def test_the_relay_bounds_its_connections(home, tmp_path):
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "flood.py").write_text(RELAY_FLOOD)
+    out = tmp_path / "out"
+    est = _estimator(src, "flood.py", out, instance_count=1)
+    est.fit(logs=False)
+    assert json.loads(_model(out, est)["relay.json"]) == {
+        "answer": "HTTP/1.1 503 Service Unavailable"
+    }
