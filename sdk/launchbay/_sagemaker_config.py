@@ -34,6 +34,7 @@ import copy
 import json
 import logging
 import os
+import re
 import threading
 from collections.abc import Iterator, Mapping
 from dataclasses import dataclass, field
@@ -203,18 +204,36 @@ def _file_key(path: str) -> Any:
     return (path, st.st_mtime_ns, st.st_size, st.st_ino)
 
 
-def _yaml_load(text: str | bytes, where: str, variable: str | None) -> Any:
-    import yaml  # heavy: only when a defaults file exists
+_WHAT = "the SageMaker config file"
+_LOCAL_WHAT = "the SageMaker local mode config file"
+
+
+def _refused(
+    exc: Any, variable: str | None, location: str, what: str = _WHAT
+) -> ConfigurationError:
+    """The bounded reader's refusal as the defaults files' error (file, variable, accepted)."""
+    via = f" (from {variable})" if variable else ""
+    reason = f"{exc.reason} (docs/jobspec.md, Limits)"
+    if exc.reason.startswith("invalid YAML: "):
+        reason = (
+            f"it is not valid YAML ({exc.reason.removeprefix('invalid YAML: ')}). Accepted: a "
+            "YAML mapping (docs/compatibility.md, Defaults files)"
+        )
+    return ConfigurationError(
+        f"Invalid {what.removeprefix('the ')} {exc.where}{via}: {reason}.",
+        argument=variable or exc.filename,
+        value=location,
+    )
+
+
+def _read_yaml(path: str, variable: str | None, location: str, what: str = _WHAT) -> Any:
+    """The file at ``path`` through the one bounded YAML reader (launchbay._yamlfile)."""
+    from launchbay import _yamlfile
 
     try:
-        return yaml.safe_load(text)
-    except yaml.YAMLError as exc:
-        raise ConfigurationError(
-            f"Invalid SageMaker config file {where}: it is not valid YAML ({exc}). Accepted: a "
-            "YAML mapping with SchemaVersion: '1.0' (docs/compatibility.md, Defaults files).",
-            argument=variable or where,
-            value=where,
-        ) from exc
+        return _yamlfile.read(path, what=what)
+    except _yamlfile.YamlFileError as exc:
+        raise _refused(exc, variable, location, what) from None
 
 
 def _read_local(source: Source) -> Any:
@@ -235,17 +254,7 @@ def _read_local(source: Source) -> Any:
     with _lock:
         if key in _cache:
             return copy.deepcopy(_cache[key])
-    try:
-        with open(path, "rb") as f:
-            text = f.read()
-    except OSError as exc:
-        raise ConfigurationError(
-            f"Could not read the SageMaker config file {path}: {exc.strerror or exc}. Accepted: "
-            "a readable file.",
-            argument=source.variable or path,
-            value=source.location,
-        ) from exc
-    content = _yaml_load(text, path, source.variable)
+    content = _read_yaml(path, source.variable, source.location)
     if content:
         validate(content, path)
     with _lock:
@@ -258,7 +267,7 @@ def _read_s3(source: Source, boto_session: Any = None) -> Any:
     with _lock:
         if key in _cache:
             return copy.deepcopy(_cache[key])
-    from launchbay import transfer
+    from launchbay import _yamlfile, transfer
     from launchbay.s3uri import parse_s3_uri
 
     boto3 = transfer.import_boto3("Reading a SageMaker config file from S3")
@@ -267,37 +276,57 @@ def _read_s3(source: Source, boto_session: Any = None) -> Any:
     variable = source.variable or source.kind
     bucket, prefix = parse_s3_uri(source.location, argument=variable)
     session = boto_session or boto3.Session()
+    # As SDK v2: the object at the URI, or the prefix's config.yaml. Looked up by key
+    # (HeadObject), never by listing: a prefix with thousands of objects is read the same.
+    base = prefix.rstrip("/")
+    directory = f"{base}/{CONFIG_FILE}" if base else CONFIG_FILE
+    candidates = [directory] + ([prefix] if prefix and prefix != directory else [])
+    chosen: str | None = None
     try:
         s3 = session.client("s3")
-        listed = s3.list_objects_v2(Bucket=bucket, Prefix=prefix)
-        keys = [item["Key"] for item in listed.get("Contents", [])]
-        directory = prefix.rstrip("/") + "/" + CONFIG_FILE if prefix else CONFIG_FILE
-        if prefix in keys:
-            chosen = prefix
-        elif directory in keys:
-            chosen = directory
-        else:
+        for candidate in candidates:
+            try:
+                head = s3.head_object(Bucket=bucket, Key=candidate)
+            except botocore.exceptions.ClientError as exc:
+                code = str(exc.response.get("Error", {}).get("Code", ""))
+                if code in ("404", "NoSuchKey", "NotFound"):
+                    continue
+                raise
+            chosen = candidate
+            break
+        if chosen is None:
+            listed = s3.list_objects_v2(Bucket=bucket, Prefix=prefix, MaxKeys=1)
             raise ConfigurationError(
                 f"Invalid {variable}={source.location!r}: "
                 + (
                     "no S3 object has that key or prefix"
-                    if not keys
+                    if not listed.get("Contents")
                     else f"it is neither an object nor a prefix holding {CONFIG_FILE}"
                 )
                 + f". Accepted: the s3:// URI of a config file, or of a prefix holding {CONFIG_FILE}.",
                 argument=variable,
                 value=source.location,
             )
-        body = s3.get_object(Bucket=bucket, Key=chosen)["Body"].read()
+        where = f"s3://{bucket}/{chosen}"
+        body = s3.get_object(Bucket=bucket, Key=chosen)["Body"]
+        try:
+            # Never more than one byte past the limit, whatever the object's size.
+            raw = _yamlfile.read_stream(body, where, what=_WHAT, size=head.get("ContentLength"))
+        finally:
+            body.close()
     except (botocore.exceptions.BotoCoreError, botocore.exceptions.ClientError) as exc:
         raise ConfigurationError(
             f"Could not read the SageMaker config file {source.location} ({variable}): {exc}. "
-            "Accepted: an s3:// URI these AWS credentials can list and read.",
+            "Accepted: an s3:// URI these AWS credentials can read.",
             argument=variable,
             value=source.location,
         ) from exc
-    where = f"s3://{bucket}/{chosen}"
-    content = _yaml_load(body.decode("utf-8"), where, source.variable)
+    except _yamlfile.YamlFileError as exc:
+        raise _refused(exc, source.variable, source.location) from None
+    try:
+        content = _yamlfile.load(_yamlfile.decode(raw, where, what=_WHAT), where, what=_WHAT)
+    except _yamlfile.YamlFileError as exc:
+        raise _refused(exc, source.variable, source.location) from None
     if content:
         validate(content, where)
     with _lock:
@@ -408,6 +437,11 @@ def _accepted(error: Any) -> str:
     return str(spec.get("type", "a value of the documented form"))
 
 
+def _short(text: str, limit: int = 300) -> str:
+    """``text`` cut to ``limit`` characters (a value shown in a message stays one line long)."""
+    return text if len(text) <= limit else f"{text[:limit]}... ({len(text)} characters)"
+
+
 def validate(values: Any, where: str) -> None:
     """Check ``values`` (a file's content) against :func:`schema`.
 
@@ -429,9 +463,9 @@ def validate(values: Any, where: str) -> None:
         if extra and allowed:
             path = ".".join([*(str(p) for p in error.absolute_path), str(extra[0])])
     value = error.instance if error.validator != "additionalProperties" else None
-    shown = "" if value is None or isinstance(value, Mapping) else f" = {value!r}"
+    shown = "" if value is None or isinstance(value, Mapping) else f" = {_short(repr(value))}"
     raise ConfigurationError(
-        f"Invalid SageMaker config file {where}: {path}{shown}: {error.message}. "
+        f"Invalid SageMaker config file {where}: {path}{shown}: {_short(error.message)}. "
         f"Accepted: {_accepted(error)} (docs/compatibility.md, Defaults files).",
         argument=path,
         value=value,
@@ -626,14 +660,18 @@ def load_local_mode() -> LocalModeConfig | None:
             ``container_config`` holds an option launchbay cannot give Docker.
     """
     path = local_mode_path()
-    if not os.path.isfile(path):
-        return None
+    try:
+        os.stat(path)
+    except FileNotFoundError:
+        return None  # no file (or a link to none): nothing to apply, as SDK v2
+    except OSError:
+        pass  # the reader names what is wrong
     key = ("local", *_file_key(path))
     with _lock:
         if key in _cache:
             return _cache[key]
-    with open(path, "rb") as f:
-        content = _yaml_load(f.read(), path, None)
+    variable = LOCAL_MODE_ENV if os.environ.get(LOCAL_MODE_ENV) else None
+    content = _read_yaml(path, variable, path, _LOCAL_WHAT)
     section = content.get("local") if isinstance(content, Mapping) else None
     if content is not None and not isinstance(section, Mapping):
         raise ConfigurationError(
@@ -740,8 +778,30 @@ _LOCAL_NOTES = {
 }
 
 
-def describe() -> dict[str, Any]:
-    """What ``launchbay config show`` prints: sources, effective defaults and their origin."""
+#: Names whose values SDK v2's config log lines show as ``***`` (``config_utils``).
+_SENSITIVE = re.compile(r"(secret|password|key|token)", re.IGNORECASE)
+MASK = "***"
+
+
+def masked(value: Any) -> Any:
+    """``value`` with the entries of a mapping whose name looks secret shown as ``***``.
+
+    As SDK v2 logs a config value (``sagemaker.config.config_utils``): each key of a
+    mapping that holds ``secret``, ``password``, ``key`` or ``token`` (any case) has its
+    value replaced; other values are kept.
+    """
+    if isinstance(value, Mapping):
+        return {k: MASK if _SENSITIVE.search(str(k)) else v for k, v in value.items()}
+    return value
+
+
+def describe(*, show_values: bool = False) -> dict[str, Any]:
+    """What ``launchbay config show`` prints: sources, effective defaults and their origin.
+
+    Values of mappings whose names look secret (``Environment.API_TOKEN``) are ``***``
+    (:func:`masked`) unless ``show_values``.
+    """
+    shown = (lambda value: value) if show_values else masked
     config = load()
     defaults = []
     for path in APPLIED_KEYS:
@@ -752,7 +812,7 @@ def describe() -> dict[str, Any]:
         defaults.append(
             {
                 "key": path,
-                "value": value,
+                "value": shown(value),
                 "source": source.location if source else None,
                 "kind": source.kind if source else None,
             }
@@ -779,7 +839,7 @@ def describe() -> dict[str, Any]:
             if value in (None, {}):
                 continue
             local_values.append(
-                {"key": f"local.{name}", "value": value, "effect": _LOCAL_NOTES[name]}
+                {"key": f"local.{name}", "value": shown(value), "effect": _LOCAL_NOTES[name]}
             )
     return {
         "sources": [

@@ -2,7 +2,8 @@
 
 Steps 1-3 of :func:`launchbay.jobspec.load` (see there): parse the YAML keeping each
 key's and value's line (duplicate keys are errors), within the limits a job spec
-may make the reader go to (size, nesting, aliases, nodes; docs/jobspec.md); fill
+may make the reader go to (size, nesting, aliases, nodes; docs/jobspec.md), through
+the one bounded YAML reader every YAML file goes through (:mod:`launchbay._yamlfile`); fill
 ``${VAR}`` references from the environment; apply ``--set key.path=value``
 overrides. Every problem is a :class:`Problem` at its ``file:line``, raised
 together as a :class:`JobSpecError`. The spec model, its schema and its checks are
@@ -16,6 +17,7 @@ from collections.abc import Iterable, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any
 
+from launchbay import _yamlfile
 from launchbay.errors import ConfigurationError
 
 if TYPE_CHECKING:  # pragma: no cover
@@ -31,12 +33,12 @@ _SCALAR_TAGS = {
     "tag:yaml.org,2002:str",
 }
 NULLS = ("", "~", "null", "Null", "NULL")
-#: Limits on what a spec may make the reader do (docs/jobspec.md, "Limits"): a job spec is
-#: a few kilobytes, so these leave room while a hostile file fails fast.
-MAX_SPEC_BYTES = 1024 * 1024
-MAX_DEPTH = 64
-MAX_ALIASES = 1000
-MAX_NODES = 100_000
+#: Limits on what a spec may make the reader do (docs/jobspec.md, "Limits"): those of the
+#: one bounded YAML reader, :mod:`launchbay._yamlfile`.
+MAX_SPEC_BYTES = _yamlfile.MAX_BYTES
+MAX_DEPTH = _yamlfile.MAX_DEPTH
+MAX_ALIASES = _yamlfile.MAX_ALIASES
+MAX_NODES = _yamlfile.MAX_NODES
 _REFERENCE = re.compile(r"\$\$|\$\{([^}]*)\}|\$\{")
 _WHOLE_REFERENCE = re.compile(r"^\$\{[^}]*\}$")
 _REFERENCE_BODY = re.compile(r"([A-Za-z_][A-Za-z0-9_]*)(?:(:-|-|:\?|\?)(.*))?", re.S)
@@ -123,35 +125,17 @@ class Composer:
         self.locations = locations
         self.problems: list[Problem] = []
         self.whole_references: set[KeyPath] = set()
-        self.nodes = 0
+        self.budget = _yamlfile.Budget()
 
     def compose(self) -> Any:
-        import yaml
-
-        problem = limit_problem(self.text, self.locations.filename)
-        if problem is not None:
-            raise JobSpecError([problem])
-        loader = yaml.SafeLoader(self.text)
+        filename = self.locations.filename
         try:
-            try:
-                node = loader.get_single_node()
-            except yaml.MarkedYAMLError as exc:
-                mark = exc.problem_mark or exc.context_mark
-                line = mark.line + 1 if mark else None
-                where = f"{self.locations.filename}:{line}" if line else self.locations.filename
-                message = " ".join(str(p) for p in (exc.context, exc.problem) if p)
-                raise JobSpecError([Problem(where, "", f"invalid YAML: {message}", line)]) from exc
-            except yaml.YAMLError as exc:
-                raise JobSpecError(
-                    [Problem(self.locations.filename, "", f"invalid YAML: {exc}")]
-                ) from exc
-            if node is None:
-                raise JobSpecError(
-                    [Problem(self.locations.filename, "", "the job spec is empty", 1)]
-                )
-            data = self._build(loader, node, (), set())
-        finally:
-            loader.dispose()
+            with _yamlfile.compose(self.text, filename, what="the job spec") as (loader, node):
+                if node is None:
+                    raise JobSpecError([Problem(filename, "", "the job spec is empty", 1)])
+                data = self._build(loader, node, (), set())
+        except _yamlfile.YamlFileError as exc:
+            raise JobSpecError([problem_of(exc)]) from exc
         if self.problems:
             raise JobSpecError(self.problems)
         if not isinstance(data, dict):
@@ -169,16 +153,15 @@ class Composer:
     ) -> Any:
         import yaml
 
-        self.nodes += 1
-        if self.nodes > MAX_NODES:
+        text = len(node.value) if isinstance(node, yaml.ScalarNode) else 0
+        over = self.budget.spend(text)
+        if over is not None:
             # Aliases repeat what they point at: a few hundred bytes can stand for billions
             # of values (an "alias bomb"). Stop at once, before memory runs out.
             line = node.start_mark.line + 1
             raise JobSpecError(
                 [Problem(f"{self.locations.filename}:{line}", dotted(path),
-                         f"the spec expands to more than {MAX_NODES} values (YAML aliases "
-                         "repeat what they refer to); accepted: a spec of at most "
-                         f"{MAX_NODES} keys and values once aliases are expanded", line)]
+                         _yamlfile.Budget.message("the spec", over), line)]
             )  # fmt: skip
         if path:
             self.locations.value_lines.setdefault(path, node.start_mark.line + 1)
@@ -235,74 +218,9 @@ class Composer:
         return value
 
 
-def event_line(event: yaml.Event, filename: str) -> tuple[int | None, str]:
-    """The 1-based line of a parser event and ``file:line`` (the parser marks every event)."""
-    line = event.start_mark.line + 1 if event.start_mark is not None else None
-    return line, f"{filename}:{line}" if line is not None else filename
-
-
-def limit_problem(text: str, filename: str) -> Problem | None:
-    """The first limit ``text`` breaks (size, NUL, nesting depth, aliases), else ``None``.
-
-    Runs over the parser's events, which come one at a time, so a file of 100k ``[``
-    is refused at the first level too deep, before PyYAML's recursive composer sees it.
-    A syntax error is left to the composer, which reports it with its line.
-    """
-    import yaml
-
-    if len(text) > MAX_SPEC_BYTES:
-        return Problem(filename, "", f"the job spec is {len(text)} characters long; accepted: "
-                       f"at most {MAX_SPEC_BYTES} bytes")  # fmt: skip
-    if "\x00" in text:
-        line = text.count("\n", 0, text.index("\x00")) + 1
-        return Problem(f"{filename}:{line}", "", "the job spec holds a NUL byte (a binary "
-                       "file?); accepted: UTF-8 YAML text", line)  # fmt: skip
-    try:
-        loader = yaml.SafeLoader(text)  # the reader refuses control characters here
-    except yaml.reader.ReaderError as exc:
-        line = text.count("\n", 0, max(0, exc.position)) + 1
-        return Problem(f"{filename}:{line}", "", f"invalid YAML: unacceptable character "
-                       f"#x{exc.character:04x} (control characters are not allowed)",
-                       line)  # fmt: skip
-    depth = aliases = 0
-    try:
-        while loader.check_event():
-            event = loader.get_event()
-            if isinstance(event, (yaml.SequenceStartEvent, yaml.MappingStartEvent)):
-                depth += 1
-                if depth > MAX_DEPTH:
-                    at, where = event_line(event, filename)
-                    return Problem(where, "", f"lists and mappings nest more "
-                                   f"than {MAX_DEPTH} levels deep; accepted: at most "
-                                   f"{MAX_DEPTH}", at)  # fmt: skip
-            elif isinstance(event, (yaml.SequenceEndEvent, yaml.MappingEndEvent)):
-                depth -= 1
-            elif isinstance(event, yaml.AliasEvent):
-                aliases += 1
-                if aliases > MAX_ALIASES:
-                    at, where = event_line(event, filename)
-                    return Problem(where, "", f"more than {MAX_ALIASES} YAML "
-                                   f"aliases (*name); accepted: at most {MAX_ALIASES}",
-                                   at)  # fmt: skip
-    except yaml.YAMLError:
-        return None  # reported by the composer, with its line
-    finally:
-        loader.dispose()
-    return None
-
-
-def expanded_size(value: Any) -> int:
-    """How many values ``value`` holds with shared parts counted each time (stops past the limit)."""
-    count = 0
-    pending = [value]
-    while pending and count <= MAX_NODES:
-        item = pending.pop()
-        count += 1
-        if isinstance(item, dict):
-            pending.extend(item.values())
-        elif isinstance(item, list):
-            pending.extend(item)
-    return count
+def problem_of(error: _yamlfile.YamlFileError) -> Problem:
+    """The bounded reader's error as a spec :class:`Problem` (``file:line``, no key path)."""
+    return Problem(error.where, "", error.reason, error.line)
 
 
 def kind_of(value: Any) -> str:
@@ -322,23 +240,19 @@ def kind_of(value: Any) -> str:
 
 
 def scalar_from_text(text: str, *, collections: bool) -> Any:
-    """``text`` read as a YAML value (``3`` -> 3, ``true`` -> True); else the text itself."""
-    import yaml
+    """``text`` read as a YAML value (``3`` -> 3, ``true`` -> True); else the text itself.
 
+    Read by the bounded reader (:func:`launchbay._yamlfile.load`): a value that breaks a
+    limit raises ``ValueError`` naming it; one that is not YAML stays text.
+    """
     if text.strip() in NULLS:
         return None
-    problem = limit_problem(text, "")
-    if problem is not None and not problem.message.startswith("invalid YAML"):
-        raise ValueError(problem.message)
     try:
-        value = yaml.safe_load(text)
-    except yaml.YAMLError:
-        return text
-    if expanded_size(value) > MAX_NODES:  # aliases share objects that every walk repeats
-        raise ValueError(
-            f"the value expands to more than {MAX_NODES} values (YAML aliases repeat what "
-            f"they refer to); accepted: at most {MAX_NODES} once aliases are expanded"
-        )
+        value = _yamlfile.load(text, "", what="the value")
+    except _yamlfile.YamlFileError as exc:
+        if exc.reason.startswith("invalid YAML"):
+            return text
+        raise ValueError(exc.reason) from None
     if isinstance(value, (bool, int, float)) or value is None:
         return value
     if collections and isinstance(value, (list, dict)):

@@ -258,6 +258,12 @@ def build_parser() -> argparse.ArgumentParser:
         "show", help="print the effective defaults and the file each came from"
     )
     output_option(config_show)
+    config_show.add_argument(
+        "--show-values",
+        action="store_true",
+        help="show values whose names look secret (secret, password, key, token), "
+        "which are masked as *** by default, as SDK v2's log lines mask them",
+    )
     config_show.set_defaults(func=_cmd_config_show)
     return parser
 
@@ -265,7 +271,7 @@ def build_parser() -> argparse.ArgumentParser:
 def _cmd_config_show(args: argparse.Namespace) -> int:
     from launchbay import _sagemaker_config
 
-    described = _sagemaker_config.describe()
+    described = _sagemaker_config.describe(show_values=args.show_values)
     if args.output == "json":
         _print_json(described)
     else:

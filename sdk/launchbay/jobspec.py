@@ -51,9 +51,8 @@ from collections.abc import Iterable, Mapping
 from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
-from launchbay import arguments, distribution, vpc
+from launchbay import _yamlfile, arguments, distribution, vpc
 from launchbay._specyaml import (  # reading the text; JobSpecError, Problem, ... re-exported
-    MAX_SPEC_BYTES,
     NULLS,
     Composer,
     JobSpecError,
@@ -66,6 +65,7 @@ from launchbay._specyaml import (  # reading the text; JobSpecError, Problem, ..
     get_path,
     kind_of,
     parse_set,
+    problem_of,
     scalar_from_text,
     substitute,
 )
@@ -523,29 +523,11 @@ def load(
     """
     filename = os.fspath(path)
     try:
-        with open(filename, "rb") as f:
-            # Read one byte past the limit: a device or a huge file is never read whole.
-            raw = f.read(MAX_SPEC_BYTES + 1)
-    except OSError as exc:
-        raise JobSpecError(
-            [Problem(filename, "", f"cannot read the job spec: {exc.strerror or exc}")]
-        ) from exc
-    if len(raw) > MAX_SPEC_BYTES:
-        raise JobSpecError(
-            [Problem(filename, "", f"the job spec is larger than {MAX_SPEC_BYTES} bytes; "
-                     f"accepted: at most {MAX_SPEC_BYTES} bytes of YAML")]
-        )  # fmt: skip
-    try:
-        text = raw.decode("utf-8")
-    except UnicodeDecodeError as exc:
-        line = raw.count(b"\n", 0, exc.start) + 1
-        raise JobSpecError(
-            [Problem(f"{filename}:{line}", "", f"the job spec is not UTF-8 text (byte "
-                     f"0x{raw[exc.start]:02x} at offset {exc.start}); accepted: UTF-8 YAML",
-                     line)]
-        ) from None  # fmt: skip
-    if text.startswith("\ufeff"):
-        text = text[1:]  # a UTF-8 byte order mark, as editors on Windows write
+        # Regular files only, never more than one byte past the limit (docs/jobspec.md, Limits).
+        raw = _yamlfile.read_bytes(filename, what="the job spec")
+        text = _yamlfile.decode(raw, filename, what="the job spec")
+    except _yamlfile.YamlFileError as exc:
+        raise JobSpecError([problem_of(exc)]) from None
     return loads(
         text,
         filename=filename,

@@ -119,7 +119,13 @@ def test_bad_files_exit_2_with_a_message(run_bounded, project, name, content, ex
 def test_directory_and_device_are_not_read_whole(run_bounded, project):
     (project.root / "dir.yaml").mkdir()
     check_refused(run_bounded("validate", project.root / "dir.yaml"), "cannot read the job spec")
-    check_refused(run_bounded("validate", "/dev/zero"), "is larger than 1048576 bytes")
+    # never opened for reading: a device or a FIFO is refused by what it is (issue 31)
+    check_refused(run_bounded("validate", "/dev/zero"), "it is a character device")
+    os.mkfifo(project.root / "fifo.yaml")
+    check_refused(
+        run_bounded("validate", project.root / "fifo.yaml", timeout=30),
+        "fifo.yaml: cannot read the job spec: it is a FIFO (named pipe)",
+    )
 
 
 def test_deep_but_allowed_nesting_still_works(run_cli, project):

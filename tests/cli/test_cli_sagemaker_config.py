@@ -9,7 +9,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pytest
 import yaml
+
+from hostile_yaml import HOSTILE, limited
 
 ROLE = "arn:aws:iam::123456789012:role/FromConfigFile"
 USER = {
@@ -140,3 +143,80 @@ def test_config_show_with_no_files(run_cli, cli_env):
     assert shown["defaults"] == []
     assert all(not s["loaded"] for s in shown["sources"])
     assert shown["local_mode"]["found"] is False
+
+
+# -- issue 31 item 4: hostile defaults files exit 2 naming the file, in bounded time ---------
+
+
+def _refused(done, *expected: str) -> None:
+    assert done.returncode == 2, (done.returncode, done.stderr[-2000:])
+    assert "Traceback" not in done.stderr, done.stderr[-4000:]
+    for text in expected:
+        assert text in done.stderr, done.stderr[-2000:]
+    assert len(done.stderr) < 4000  # the value is never shown whole
+
+
+@pytest.mark.parametrize(
+    "variable", ["SAGEMAKER_USER_CONFIG_OVERRIDE", "SAGEMAKER_ADMIN_CONFIG_OVERRIDE"]
+)
+@pytest.mark.parametrize("case", sorted(HOSTILE))
+def test_validate_refuses_a_hostile_defaults_file_naming_it(
+    run_cli, project, moto_env, tmp_path, case, variable
+):
+    make, expected = HOSTILE[case]
+    path = make(tmp_path)
+    spec = project.spec(SPEC)
+    done = run_cli(
+        "validate", spec, env={**moto_env, variable: path}, timeout=30, preexec_fn=limited
+    )
+    _refused(done, f"Invalid SageMaker config file {path}", f"(from {variable})", *expected)
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE))
+def test_config_show_refuses_a_hostile_local_mode_file_naming_it(run_cli, cli_env, tmp_path, case):
+    make, expected = HOSTILE[case]
+    path = make(tmp_path)
+    env = {**cli_env, "LAUNCHBAY_SAGEMAKER_LOCAL_CONFIG": path}
+    done = run_cli("config", "show", env=env, timeout=30, preexec_fn=limited)
+    _refused(done, f"Invalid SageMaker local mode config file {path}", *expected)
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (b"SchemaVersion: '1.0'\nSageMaker: {x: caf\xe9}\n", "is not UTF-8 text (byte 0xe9"),
+        (b"SchemaVersion: '1.0'\n" + b"# padding\n" * 120_000, "is larger than 1048576 bytes"),
+    ],
+    ids=["not-utf8", "oversized"],
+)
+def test_validate_refuses_a_hostile_s3_defaults_object_naming_it(
+    run_cli, project, moto_env, content, expected
+):
+    import boto3
+
+    s3 = boto3.client("s3", region_name="us-west-2")
+    s3.create_bucket(
+        Bucket="org-config", CreateBucketConfiguration={"LocationConstraint": "us-west-2"}
+    )
+    s3.put_object(Bucket="org-config", Key="config.yaml", Body=content)
+    env = {**moto_env, "SAGEMAKER_USER_CONFIG_OVERRIDE": "s3://org-config"}
+    done = run_cli("validate", project.spec(SPEC), env=env, timeout=30, preexec_fn=limited)
+    _refused(done, "Invalid SageMaker config file s3://org-config/config.yaml", expected)
+
+
+def test_config_show_masks_secret_looking_values_unless_asked(run_cli, cli_env, tmp_path):
+    user = json.loads(json.dumps(USER))
+    user["SageMaker"]["TrainingJob"]["Environment"] = {
+        "ORG": "1", "API_TOKEN": "t0psecret", "DB_PASSWORD": "hunter2", "AWS_SECRET_ACCESS_KEY": "k"
+    }  # fmt: skip
+    env = _files(tmp_path, cli_env)
+    (tmp_path / "user" / "config.yaml").write_text(yaml.safe_dump(user))
+    for output in ("text", "json"):
+        done = run_cli("config", "show", "--output", output, env=env)
+        assert done.returncode == 0, done.stderr
+        assert "t0psecret" not in done.stdout and "hunter2" not in done.stdout
+        assert '"API_TOKEN": "***"' in done.stdout and '"ORG": "1"' in done.stdout
+        assert '"AWS_SECRET_ACCESS_KEY": "***"' in done.stdout
+        shown = run_cli("config", "show", "--show-values", "--output", output, env=env)
+        assert shown.returncode == 0, shown.stderr
+        assert '"API_TOKEN": "t0psecret"' in shown.stdout and "hunter2" in shown.stdout

@@ -202,6 +202,7 @@ LAYERS = {
     "launchbay._image_data": 1,
     "launchbay.display": 1,
     "launchbay._docker": 1,
+    "launchbay._yamlfile": 1,
     # 2: what a job is made of, and the services it talks to
     "launchbay.inputs": 2,
     "launchbay.debugger": 2,
@@ -426,3 +427,67 @@ def test_type_checking_ignores_nothing_of_ours_wholesale():
             if "type: ignore" in line and not re.search(r"type: ignore\[[\w,-]+\]\s+#\s*\S", line):
                 bare.append(f"{name}:{number}")
     assert bare == [], "a type: ignore names its code and gives its reason on the line"
+
+
+#: Where YAML may be parsed: the one bounded reader (issue 31), and vpc.py's loader of the
+#: CloudFormation templates that ship with launchbay (its own files, not input).
+YAML_READERS = {"launchbay._yamlfile", "launchbay.vpc"}
+#: PyYAML's ways to parse text: load functions, and loaders made or subclassed.
+YAML_PARSERS = {
+    "load", "load_all", "safe_load", "safe_load_all", "full_load", "full_load_all",
+    "unsafe_load", "unsafe_load_all", "compose", "compose_all", "parse", "scan",
+    "Loader", "SafeLoader", "FullLoader", "UnsafeLoader", "BaseLoader",
+    "CLoader", "CSafeLoader", "CFullLoader", "CUnsafeLoader", "CBaseLoader",
+}  # fmt: skip
+
+
+def yaml_parsers(modules: Mapping[str, Path]) -> list[str]:
+    """``module:line`` of every call of a YAML parser and every class built on a yaml loader.
+
+    Names are matched as ``yaml.X`` and as ``X`` imported from yaml; annotations are not
+    calls, so ``loader: yaml.SafeLoader`` in a signature is not one.
+    """
+    found = []
+    for name, path in modules.items():
+        tree = ast.parse(path.read_text(), str(path))
+        imported = {
+            alias.asname or alias.name
+            for node in ast.walk(tree)
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("yaml")
+            for alias in node.names
+            if alias.name in YAML_PARSERS
+        }
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Call):
+                targets = [node.func]
+            elif isinstance(node, ast.ClassDef):
+                targets = list(node.bases)
+            else:
+                continue
+            for target in targets:
+                if (
+                    isinstance(target, ast.Attribute)
+                    and target.attr in YAML_PARSERS
+                    and isinstance(target.value, ast.Name)
+                    and target.value.id == "yaml"
+                ) or (isinstance(target, ast.Name) and target.id in imported):
+                    found.append(f"{name}:{node.lineno}")
+    return found
+
+
+def test_only_the_bounded_reader_parses_yaml():
+    """One bounded reader for every YAML file (docs/architecture.md): nobody else parses YAML."""
+    readers = {entry.split(":")[0] for entry in yaml_parsers(module_names())}
+    assert "launchbay._yamlfile" in readers  # the scan sees the reader itself
+    assert readers - YAML_READERS == set(), sorted(yaml_parsers(module_names()))
+
+
+def test_the_yaml_scan_sees_a_load_call_and_a_loader(tmp_path):
+    module = tmp_path / "m.py"
+    module.write_text(
+        "import yaml\nfrom yaml import safe_load as sl\n"
+        "def f(t):\n    return yaml.safe_load(t), sl(t)\n"
+        "class L(yaml.SafeLoader):\n    pass\n"
+        "def g(loader: yaml.SafeLoader) -> None:\n    yaml.safe_dump({})\n"
+    )
+    assert sorted(yaml_parsers({"m": module})) == ["m:4", "m:4", "m:5"]

@@ -12,6 +12,7 @@ import pytest
 import yaml
 
 import launchbay
+from hostile_yaml import HOSTILE, billion_laughs, run_limited
 from launchbay import _sagemaker_config as smc
 from launchbay.errors import ConfigurationError
 
@@ -309,3 +310,170 @@ def test_import_reads_nothing_and_imports_no_yaml_or_jsonschema():
     ).stdout.split("\n")
     assert out[0] == "[]"
     assert out[1] == "False"
+
+
+# -- issue 31 item 4: every defaults file goes through the one bounded YAML reader -----------
+
+_CONSTRUCT = """
+import sys
+import launchbay
+from launchbay.errors import ConfigurationError
+try:
+    launchbay.Estimator(
+        image_uri="123456789012.dkr.ecr.us-west-2.amazonaws.com/img:1", role="{role}",
+        instance_type="ml.m5.xlarge", instance_count=1, output_path="s3://out-bucket/x",
+    )
+except ConfigurationError as exc:
+    print(exc)
+    sys.exit(3)
+"""
+
+
+@pytest.mark.parametrize("kind", ["user", "admin"])
+@pytest.mark.parametrize("case", sorted(HOSTILE))
+def test_a_hostile_defaults_file_is_refused_by_the_estimator_naming_it(
+    tmp_path, moto_server, case, kind
+):
+    make, expected = HOSTILE[case]
+    path = make(tmp_path)
+    env = {
+        **os.environ,
+        smc.USER_ENV if kind == "user" else smc.ADMIN_ENV: path,
+    }
+    done = run_limited([sys.executable, "-c", _CONSTRUCT.format(role=ROLE)], env, timeout=30)
+    assert done.returncode == 3, (done.returncode, done.stderr[-2000:])
+    message = done.stdout
+    assert f"Invalid SageMaker config file {path}" in message, message
+    for text in expected:
+        assert text in message, message
+    assert len(message) < 2000  # the value is never shown whole
+
+
+@pytest.mark.parametrize("case", sorted(HOSTILE))
+def test_a_hostile_local_mode_file_is_refused_naming_it(tmp_path, case):
+    make, expected = HOSTILE[case]
+    path = make(tmp_path)
+    code = (
+        "import sys\n"
+        "from launchbay.backends.local.container_hosts import container_options\n"
+        "from launchbay.errors import ConfigurationError\n"
+        "try:\n    container_options()\n"
+        "except ConfigurationError as exc:\n    print(exc); sys.exit(3)\n"
+    )
+    env = {**os.environ, smc.LOCAL_MODE_ENV: path}
+    done = run_limited([sys.executable, "-c", code], env, timeout=30)
+    assert done.returncode == 3, (done.returncode, done.stderr[-2000:])
+    assert f"Invalid SageMaker local mode config file {path}" in done.stdout, done.stdout
+    for text in expected:
+        assert text in done.stdout, done.stdout
+
+
+def test_a_missing_local_mode_file_or_a_dangling_link_is_nothing_to_apply(tmp_path, monkeypatch):
+    monkeypatch.setenv(smc.LOCAL_MODE_ENV, str(tmp_path / "none.yaml"))
+    assert smc.load_local_mode() is None
+    (tmp_path / "dangling.yaml").symlink_to(tmp_path / "nowhere")
+    monkeypatch.setenv(smc.LOCAL_MODE_ENV, str(tmp_path / "dangling.yaml"))
+    assert smc.load_local_mode() is None
+
+
+def _s3(aws):
+    import boto3
+
+    s3 = boto3.client("s3", region_name="us-west-2")
+    s3.create_bucket(
+        Bucket="org-config", CreateBucketConfiguration={"LocationConstraint": "us-west-2"}
+    )
+    return s3
+
+
+@pytest.mark.parametrize(
+    ("content", "expected"),
+    [
+        (b"SchemaVersion: '1.0'\n" + b"# padding\n" * 120_000, "is larger than 1048576 bytes"),
+        (b"SchemaVersion: '1.0'\nSageMaker: {x: caf\xe9}\n", "is not UTF-8 text (byte 0xe9"),
+        (billion_laughs().encode(), "expands to more than 100000 values"),
+        (b"SageMaker: " + b"[" * 10_000 + b"]" * 10_000, "nest more than 64 levels"),
+    ],
+    ids=["oversized", "not-utf8", "billion-laughs", "deep"],
+)
+def test_a_hostile_s3_defaults_object_is_refused_naming_it(aws, monkeypatch, content, expected):
+    s3 = _s3(aws)
+    s3.put_object(Bucket="org-config", Key="team/config.yaml", Body=content)
+    monkeypatch.setenv(smc.USER_ENV, "s3://org-config/team")
+    smc.clear_cache()
+    with pytest.raises(ConfigurationError) as caught:
+        _estimator(role=ROLE)
+    message = str(caught.value)
+    assert "Invalid SageMaker config file s3://org-config/team/config.yaml" in message, message
+    assert f"(from {smc.USER_ENV})" in message
+    assert expected in message, message
+    assert len(message) < 2000
+
+
+def test_an_s3_object_is_read_at_most_one_byte_past_the_limit():
+    from launchbay import _yamlfile
+
+    class Body:
+        asked: list[int | None] = []
+
+        def read(self, amount=None):
+            self.asked.append(amount)
+            return b"x" * (amount or 10 * _yamlfile.MAX_BYTES)
+
+    body = Body()
+    with pytest.raises(_yamlfile.YamlFileError, match="larger than 1048576 bytes"):
+        _yamlfile.read_stream(body, "s3://b/k", what="the file")
+    assert body.asked == [_yamlfile.MAX_BYTES + 1]
+    with pytest.raises(_yamlfile.YamlFileError, match="larger than 1048576 bytes"):
+        _yamlfile.read_stream(body, "s3://b/k", what="the file", size=50 * 1024 * 1024)
+    assert body.asked == [_yamlfile.MAX_BYTES + 1]  # refused by its size, nothing read
+
+
+def test_an_s3_prefix_with_more_than_1000_keys_before_config_yaml_is_read(aws, monkeypatch):
+    from concurrent.futures import ThreadPoolExecutor
+
+    s3 = _s3(aws)
+    with ThreadPoolExecutor(8) as pool:
+        list(
+            pool.map(
+                lambda i: s3.put_object(Bucket="org-config", Key=f"team/a{i:04d}.txt", Body=b"x"),
+                range(1001),
+            )
+        )
+    s3.put_object(
+        Bucket="org-config", Key="team/config.yaml", Body=yaml.safe_dump(training(RoleArn=ROLE))
+    )
+    monkeypatch.setenv(smc.USER_ENV, "s3://org-config/team")
+    smc.clear_cache()
+    estimator = _estimator()
+    assert estimator.role == ROLE
+    # the object itself, and a prefix with neither, as before
+    monkeypatch.setenv(smc.USER_ENV, "s3://org-config/team/config.yaml")
+    smc.clear_cache()
+    assert smc.load().get(smc.ROLE_ARN) == ROLE
+    monkeypatch.setenv(smc.USER_ENV, "s3://org-config/other")
+    smc.clear_cache()
+    with pytest.raises(ConfigurationError, match="no S3 object has that key or prefix"):
+        smc.load()
+    monkeypatch.setenv(smc.USER_ENV, "s3://org-config/team/a")
+    smc.clear_cache()
+    with pytest.raises(ConfigurationError, match="neither an object nor a prefix holding"):
+        smc.load()
+
+
+def test_config_show_masks_values_whose_names_look_secret_as_sdk_v2_logs_them(files):
+    files(
+        user=training(
+            Environment={"API_TOKEN": "t0psecret", "DB_Password": "hunter2", "ORG": "1"},
+            RoleArn=ROLE,
+        )
+    )
+    shown = smc.describe()
+    by_key = {d["key"]: d["value"] for d in shown["defaults"]}
+    assert by_key[smc.ENVIRONMENT] == {"API_TOKEN": "***", "DB_Password": "***", "ORG": "1"}
+    assert by_key[smc.ROLE_ARN] == ROLE
+    text = "\n".join(smc.describe_text(shown))
+    assert "t0psecret" not in text and "hunter2" not in text
+    revealed = smc.describe(show_values=True)
+    by_key = {d["key"]: d["value"] for d in revealed["defaults"]}
+    assert by_key[smc.ENVIRONMENT]["API_TOKEN"] == "t0psecret"
