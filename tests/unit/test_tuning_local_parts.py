@@ -5,7 +5,9 @@ from __future__ import annotations
 
 import json
 import math
+import os
 import random
+import socket
 import statistics
 
 import pytest
@@ -13,7 +15,13 @@ import pytest
 from launchbay.errors import ConfigurationError
 from launchbay.metrics import MetricRecorder, compile_definitions, load_metrics, parse_line
 from launchbay.pytorch import PyTorch
-from launchbay.tuner import CategoricalParameter, ContinuousParameter, HyperparameterTuner
+from launchbay.tuner import (
+    CategoricalParameter,
+    ContinuousParameter,
+    HyperparameterTuner,
+    WarmStartConfig,
+    WarmStartTypes,
+)
 from launchbay.tuning.parameter import IntegerParameter
 from launchbay.tuning.search import GridSearcher, grid, make_searcher, sample
 from launchbay.tuning.stopping import hyperband_stops, median_rule_stops, rungs
@@ -185,3 +193,115 @@ def test_bayesian_finds_a_better_minimum_than_random_on_a_known_function(src):
         f"{sum(b < r for b, r in zip(bayes_best, random_best, strict=True))}/10 seeds"
     )
     assert statistics.median(bayes_best) < statistics.median(random_best)
+
+
+# -- issue 31 item 14: a warm start from a damaged parent record --------------------------
+def _parent_record(home, trials, **extra) -> str:
+    from launchbay.tuning.local import record_path
+
+    path = record_path("t-parent")
+    os.makedirs(os.path.dirname(path), exist_ok=True)
+    record = {
+        "HyperParameterTuningJobName": "t-parent", "HyperParameterTuningJobStatus": "Completed",
+        "LocalTrainingJobs": trials, **extra,
+    }  # fmt: skip
+    with open(path, "w") as f:
+        f.write(json.dumps(record))  # NaN is written as NaN, as a hand edit might
+    return path
+
+
+def _trial(number: int, value, lr="0.5", **extra) -> dict:
+    return {
+        "TrainingJobName": f"t-parent-{number:03d}", "TrainingJobStatus": "Completed",
+        "TunedHyperParameters": {"lr": lr},
+        "FinalHyperParameterTuningJobObjectiveMetric": {"MetricName": "loss", "Value": value},
+        **extra,
+    }  # fmt: skip
+
+
+def _warm_plan(src):
+    estimator = PyTorch(
+        entry_point="train.py", source_dir="src", role=None, instance_type="local_process",
+        instance_count=1, framework_version="2.8.0", py_version="py312",
+    )  # fmt: skip
+    return HyperparameterTuner(
+        estimator, "loss", {"lr": ContinuousParameter(0.01, 1.0)},
+        metric_definitions=[{"Name": "loss", "Regex": "loss=(.*)"}], strategy="Bayesian",
+        max_jobs=4, warm_start_config=WarmStartConfig(
+            WarmStartTypes.IDENTICAL_DATA_AND_ALGORITHM, {"t-parent"}),
+    ).tuning_plan(job_name="t-child")  # fmt: skip
+
+
+@pytest.mark.parametrize(
+    ("damage", "warned"),
+    [
+        ("string-value", "Value': 'abc'"),
+        ("nan-value", "Value': nan"),
+        ("missing-metric-value", None),
+        ("metric-not-a-mapping", "FinalHyperParameterTuningJobObjectiveMetric = 'abc'"),
+        ("values-not-a-mapping", "TunedHyperParameters = ['lr']"),
+        ("trial-not-a-mapping", "LocalTrainingJobs[1] of"),
+        ("best-with-a-string-value", "BestTrainingJob of"),
+    ],
+)
+def test_a_damaged_warm_start_parent_record_skips_bad_entries_with_a_warning(
+    src, home, caplog, damage, warned
+):
+    from launchbay.tuning.local import _warm_start
+
+    good = _trial(0, 0.25)
+    bad = {
+        "string-value": _trial(1, "abc"),
+        "nan-value": _trial(1, float("nan")),
+        "missing-metric-value": {
+            k: v for k, v in _trial(1, 0.5).items()
+            if k != "FinalHyperParameterTuningJobObjectiveMetric"
+        },
+        "metric-not-a-mapping": {**_trial(1, 0.5), "FinalHyperParameterTuningJobObjectiveMetric": "abc"},
+        "values-not-a-mapping": {**_trial(1, 0.5), "TunedHyperParameters": ["lr"]},
+        "trial-not-a-mapping": "t-parent-001",
+        "best-with-a-string-value": _trial(1, 0.5),
+    }[damage]  # fmt: skip
+    extra = {"BestTrainingJob": _trial(1, "0.5")} if damage.startswith("best") else {}
+    path = _parent_record(home, [good, bad], **extra)
+    plan = _warm_plan(src)
+    with caplog.at_level("WARNING", logger="launchbay.tuning.local"):
+        history, best = _warm_start(plan)
+        searcher = make_searcher(plan, history)  # Optuna sees only usable trials
+    assert searcher.ask() is not None
+    assert history[0] == {
+        "definition": None, "values": {"lr": "0.5"}, "value": 0.25, "name": "t-parent-000"
+    }  # fmt: skip
+    assert all(h["value"] is None or math.isfinite(h["value"]) for h in history)
+    if warned is None:
+        assert len(history) == 2 and history[1]["value"] is None  # a trial without a value
+    else:
+        warnings = [r.getMessage() for r in caplog.records if r.levelname == "WARNING"]
+        assert any(path in w and warned in w for w in warnings), warnings
+    assert best is None or best["TrainingJobName"] != "t-parent-001"
+
+
+@pytest.mark.parametrize(
+    ("record", "expected"),
+    [
+        ('["not", "a", "mapping"]', "'list' object has no attribute 'get'"),
+        ('{"LocalTrainingJobs": {"a": 1}}', "LocalTrainingJobs = {'a': 1}, not a list"),
+        (json.dumps({"HyperParameterTuningJobStatus": "InProgress",
+                     "LocalClient": f"{socket.gethostname()}:999999999",
+                     "LocalTrainingJobs": [{"TrainingJobName": "x"}]}),
+         "KeyError: 'TrainingJobStatus'"),
+    ],
+)  # fmt: skip
+def test_a_warm_start_parent_record_that_is_not_a_record_is_refused_naming_it(
+    src, home, record, expected
+):
+    from launchbay.errors import JobError
+    from launchbay.tuning.local import _warm_start
+
+    path = _parent_record(home, [])
+    with open(path, "w") as f:
+        f.write(record)
+    with pytest.raises(JobError) as caught:
+        _warm_start(_warm_plan(src))
+    assert f"its record {path} is damaged" in str(caught.value)
+    assert expected in str(caught.value)

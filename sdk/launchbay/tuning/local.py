@@ -692,9 +692,39 @@ def _reconcile(description: dict[str, Any]) -> dict[str, Any]:
 def _warm_start(plan: TuningPlan) -> tuple[list[dict[str, Any]], Any]:
     """The parents' trials (``definition``, ``values``, ``value``) and their best summary.
 
+    A parent's record (``tuning.json``) may have been edited or damaged: a trial whose
+    entry is not a mapping, whose tuned values are not a mapping, or whose objective
+    value is not a finite number is skipped with a warning naming the record, the
+    trial and what is accepted; so is a best training job of that kind.
+
     Raises:
-        JobError: a parent is not a local tuning job here (naming it and where it was looked for).
+        JobError: a parent is not a local tuning job here (naming it and where it was
+            looked for), or its record cannot be read as a tuning job's record (naming
+            the file and what is wrong).
     """
+    import math
+
+    def objective(summary: Mapping[str, Any], path: str, what: str) -> tuple[bool, Any]:
+        """``(usable, value)``: the summary's objective value, None when it has none."""
+        metric = summary.get("FinalHyperParameterTuningJobObjectiveMetric")
+        if metric is None:
+            return True, None
+        value = metric.get("Value") if isinstance(metric, Mapping) else metric
+        if value is None and isinstance(metric, Mapping):
+            return True, None
+        if (
+            isinstance(value, bool)
+            or not isinstance(value, (int, float))
+            or not math.isfinite(value)
+        ):
+            logger.warning(
+                "Warm start: skipping %s of %s: FinalHyperParameterTuningJobObjectiveMetric "
+                "= %.200r; accepted: a mapping whose Value is a finite number",
+                what, path, metric,
+            )  # fmt: skip
+            return False, None
+        return True, float(value)
+
     history: list[dict[str, Any]] = []
     bests = []
     for parent in plan.warm_start_parents:
@@ -704,17 +734,60 @@ def _warm_start(plan: TuningPlan) -> tuple[list[dict[str, Any]], Any]:
                 f"job here (no {record_path(parent)}). Accepted: names of local tuning jobs "
                 "run under this LAUNCHBAY_HOME."
             )
-        description = LocalTuningJob(parent).describe()
-        if description.get("BestTrainingJob"):
-            bests.append(description["BestTrainingJob"])
-        for summary in description.get("LocalTrainingJobs") or []:
-            metric = summary.get("FinalHyperParameterTuningJobObjectiveMetric") or {}
+        path = record_path(parent)
+        damaged = (
+            f"Warm start parent {parent!r} of tuning job {plan.name!r}: its record {path} is "
+            "damaged ({}). Accepted: the tuning.json a local tuning job wrote."
+        )
+        try:
+            description = LocalTuningJob(parent).describe()
+        except JobError:
+            raise
+        except (AttributeError, TypeError, ValueError, KeyError) as exc:
+            raise JobError(damaged.format(f"{type(exc).__name__}: {exc}")) from exc
+        if not isinstance(description, Mapping):
+            raise JobError(damaged.format(f"it holds {type(description).__name__}, not a mapping"))
+        trials = description.get("LocalTrainingJobs") or []
+        if not isinstance(trials, list):
+            raise JobError(damaged.format(f"LocalTrainingJobs = {trials!r:.200}, not a list"))
+        best = description.get("BestTrainingJob")
+        if isinstance(best, Mapping):
+            if objective(best, path, "BestTrainingJob")[0]:
+                bests.append(best)
+        elif best:
+            logger.warning(
+                "Warm start: skipping BestTrainingJob of %s: %.200r is not a mapping", path, best
+            )
+        for index, summary in enumerate(trials):
+            what = f"LocalTrainingJobs[{index}]"
+            if not isinstance(summary, Mapping):
+                logger.warning(
+                    "Warm start: skipping %s of %s: %.200r is not a mapping", what, path, summary
+                )
+                continue
+            name = summary.get("TrainingJobName")
+            what = f"{what} ({name})" if isinstance(name, str) else what
+            usable, value = objective(summary, path, what)
+            if not usable:
+                continue
+            values = summary.get("TunedHyperParameters") or {}
+            definition = summary.get("LocalDefinition")
+            if not isinstance(values, Mapping) or not (
+                definition is None or isinstance(definition, str)
+            ):
+                logger.warning(
+                    "Warm start: skipping %s of %s: TunedHyperParameters = %.200r, "
+                    "LocalDefinition = %.200r; accepted: a mapping of names to values and a "
+                    "definition name (or none)",
+                    what, path, values, definition,
+                )  # fmt: skip
+                continue
             history.append(
                 {
-                    "definition": summary.get("LocalDefinition"),
-                    "values": summary.get("TunedHyperParameters") or {},
-                    "value": metric.get("Value"),
-                    "name": summary.get("TrainingJobName"),
+                    "definition": definition,
+                    "values": {str(k): v for k, v in values.items()},
+                    "value": value,
+                    "name": name if isinstance(name, str) else None,
                 }
             )
     return history, _pick_best(bests, plan.objective_type)
