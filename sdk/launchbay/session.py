@@ -58,8 +58,27 @@ from launchbay.transfer import SMALL_BODY_LIMIT as SMALL_BODY_LIMIT  # re-export
 if TYPE_CHECKING:  # pragma: no cover
     import boto3
 
+    from launchbay.inputs import TrainingInput, s3_input
+
+
+def __getattr__(name: str) -> Any:
+    """``TrainingInput`` and ``s3_input`` (deprecated), where SDK v2 notebooks import them.
+
+    ``from launchbay.session import TrainingInput`` is launchbay.inputs' class; it is
+    imported on first use, so this module stays light.
+    """
+    if name in ("TrainingInput", "s3_input"):
+        from launchbay import inputs
+
+        value = getattr(inputs, name)
+        globals()[name] = value
+        return value
+    raise AttributeError(f"module 'launchbay.session' has no attribute {name!r}")
+
 __all__ = [
     "Session",
+    "TrainingInput",
+    "s3_input",
     "get_execution_role",
     "LocalExecutionRole",
     "LOCAL_ROLE_ARN",
@@ -366,6 +385,51 @@ class Session:
             expected_owner=self._expected_owner(bucket),
         )
 
+    def upload_string_as_file_body(
+        self, body: str | bytes, bucket: str, key: str, kms_key: str | None = None
+    ) -> str:
+        """Write ``body`` (a string, sent as UTF-8) to ``s3://bucket/key``; return the URI.
+
+        SDK v2's ``Session.upload_string_as_file_body``: with ``kms_key`` the object is
+        encrypted with that KMS key (``ServerSideEncryption="aws:kms"``).
+        """
+        if not isinstance(body, str | bytes):
+            raise InputError.invalid("body", body, "a string (or bytes) to store as the object")
+        data = body.encode("utf-8") if isinstance(body, str) else body
+        return self.upload_bytes(data, bucket, key, extra_args=_kms_upload_args(kms_key))
+
+    def read_bytes(self, bucket: str, key: str) -> bytes:
+        """The body of ``s3://bucket/key`` as bytes (one ``GetObject``)."""
+        self._check_bucket(bucket)
+        return transfer.read_object(
+            self.s3_client, bucket, key, expected_owner=self._expected_owner(bucket)
+        )
+
+    def read_s3_file(self, bucket: str, key_prefix: str) -> str:
+        """The body of the object ``s3://bucket/key_prefix``, decoded as UTF-8 (SDK v2's name)."""
+        data = self.read_bytes(bucket, key_prefix)
+        try:
+            return data.decode("utf-8")
+        except UnicodeDecodeError as exc:
+            raise InputError.invalid(
+                "key_prefix",
+                key_prefix,
+                "the key of a UTF-8 text object (read other objects with read_bytes)",
+                reason=f"s3://{bucket}/{key_prefix} is not UTF-8 text ({exc})",
+            ) from exc
+
+    def list_s3_files(self, bucket: str, key_prefix: str) -> list[str]:
+        """The keys of ``bucket`` that begin with the string ``key_prefix``, in key order.
+
+        As S3 (and SDK v2) lists them: ``"data"`` also lists ``database/x``, and
+        folder markers (keys ending in ``/``) are included.
+        """
+        self._check_bucket(bucket)
+        listed = transfer.list_objects(
+            self.s3_client, bucket, key_prefix or "", expected_owner=self._expected_owner(bucket)
+        )
+        return [obj.key for obj in listed]
+
     def upload_file(
         self,
         path: str | os.PathLike[str],
@@ -551,6 +615,15 @@ def _regular_file_size(local: str, accepted: str) -> int:
             "path", local, accepted, reason=f"It is {kind or 'a directory'}, not a regular file"
         )
     return st.st_size
+
+
+def _kms_upload_args(kms_key: str | None) -> dict[str, str] | None:
+    """The upload ExtraArgs that encrypt with ``kms_key`` (SSE-KMS), or None without a key."""
+    if kms_key is None:
+        return None
+    if not isinstance(kms_key, str) or not kms_key:
+        raise InputError.invalid("kms_key", kms_key, "a KMS key ID, alias or ARN (a string)")
+    return {"SSEKMSKeyId": kms_key, "ServerSideEncryption": "aws:kms"}
 
 
 def _normalise_prefix(prefix: str | None) -> str:

@@ -95,6 +95,7 @@ __all__ = [
     "object_exists",
     "ensure_bucket",
     "upload_bytes",
+    "read_object",
     "upload_files",
     "walk_files",
     "special_file_kind",
@@ -412,6 +413,27 @@ def upload_bytes(
     except transfer_exceptions() as exc:
         raise TransferError(f"Upload of {len(data)} bytes to {uri} failed: {exc}") from exc
     return uri
+
+
+def read_object(
+    client: Any, bucket: str, key: str, *, expected_owner: str | None = None
+) -> bytes:
+    """The whole body of ``s3://bucket/key`` (one ``GetObject``), in memory.
+
+    Raises:
+        TransferError: ``Reading s3://bucket/key failed: ...`` (a missing key included).
+    """
+    args: dict[str, Any] = {"Bucket": bucket, "Key": key}
+    if expected_owner:
+        args["ExpectedBucketOwner"] = expected_owner
+    try:
+        body = client.get_object(**args)["Body"]
+        try:
+            return bytes(body.read())
+        finally:
+            body.close()
+    except transfer_exceptions() as exc:
+        raise TransferError(f"Reading s3://{bucket}/{key} failed: {exc}") from exc
 
 
 # --------------------------------------------------------------------------- uploads
