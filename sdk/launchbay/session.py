@@ -75,6 +75,7 @@ def __getattr__(name: str) -> Any:
         return value
     raise AttributeError(f"module 'launchbay.session' has no attribute {name!r}")
 
+
 __all__ = [
     "Session",
     "TrainingInput",

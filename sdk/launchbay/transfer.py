@@ -415,9 +415,7 @@ def upload_bytes(
     return uri
 
 
-def read_object(
-    client: Any, bucket: str, key: str, *, expected_owner: str | None = None
-) -> bytes:
+def read_object(client: Any, bucket: str, key: str, *, expected_owner: str | None = None) -> bytes:
     """The whole body of ``s3://bucket/key`` (one ``GetObject``), in memory.
 
     Raises:
