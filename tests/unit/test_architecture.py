@@ -213,6 +213,7 @@ LAYERS = {
     "launchbay._names": 2,
     "launchbay._request": 2,
     "launchbay.image_uris": 2,
+    "launchbay._retrieve": 2,
     "launchbay.code": 2,
     "launchbay.transfer": 2,
     "launchbay._runner": 2,
