@@ -42,6 +42,8 @@ _LAZY = {
     "CollectionConfig": "launchbay.debugger",
     "PyTorch": "launchbay.pytorch",
     "TensorFlow": "launchbay.tensorflow",
+    "TrainingJobAnalytics": "launchbay.analytics",
+    "HyperparameterTuningJobAnalytics": "launchbay.analytics",
 }
 
 __all__ = [
@@ -53,6 +55,7 @@ __all__ = [
     "Estimator",
     "FileSystemInput",
     "Framework",
+    "HyperparameterTuningJobAnalytics",
     "ImageNotFoundError",
     "InputError",
     "JobError",
@@ -64,6 +67,7 @@ __all__ = [
     "Session",
     "TensorFlow",
     "TrainingInput",
+    "TrainingJobAnalytics",
     "TransferError",
     "UnknownArgumentError",
     "__version__",
@@ -71,6 +75,7 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:  # pragma: no cover
+    from launchbay.analytics import HyperparameterTuningJobAnalytics, TrainingJobAnalytics
     from launchbay.debugger import CollectionConfig, DebuggerHookConfig
     from launchbay.estimator import Estimator, Framework
     from launchbay.inputs import FileSystemInput, TrainingInput

@@ -357,6 +357,20 @@ class EstimatorBase(Rules):
             return None
         return self.latest_training_job.model_data
 
+    def logs(self) -> None:
+        """Print the latest job's log lines, every host's, until the job ends (SDK v2's ``logs()``).
+
+        A job that has ended prints its logs and returns at once.
+
+        Raises:
+            ConfigurationError: no job was started or attached yet.
+        """
+        if self.latest_training_job is None:
+            raise ConfigurationError.invalid(
+                "latest_training_job", None, "a job started by fit() or attach() first"
+            )
+        self.latest_training_job.logs(follow=True)
+
     @property
     def training_job_analytics(self) -> Any:
         """The latest job's metrics (SDK v2's ``TrainingJobAnalytics``: ``.dataframe()``).

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import copy
 import re
+import warnings
 from collections.abc import Mapping
 from typing import Any
 
@@ -17,7 +18,7 @@ from launchbay.errors import InputError
 from launchbay.runtime.contract import CHANNEL_NAME_ACCEPTED, channel_name_problem
 from launchbay.s3uri import is_s3_uri, parse_s3_uri
 
-__all__ = ["TrainingInput", "FileSystemInput", "InstanceGroup", "channels_from_inputs"]
+__all__ = ["TrainingInput", "FileSystemInput", "InstanceGroup", "channels_from_inputs", "s3_input"]
 
 S3_DATA_TYPES = ("S3Prefix", "ManifestFile", "AugmentedManifestFile", "Converse")
 S3_DISTRIBUTIONS = ("FullyReplicated", "ShardedByS3Key")
@@ -108,6 +109,23 @@ class TrainingInput:
 
     def __repr__(self) -> str:
         return f"TrainingInput({self.config!r})"
+
+
+class s3_input(TrainingInput):  # noqa: N801  SDK v1's name, kept as notebooks spell it
+    """SDK v1's name of :class:`TrainingInput` (``sagemaker.session.s3_input``).
+
+    Takes TrainingInput's arguments and warns (``DeprecationWarning``) when made,
+    as SDK v2 does.
+    """
+
+    def __init__(self, *args: Any, **kwargs: Any) -> None:
+        warnings.warn(
+            "s3_input is SDK v1's name of TrainingInput (SDK v2 renamed it too): use "
+            "launchbay.inputs.TrainingInput (or launchbay.TrainingInput) with the same arguments.",
+            DeprecationWarning,
+            stacklevel=2,
+        )
+        super().__init__(*args, **kwargs)
 
 
 class FileSystemInput:

@@ -163,3 +163,50 @@ def test_timestamps_and_names_have_sdk_v2_formats():
 def test_job_names_use_the_same_stamp(off_aws, src):
     name = _estimator(launchbay.get_execution_role(), "local_process")._job_name(None)
     assert re.match(r"^pytorch-training-\d{4}(-\d{2}){5}-\d{3}$", name)
+
+
+# -- issue 32, item 5: names notebooks import around the estimator ---------------------------
+
+
+@pytest.mark.parametrize(
+    ("base", "kwargs"),
+    [("job", {}), ("x" * 80, {}), ("tuning", {"max_length": 32}), ("abc", {"max_length": 16})],
+)
+def test_unique_name_from_base_has_v2s_format_and_length(base, kwargs):
+    from sagemaker import utils as v2
+
+    from launchbay.utils import unique_name_from_base
+
+    ours, theirs = unique_name_from_base(base, **kwargs), v2.unique_name_from_base(base, **kwargs)
+    stamp = re.compile(r"-\d{10}-[0-9a-f]{4}$")
+    assert stamp.search(ours) and stamp.search(theirs)
+    assert len(ours) == len(theirs) <= kwargs.get("max_length", 63)
+    assert stamp.sub("", ours) == stamp.sub("", theirs)
+    assert len({unique_name_from_base(base, **kwargs) for _ in range(20)}) > 1
+
+
+def test_session_training_input_and_the_deprecated_s3_input():
+    import sagemaker.session as v2_session
+
+    from launchbay.session import TrainingInput, s3_input
+
+    arguments = {"s3_data": "s3://bucket/train", "content_type": "text/csv",
+                 "distribution": "ShardedByS3Key", "input_mode": "Pipe"}  # fmt: skip
+    assert TrainingInput(**arguments).config == v2_session.TrainingInput(**arguments).config
+    with pytest.warns(DeprecationWarning, match="renamed"):
+        theirs = v2_session.s3_input(**arguments)
+    with pytest.warns(DeprecationWarning, match=r"s3_input is SDK v1's name of TrainingInput"):
+        made = s3_input(**arguments)
+    assert isinstance(made, TrainingInput) and made.config == theirs.config
+
+
+def test_estimator_logs_prints_the_latest_jobs_logs(off_aws, home, src, capfd):
+    (src / "train.py").write_text("print('hello from the training script', flush=True)\n")
+    est = _estimator(launchbay.get_execution_role(), "local_process")
+    with pytest.raises(ConfigurationError, match="a job started by fit"):
+        est.logs()
+    est.fit(wait=False, job_name="logs-of-the-latest-job")
+    capfd.readouterr()
+    est.logs()  # follows until the job ends, as v2's logs() does
+    assert "hello from the training script" in capfd.readouterr().out
+    assert est.latest_training_job.status == "Completed"

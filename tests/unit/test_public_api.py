@@ -10,12 +10,16 @@ from launchbay import errors
 
 PUBLIC = [
     "CollectionConfig", "ConfigurationError", "DebuggerHookConfig", "DistributionError",
-    "DockerError", "Estimator", "FileSystemInput", "Framework", "ImageNotFoundError", "InputError", "JobError",
+    "DockerError", "Estimator", "FileSystemInput", "Framework", "HyperparameterTuningJobAnalytics",
+    "ImageNotFoundError", "InputError", "JobError",
     "JobFailedError", "LaunchbayError", "MissingDependencyError", "ProvisioningError", "PyTorch",
-    "Session", "TensorFlow", "TrainingInput", "TransferError", "UnknownArgumentError",
-    "__version__", "get_execution_role",
+    "Session", "TensorFlow", "TrainingInput", "TrainingJobAnalytics", "TransferError",
+    "UnknownArgumentError", "__version__", "get_execution_role",
 ]  # fmt: skip
-UTILS = ["name_from_base", "sagemaker_short_timestamp", "sagemaker_timestamp"]
+UTILS = [
+    "name_from_base", "sagemaker_short_timestamp", "sagemaker_timestamp", "unique_name_from_base",
+]  # fmt: skip
+S3 = ["S3Uploader", "S3Downloader", "s3_path_join", "parse_s3_url"]
 
 
 def test_public_names_are_pinned():
@@ -29,6 +33,21 @@ def test_sdk_v2_helper_names_are_pinned():
 
     assert utils.__all__ == UTILS
     assert launchbay.get_execution_role.__module__ == "launchbay.session"
+
+
+def test_sdk_v2_module_paths_and_names():
+    from launchbay import analytics, s3
+    from launchbay.pytorch import PyTorch
+    from launchbay.pytorch.estimator import PyTorch as PyTorchFromEstimator
+    from launchbay.session import TrainingInput
+    from launchbay.tensorflow import TensorFlow
+    from launchbay.tensorflow.estimator import TensorFlow as TensorFlowFromEstimator
+
+    assert s3.__all__ == S3
+    assert PyTorchFromEstimator is PyTorch and TensorFlowFromEstimator is TensorFlow
+    assert TrainingInput is launchbay.TrainingInput
+    assert launchbay.TrainingJobAnalytics is analytics.TrainingJobAnalytics
+    assert launchbay.HyperparameterTuningJobAnalytics is analytics.HyperparameterTuningJobAnalytics
 
 
 def test_error_tree():
@@ -47,7 +66,9 @@ def test_import_is_lazy_and_boto3_free():
     code = (
         "import sys, launchbay; from launchbay.pytorch import PyTorch; "
         "from launchbay.tensorflow import TensorFlow; "
-        "print(sorted(m for m in ('boto3', 'botocore', 'yaml', 'docker', 'torch') if m in sys.modules))"
+        "print(sorted(m for m in ('boto3', 'botocore', 'yaml', 'docker', 'torch', 'pandas', "
+        "'launchbay.analytics', 'launchbay.s3', 'launchbay.pytorch.estimator', "
+        "'launchbay.tensorflow.estimator') if m in sys.modules))"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
     assert out.stdout.strip() == "[]"
