@@ -40,6 +40,7 @@ from __future__ import annotations
 import copy
 import inspect
 import logging
+import reprlib
 import warnings
 from collections.abc import Callable, Iterable, Mapping
 from typing import Any
@@ -146,6 +147,39 @@ UNSUPPORTED_V2_ARGUMENTS = {
     "training_plan": "training plans",
     "instance_placement_config": "UltraServer placement",
 }
+
+
+#: Keywords public notebooks pass to an estimator that SDK v2 takes into ``**kwargs``
+#: and drops without a word (the request has no trace of them). A closed list: they
+#: are accepted and dropped too, with a warning that says v2 ignores them as well and
+#: names what was probably meant; any other unknown keyword stays an error.
+IGNORED_AS_IN_V2 = {
+    "env": "environment= (the training container's environment variables)",
+    "job_name": "fit(job_name=...) (or base_job_name= for the prefix of generated names)",
+    "wait": "fit(wait=...)",
+    "logs": "fit(logs=...)",
+    "training_steps": "hyperparameters={'training_steps': ...} (SDK v1's TensorFlow argument)",
+    "evaluation_steps": "hyperparameters={'evaluation_steps': ...} (SDK v1's TensorFlow argument)",
+    "model_dir": "the script saving to SM_MODEL_DIR (/opt/ml/model), which is uploaded "
+    "to output_path; hyperparameters={'model_dir': ...} passes a value to the script",
+    "region": "sagemaker_session=Session(region_name=...)",
+    "num_classes": "hyperparameters={'num_classes': ...}",
+    "keep_alive_time_in_seconds": "keep_alive_period_in_seconds=",
+    "transformers_version": "the HuggingFace estimator, which takes transformers_version=",
+}
+
+
+def _drop_ignored(owner: str, kwargs: dict[str, Any], names: set[str], stacklevel: int) -> None:
+    """Pop the :data:`IGNORED_AS_IN_V2` keywords ``owner`` does not take, warning for each."""
+    for name in [n for n in kwargs if n in IGNORED_AS_IN_V2 and n not in names]:
+        value = kwargs.pop(name)
+        warnings.warn(
+            f"{owner}() ignores {name}={reprlib.repr(value)}, as SageMaker SDK v2 does (its "
+            f"estimators drop keywords they do not know): nothing of it is sent. "
+            f"You probably meant {IGNORED_AS_IN_V2[name]}.",
+            UserWarning,
+            stacklevel=stacklevel + 1,
+        )
 
 
 # --------------------------------------------------------------------------- the declaration
@@ -503,8 +537,9 @@ def bind(
 
     Positional values take ``cls._positional``'s names. SDK v1 names are renamed
     with a DeprecationWarning (both names with different values is an error);
-    ``script_mode`` is dropped with a warning. An SDK v2 argument launchbay
-    leaves out, or an unknown name, is an error naming it.
+    ``script_mode`` and the keywords of :data:`IGNORED_AS_IN_V2` are dropped with a
+    warning. An SDK v2 argument launchbay leaves out, or an unknown name, is an
+    error naming it.
     """
     owner = cls.__name__
     positional = tuple(getattr(cls, "_positional", ()))
@@ -554,6 +589,7 @@ def bind(
                 argument=name,
                 value=kwargs[name],
             )
+    _drop_ignored(owner, kwargs, names, stacklevel)
     unknown = [name for name in kwargs if name not in names]
     if unknown:
         valid = names | set(v1_names()) | {"script_mode"}

@@ -18,7 +18,14 @@ from launchbay.errors import InputError
 from launchbay.runtime.contract import CHANNEL_NAME_ACCEPTED, channel_name_problem
 from launchbay.s3uri import is_s3_uri, parse_s3_uri
 
-__all__ = ["TrainingInput", "FileSystemInput", "InstanceGroup", "channels_from_inputs", "s3_input"]
+__all__ = [
+    "TrainingInput",
+    "FileSystemInput",
+    "InstanceGroup",
+    "ShuffleConfig",
+    "channels_from_inputs",
+    "s3_input",
+]
 
 S3_DATA_TYPES = ("S3Prefix", "ManifestFile", "AugmentedManifestFile", "Converse")
 S3_DISTRIBUTIONS = ("FullyReplicated", "ShardedByS3Key")
@@ -109,6 +116,19 @@ class TrainingInput:
 
     def __repr__(self) -> str:
         return f"TrainingInput({self.config!r})"
+
+
+class ShuffleConfig:
+    """The seed a Pipe-mode channel shuffles with: ``TrainingInput(shuffle_config=ShuffleConfig(7))``.
+
+    SDK v2's ``sagemaker.inputs.ShuffleConfig`` (sent as ``ShuffleConfig.Seed``).
+    """
+
+    def __init__(self, seed: int) -> None:
+        self.seed = seed
+
+    def __repr__(self) -> str:
+        return f"ShuffleConfig(seed={self.seed!r})"
 
 
 class s3_input(TrainingInput):  # noqa: N801  SDK v1's name, kept as notebooks spell it

@@ -236,6 +236,7 @@ LAYERS = {
     "launchbay.pytorch": 5,
     "launchbay.tensorflow": 5,
     "launchbay.utils": 5,
+    "launchbay.s3": 5,
     "launchbay.instance_group": 5,
     # tuning (docs/tuning.md): ranges, settings and the plan are parts of a job (2); the
     # SageMaker side, analytics and the local hook run plans (3); the tuner and attach are
