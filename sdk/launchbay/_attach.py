@@ -48,9 +48,27 @@ MODEL_CONTENT_TYPE = "application/x-sagemaker-model"
 _TAG_RE = re.compile(r"^(?P<version>\d+(?:\.\d+)*)-(?P<processor>[a-z]+)-(?P<py>py\d+)(?:-.*)?$")
 _STAMP_RE = re.compile(r"^(?P<base>.+)-\d{4}-\d{2}-\d{2}-\d{2}-\d{2}-\d{2}-\d{3}$")
 _FRAMEWORK_REPOSITORIES = {
+    "huggingface": ("huggingface-pytorch", "huggingface-tensorflow"),
     "pytorch": ("pytorch", "smdistributed-modelparallel"),
     "tensorflow": ("tensorflow",),
+    "sklearn": ("scikit-learn",),
+    "xgboost": ("xgboost",),
+    "mxnet": ("mxnet",),
 }
+_CLASS_NAMES = {
+    "huggingface": "huggingface.HuggingFace",
+    "pytorch": "pytorch.PyTorch",
+    "tensorflow": "tensorflow.TensorFlow",
+    "sklearn": "sklearn.SKLearn",
+    "xgboost": "xgboost.XGBoost",
+    "mxnet": "mxnet.MXNet",
+}
+#: HuggingFace tags: ``<base version>-transformers<version>-<processor>-<py>[-...]``.
+_HF_TAG_RE = re.compile(
+    r"^(?P<base>\d+(?:\.\d+)*)-transformers(?P<version>\d+(?:\.\d+)*)-[a-z]+-(?P<py>py\d+)(?:-.*)?$"
+)
+#: scikit-learn and XGBoost tags: ``1.2-1-cpu-py3``, ``1.7-1``.
+_BUILD_TAG_RE = re.compile(r"^(?P<version>\d+(?:\.\d+)*(?:-\d+)?)(?:-[a-z]+-(?P<py>py\d+))?$")
 
 
 def attach(
@@ -105,6 +123,69 @@ def _versions_from_image(image: str) -> tuple[str, str] | None:
     return (match.group("version"), match.group("py")) if match else None
 
 
+def _version_params(framework: str, image: str) -> dict[str, Any] | None:
+    """The version arguments an official image's tag gives back (None: not such a tag)."""
+    tag = image.rsplit(":", 1)[1] if ":" in image.rsplit("/", 1)[-1] else ""
+    if framework == "huggingface":
+        match = _HF_TAG_RE.match(tag)
+        if not match:
+            return None
+        base = "tensorflow" if "huggingface-tensorflow" in image else "pytorch"
+        return {
+            "transformers_version": match.group("version"),
+            f"{base}_version": match.group("base"),
+            "py_version": match.group("py"),
+        }
+    if framework in ("sklearn", "xgboost"):
+        match = _BUILD_TAG_RE.match(tag)
+        if not match:
+            return None
+        return {
+            "framework_version": match.group("version"),
+            "py_version": match.group("py") or "py3",
+        }
+    versions = _versions_from_image(image)
+    return {"framework_version": versions[0], "py_version": versions[1]} if versions else None
+
+
+def _rebuilt_image(
+    framework: str,
+    params: Mapping[str, Any],
+    instance_type: str,
+    region: str,
+    distribution: Mapping[str, Any] | None,
+) -> str:
+    """The official image the estimator picks for these versions (to tell a custom image)."""
+    if framework in ("pytorch", "tensorflow"):
+        return image_uris.training_image_uri(
+            framework,
+            params["framework_version"],
+            params["py_version"],
+            instance_type,
+            region,
+            distribution,
+        )
+    if framework in ("sklearn", "xgboost"):
+        return image_uris.retrieve(
+            framework,
+            region,
+            version=params["framework_version"],
+            py_version=params["py_version"],
+            instance_type=instance_type,
+            image_scope="training",
+        )
+    return image_uris.get_training_image_uri(
+        region,
+        framework,
+        params.get("transformers_version", params.get("framework_version")),
+        params["py_version"],
+        distribution=distribution,
+        tensorflow_version=params.get("tensorflow_version"),
+        pytorch_version=params.get("pytorch_version"),
+        instance_type=instance_type,
+    )
+
+
 def _image_params(
     framework: str | None,
     image: str,
@@ -119,21 +200,18 @@ def _image_params(
     if found is not None and found != framework:
         raise ConfigurationError(
             f"Training job {name!r} ran the {found} image {image!r}, not a {framework} image: "
-            f"attach it with launchbay.{found}.{'PyTorch' if found == 'pytorch' else 'TensorFlow'}"
-            ".attach (or launchbay.Estimator.attach).",
+            f"attach it with launchbay.{_CLASS_NAMES[found]}.attach (or "
+            "launchbay.Estimator.attach).",
             argument="training_job_name",
             value=name,
         )
-    versions = _versions_from_image(image) if found == framework else None
-    if versions is None:
+    params = _version_params(framework, image) if found == framework else None
+    if params is None:
         return {"image_uri": image}
-    params: dict[str, Any] = {"framework_version": versions[0], "py_version": versions[1]}
     rebuilt = None
     if instance_type and region:
         try:
-            rebuilt = image_uris.training_image_uri(
-                framework, versions[0], versions[1], instance_type, region, distribution
-            )
+            rebuilt = _rebuilt_image(framework, params, instance_type, region, distribution)
         except LaunchbayError:
             rebuilt = None
     if rebuilt != image:

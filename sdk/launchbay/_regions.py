@@ -5,6 +5,8 @@ from __future__ import annotations
 __all__ = [
     "DEBUGGER_UNSUPPORTED_REGIONS",
     "FRAMEWORK_DISTRIBUTIONS",
+    "FRAMEWORK_ESTIMATORS",
+    "LOCAL_MODULES",
     "PROFILER_UNSUPPORTED_REGIONS",
 ]
 
@@ -33,4 +35,27 @@ FRAMEWORK_DISTRIBUTIONS = {
         "tensorflow-intel",
         "tensorflow-macos",
     ),
+    "transformers": ("transformers",),
+    "sklearn": ("scikit-learn",),
+    "xgboost": ("xgboost", "xgboost-cpu"),
+    "mxnet": ("mxnet", "mxnet-mkl", "mxnet-cu112", "mxnet-cu110", "mxnet-cu102"),
+}
+#: The framework estimators by the job spec's ``framework``: (module, class), imported when
+#: a spec names one (``launchbay.estimator.FRAMEWORK_CLASSES``, the spec schema's enum).
+FRAMEWORK_ESTIMATORS = {
+    "pytorch": ("launchbay.pytorch", "PyTorch"),
+    "tensorflow": ("launchbay.tensorflow", "TensorFlow"),
+    "huggingface": ("launchbay.huggingface.estimator", "HuggingFace"),
+    "sklearn": ("launchbay.sklearn.estimator", "SKLearn"),
+    "xgboost": ("launchbay.xgboost.estimator", "XGBoost"),
+    "mxnet": ("launchbay.mxnet.estimator", "MXNet"),
+}
+#: The module a local_process job of each framework imports (whose version is compared).
+LOCAL_MODULES = {
+    "pytorch": "torch",
+    "tensorflow": "tensorflow",
+    "huggingface": "transformers",
+    "sklearn": "sklearn",
+    "xgboost": "xgboost",
+    "mxnet": "mxnet",
 }

@@ -24,6 +24,7 @@ from launchbay._names import base_name_from_image, name_from_base, validate_job_
 from launchbay._regions import (
     DEBUGGER_UNSUPPORTED_REGIONS,
     FRAMEWORK_DISTRIBUTIONS,
+    LOCAL_MODULES,
     PROFILER_UNSUPPORTED_REGIONS,
 )
 from launchbay.debugger import DebuggerHookConfig
@@ -171,10 +172,10 @@ class Resolution(BoundArguments):
         wanted = getattr(self, "framework_version", None)
         if not framework or not wanted:
             return
-        package = {"pytorch": "torch", "tensorflow": "tensorflow"}[framework]
+        package = LOCAL_MODULES.get(framework, framework)
         # The module comes from several distributions (tensorflow-cpu on PyPI, ...).
         installed = None
-        for distribution in FRAMEWORK_DISTRIBUTIONS[package]:
+        for distribution in FRAMEWORK_DISTRIBUTIONS.get(package, (package,)):
             try:
                 installed = importlib.metadata.version(distribution)
                 break

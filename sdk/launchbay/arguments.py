@@ -185,6 +185,8 @@ def _drop_ignored(owner: str, kwargs: dict[str, Any], names: set[str], stackleve
 # --------------------------------------------------------------------------- the declaration
 
 BASE, FRAMEWORK, ESTIMATOR, TENSORFLOW = "EstimatorBase", "Framework", "Estimator", "TensorFlow"
+#: The HuggingFace estimator's own arguments; the image region SKLearn and XGBoost take.
+HUGGINGFACE, IMAGE_REGION = "HuggingFace", "ImageRegion"
 
 
 class Argument:
@@ -308,6 +310,20 @@ _TENSORBOARD = {
             "x-accepted": "an absolute path such as /opt/ml/output/tensorboard"}}}  # fmt: skip
 _STRING = {"type": "string"}
 _NON_EMPTY = {"type": "string", "minLength": 1}
+
+
+def _no_compiler(name: str, value: Any, ctx: Context) -> Any:
+    """SageMaker Training Compiler (another image, its own hyperparameters) is out of scope."""
+    if value is not None:
+        raise ConfigurationError.invalid(
+            name,
+            value,
+            "None (leave it out)",
+            reason="SageMaker Training Compiler is out of scope for launchbay: its images, "
+            "hyperparameters and launcher (pytorchxla) are not reproduced",
+        )
+    return value
+
 
 A = Argument
 # fmt: off
@@ -478,6 +494,22 @@ ARGUMENTS: tuple[Argument, ...] = (
                              type="str | Literal[False] | None"),
       "TensorFlow only: the model_dir hyperparameter (a URI or path), or false to leave it out.",
       owner=TENSORFLOW, example=False),
+    # -- HuggingFace: the versions of its image (transformers_version is its framework_version)
+    A("transformers_version", Custom(_NON_EMPTY, check_version, type="str | None"),
+      "HuggingFace only: the transformers version of the image, e.g. '4.36.0'.",
+      owner=HUGGINGFACE, example="4.36.0"),
+    A("pytorch_version", Custom(_NON_EMPTY, check_version, type="str | None"),
+      "HuggingFace only: the PyTorch version of the image (or tensorflow_version).",
+      owner=HUGGINGFACE, example="2.1.0"),
+    A("tensorflow_version", Custom(_NON_EMPTY, check_version, type="str | None"),
+      "HuggingFace only: the TensorFlow version of the image (or pytorch_version).",
+      owner=HUGGINGFACE),
+    A("compiler_config", Custom(checker=_no_compiler, type="None"),
+      "HuggingFace only: SageMaker Training Compiler, which launchbay does not run (None only).",
+      owner=HUGGINGFACE, in_spec=False),
+    A("image_uri_region", Custom(_NON_EMPTY, check_version, type="str | None"),
+      "SKLearn and XGBoost: the region of the official image (default: the session's).",
+      owner=IMAGE_REGION, example="us-east-1"),
     # -- not part of a job's description
     A("sagemaker_session", Custom(type="Session | None"), "The launchbay.Session (default: a new one).",
       in_spec=False),
@@ -499,7 +531,13 @@ def v1_names() -> dict[str, str]:
 def declared(cls: type) -> list[Argument]:
     """The arguments ``cls`` takes, in declaration order."""
     owners = getattr(cls, "_owners", (BASE,))
-    return [a for a in ARGUMENTS if a.owner in owners]
+    excluded = getattr(cls, "_excluded", ())  # an owner's argument a class does not take
+    return [a for a in ARGUMENTS if a.owner in owners and a.name not in excluded]
+
+
+def default(cls: type, argument: Argument) -> Any:
+    """``argument``'s default for ``cls``: the class's own (``_defaults``), else the table's."""
+    return getattr(cls, "_defaults", {}).get(argument.name, argument.default)
 
 
 def get(name: str) -> Argument:
@@ -520,12 +558,12 @@ def signature(cls: type) -> inspect.Signature:
     for arg in positional:
         params.append(
             inspect.Parameter(
-                arg.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=arg.default
+                arg.name, inspect.Parameter.POSITIONAL_OR_KEYWORD, default=default(cls, arg)
             )
         )
     for arg in rest:
         params.append(
-            inspect.Parameter(arg.name, inspect.Parameter.KEYWORD_ONLY, default=arg.default)
+            inspect.Parameter(arg.name, inspect.Parameter.KEYWORD_ONLY, default=default(cls, arg))
         )
     return inspect.Signature(params)
 
@@ -594,7 +632,7 @@ def bind(
     if unknown:
         valid = names | set(v1_names()) | {"script_mode"}
         raise UnknownArgumentError.for_name(owner, unknown[0], valid)
-    return {a.name: kwargs.get(a.name, copy.deepcopy(a.default)) for a in arguments}
+    return {a.name: kwargs.get(a.name, copy.deepcopy(default(cls, a))) for a in arguments}
 
 
 def check(arguments: Iterable[Argument], values: Mapping[str, Any], local: bool) -> dict[str, Any]:

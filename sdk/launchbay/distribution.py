@@ -56,6 +56,8 @@ __all__ = [
     "ParameterServerConfig",
     "MultiWorkerMirroredStrategyConfig",
     "parse_distribution",
+    "check_strategies",
+    "FRAMEWORK_STRATEGIES",
     "distribution_from_hyperparameters",
     "schema",
     "schema_defs",
@@ -90,6 +92,14 @@ TORCH_DISTRIBUTED_TRAINIUM_VERSIONS: tuple[str, ...] = (
     "1.11", "1.11.0", "1.12", "1.12.0", "1.12.1", "1.13.1", "2.0.0",
 )  # fmt: skip
 SMDDP_INCOMPATIBLE_IMAGE_TAGS = ("2.0.1-gpu-py310-cu121",)
+#: The strategies (top-level keys) each framework estimator takes, as SDK v2's does; the
+#: frameworks not named here (pytorch, tensorflow, the generic Estimator) have their own rules.
+FRAMEWORK_STRATEGIES: dict[str, tuple[str, ...]] = {
+    "huggingface": ("pytorchddp", "torch_distributed", "smdistributed", "mpi", "instance_groups"),
+    "mxnet": ("parameter_server", "mpi"),
+    "sklearn": (),
+    "xgboost": (),
+}
 SINGLE_GPU_INSTANCE_TYPES = ("ml.p2.xlarge", "ml.p3.2xlarge")
 MWMS_MIN_TF_VERSION = (2, 9)
 
@@ -423,6 +433,8 @@ def distribution_from_hyperparameters(hps: Mapping[str, Any]) -> dict[str, Any] 
             section["custom_mpi_options"] = hps[key]
         return section
 
+    if HP.PYTORCH_DDP_ENABLED in hps:  # the HuggingFace estimator's pytorchddp
+        distribution["pytorchddp"] = with_per_host({"enabled": bool(hps[HP.PYTORCH_DDP_ENABLED])})
     if HP.TORCH_DISTRIBUTED_ENABLED in hps:
         distribution["torch_distributed"] = with_per_host(
             {"enabled": bool(hps[HP.TORCH_DISTRIBUTED_ENABLED])}
@@ -582,6 +594,31 @@ def _checked(distribution: Any) -> dict[str, Any]:
         mp["parameters"] = _load_mp_parameters(mp["parameters"])
         _check_schema(distribution, plain)
     return plain
+
+
+def check_strategies(distribution: Mapping[str, Any] | None, framework: str) -> None:
+    """Refuse a ``distribution`` key the ``framework`` estimator does not take.
+
+    Raises:
+        DistributionError: naming the key, its value and the keys accepted (none for
+            the single-process frameworks, whose v2 estimators drop the argument).
+    """
+    allowed = FRAMEWORK_STRATEGIES.get(framework)
+    if allowed is None or not distribution:
+        return
+    for key in distribution:
+        if key not in allowed:
+            accepted = (
+                ", ".join(repr(k) for k in allowed)
+                if allowed
+                else f"no distribution: {framework} jobs run the script once per host"
+            )
+            raise DistributionError(
+                f"Invalid {_path(key)}={distribution[key]!r}: the {framework} estimator does not "
+                f"take this strategy. Accepted: {accepted}.",
+                argument=_path(key),
+                value=distribution[key],
+            )
 
 
 def parse_distribution(

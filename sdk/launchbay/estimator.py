@@ -29,6 +29,7 @@ from launchbay._names import base_name_from_image as base_name_from_image  # re-
 from launchbay._names import name_from_base as name_from_base  # re-exported
 from launchbay._names import validate_job_name as validate_job_name  # re-exported
 from launchbay._regions import DEBUGGER_UNSUPPORTED_REGIONS as DEBUGGER_UNSUPPORTED_REGIONS
+from launchbay._regions import FRAMEWORK_ESTIMATORS
 from launchbay._regions import PROFILER_UNSUPPORTED_REGIONS as PROFILER_UNSUPPORTED_REGIONS
 from launchbay._resolve import local_home_uri as local_home_uri  # re-exported
 from launchbay._rules import Rules
@@ -142,6 +143,10 @@ class EstimatorBase(Rules):
         """Framework keys added after the distribution's (TensorFlow's model_dir)."""
         return {}
 
+    def _distribution_hyperparameters(self) -> dict[str, Any]:
+        """The distribution's ``sagemaker_*`` keys (frameworks whose v2 keys differ override it)."""
+        return self.distribution_config.to_hyperparameters()
+
     # -- the request -----------------------------------------------------------
 
     @property
@@ -200,7 +205,7 @@ class EstimatorBase(Rules):
         hyperparameters = self.hyperparameters()
         hyperparameters.update({k: json.dumps(v) for k, v in script_hps.items()})
         hyperparameters.update(
-            {k: json.dumps(v) for k, v in self.distribution_config.to_hyperparameters().items()}
+            {k: json.dumps(v) for k, v in self._distribution_hyperparameters().items()}
         )
         hyperparameters.update(
             {k: json.dumps(v) for k, v in self._extra_hyperparameters(name, output_path).items()}
@@ -627,10 +632,7 @@ def _local_before_checks(raw: Mapping[str, Any]) -> bool:
 #: Framework estimators by the job spec's ``framework``: imported when a spec names one.
 #: (The framework modules import this one; importing them here, lazily, is the one
 #: place this module reaches up a layer.)
-FRAMEWORK_CLASSES = {
-    "pytorch": ("launchbay.pytorch", "PyTorch"),
-    "tensorflow": ("launchbay.tensorflow", "TensorFlow"),
-}
+FRAMEWORK_CLASSES = FRAMEWORK_ESTIMATORS
 
 
 def _spec_class(spec: jobspec.JobSpec, requested: type) -> type[EstimatorBase]:
@@ -647,7 +649,11 @@ def _spec_class(spec: jobspec.JobSpec, requested: type) -> type[EstimatorBase]:
     if requested in (EstimatorBase, Estimator, Framework):
         if requested is Framework and not spec.framework:
             raise jobspec.JobSpecError(
-                [spec.problem((), "Framework.from_yaml needs framework: pytorch or tensorflow")]
+                [
+                    spec.problem(
+                        (), "Framework.from_yaml needs framework: " + ", ".join(FRAMEWORK_CLASSES)
+                    )
+                ]
             )
         return chosen
     wanted = requested._framework_name  # type: ignore[attr-defined]  # set on framework subclasses only

@@ -3,7 +3,8 @@
 A job spec holds what an estimator holds. Every key is the estimator argument of
 the same name (``role``, ``instance_type``, ``hyperparameters`` ...), plus:
 
-* ``framework`` (``pytorch`` | ``tensorflow``) picks the framework estimator;
+* ``framework`` (``pytorch`` | ``tensorflow`` | ``huggingface`` | ``sklearn`` | ``xgboost`` |
+  ``mxnet``) picks the framework estimator;
   without it ``image_uri`` makes a generic :class:`launchbay.Estimator`;
 * ``inputs``: the channels ``fit()`` gets (a URI, or channel -> URI /
   TrainingInput fields / FileSystemInput fields);
@@ -167,7 +168,9 @@ def render_schema(base: Mapping[str, Any]) -> dict[str, Any]:
     old = base.get("properties", {})
     properties: dict[str, Any] = {}
     if "framework" in old:
-        properties["framework"] = old["framework"]
+        from launchbay._regions import FRAMEWORK_ESTIMATORS
+
+        properties["framework"] = {**old["framework"], "enum": list(FRAMEWORK_ESTIMATORS)}
     properties.update(arguments.spec_properties())
     for key in SPEC_ONLY_KEYS:
         if key in old and key not in properties:

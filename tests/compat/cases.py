@@ -12,6 +12,7 @@ from __future__ import annotations
 import logging
 from typing import Any
 
+from .framework_cases import FRAMEWORK_CASES
 from .harness import ABSENT, ACCOUNT, Case
 
 IMAGE = f"{ACCOUNT}.dkr.ecr.us-west-2.amazonaws.com/my-training:latest"
@@ -1138,4 +1139,4 @@ def _version_sweep() -> list[Case]:
     return cases
 
 
-CASES += NOTEBOOK_CASES + _version_sweep()
+CASES += NOTEBOOK_CASES + _version_sweep() + FRAMEWORK_CASES

@@ -52,7 +52,7 @@ from typing import Any
 ACCOUNT = "123456789012"  # moto's default account id
 ROLE = f"arn:aws:iam::{ACCOUNT}:role/SageMakerRole"
 SOURCE_PLACEHOLDER = "<sourcedir.tar.gz>"
-ESTIMATORS = ("PyTorch", "TensorFlow", "Estimator")
+ESTIMATORS = ("PyTorch", "TensorFlow", "Estimator", "HuggingFace", "SKLearn", "XGBoost", "MXNet")
 NEUTRAL_CLASSES = (
     "TrainingInput",
     "FileSystemInput",
@@ -186,15 +186,23 @@ IMPROVEMENTS: dict[str, Improvement] = {
 def _v2_classes() -> dict[str, Any]:
     import sagemaker.debugger
     import sagemaker.estimator
+    import sagemaker.huggingface
     import sagemaker.inputs
     import sagemaker.instance_group
+    import sagemaker.mxnet
     import sagemaker.pytorch
+    import sagemaker.sklearn
     import sagemaker.tensorflow
+    import sagemaker.xgboost
 
     return {
         "PyTorch": sagemaker.pytorch.PyTorch,
         "TensorFlow": sagemaker.tensorflow.TensorFlow,
         "Estimator": sagemaker.estimator.Estimator,
+        "HuggingFace": sagemaker.huggingface.HuggingFace,
+        "SKLearn": sagemaker.sklearn.SKLearn,
+        "XGBoost": sagemaker.xgboost.XGBoost,
+        "MXNet": sagemaker.mxnet.MXNet,
         "TrainingInput": sagemaker.inputs.TrainingInput,
         "FileSystemInput": sagemaker.inputs.FileSystemInput,
         "DebuggerHookConfig": sagemaker.debugger.DebuggerHookConfig,
@@ -212,6 +220,10 @@ def _ours_classes(names: set[str]) -> dict[str, Any]:
         "PyTorch": "launchbay.pytorch",
         "TensorFlow": "launchbay.tensorflow",
         "Estimator": "launchbay",
+        "HuggingFace": "launchbay.huggingface",
+        "SKLearn": "launchbay.sklearn",
+        "XGBoost": "launchbay.xgboost",
+        "MXNet": "launchbay.mxnet",
         "TrainingInput": "launchbay.inputs",
         "FileSystemInput": "launchbay.inputs",
         "DebuggerHookConfig": "launchbay.debugger",

@@ -55,7 +55,7 @@ class HuggingFace(Framework):
     tensorflow_version: str | None
     compiler_config: None
 
-    @property  # type: ignore[override]  # the transformers version is this estimator's framework version
+    @property
     def framework_version(self) -> str | None:
         """The transformers version (SDK v2 keeps it as ``framework_version``)."""
         return self.transformers_version
