@@ -18,7 +18,12 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Literal
 
-from launchbay.debugger import DebuggerHookConfig, TensorBoardOutputConfig
+from launchbay.debugger import (
+    DebuggerHookConfig,
+    ProfilerConfig,
+    RuleBase,
+    TensorBoardOutputConfig,
+)
 from launchbay.inputs import InstanceGroup
 from launchbay.session import Session
 from launchbay.vpc import VpcConfig
@@ -71,6 +76,8 @@ class BoundArguments:
     container_arguments: list[str] | None
     debugger_hook_config: DebuggerHookConfig | Literal[False] | None
     tensorboard_output_config: TensorBoardOutputConfig | None
+    rules: list[RuleBase] | None
+    profiler_config: ProfilerConfig | None
     disable_profiler: bool
     _hyperparameters: dict[str, Any]
     _distribution_arg: dict[str, Any] | None

@@ -43,6 +43,8 @@ class RequestSpec:
     enable_network_isolation: bool = False
     debug_hook_config: dict[str, Any] | None = None
     profiler_config: dict[str, Any] | None = None
+    debug_rule_configs: list[dict[str, Any]] | None = None
+    profiler_rule_configs: list[dict[str, Any]] | None = None
 
 
 def add_channel(
@@ -103,4 +105,8 @@ def build_request(spec: RequestSpec) -> dict[str, Any]:
         request["DebugHookConfig"] = copy.deepcopy(spec.debug_hook_config)
     if spec.profiler_config is not None:
         request["ProfilerConfig"] = copy.deepcopy(spec.profiler_config)
+    if spec.debug_rule_configs:
+        request["DebugRuleConfigurations"] = copy.deepcopy(spec.debug_rule_configs)
+    if spec.profiler_rule_configs:
+        request["ProfilerRuleConfigurations"] = copy.deepcopy(spec.profiler_rule_configs)
     return request

@@ -12,6 +12,7 @@ debugger rules).
 
 from __future__ import annotations
 
+import logging
 import os
 import warnings
 from typing import Any
@@ -21,17 +22,12 @@ from launchbay._bound import BoundArguments
 from launchbay._home import usable_local_home
 from launchbay._instances import version_tuple
 from launchbay._names import base_name_from_image, name_from_base, validate_job_name
-from launchbay._regions import (
-    DEBUGGER_UNSUPPORTED_REGIONS,
-    FRAMEWORK_DISTRIBUTIONS,
-    LOCAL_MODULES,
-    PROFILER_UNSUPPORTED_REGIONS,
-)
-from launchbay.debugger import DebuggerHookConfig
-from launchbay.errors import ConfigurationError
+from launchbay._regions import FRAMEWORK_DISTRIBUTIONS, LOCAL_MODULES
 from launchbay.s3uri import is_s3_uri, parse_s3_uri
 
 __all__ = ["Resolution", "local_home_uri"]
+
+logger = logging.getLogger(__name__)
 
 
 class Resolution(BoundArguments):
@@ -114,31 +110,64 @@ class Resolution(BoundArguments):
         """Framework rules that turn the default debugger hook off."""
         return True
 
-    def _debug_hook_request(self, region: str, output_path: str) -> dict[str, Any] | None:
-        config = self.debugger_hook_config
-        if region.lower() in DEBUGGER_UNSUPPORTED_REGIONS:
-            if config:
-                raise ConfigurationError(
-                    f"debugger_hook_config is set, but SageMaker Debugger is not available in "
-                    f"region {region!r}. Accepted: debugger_hook_config=False in that region, or "
-                    "a region outside " + ", ".join(DEBUGGER_UNSUPPORTED_REGIONS) + ".",
-                    argument="debugger_hook_config",
-                    value=config,
-                )
-            return None
-        if config is False or not self._debugger_allowed():
-            return None
-        return (config or DebuggerHookConfig()).to_request_dict(output_path)
+    def _debugger_fields(self, region: str, output_path: str, job_name: str) -> dict[str, Any]:
+        """The Debugger and profiler request fields, as SDK v2 fills them (docs/debugger.md).
 
-    def _profiler_request(self, region: str, output_path: str) -> dict[str, Any]:
-        disabled = (
-            self.disable_profiler
-            or region.lower() in PROFILER_UNSUPPORTED_REGIONS
-            or any(t.startswith("ml.trn") for t in self._instance_types())
+        ``DebugHookConfig``, ``DebugRuleConfigurations``, ``ProfilerConfig`` and
+        ``ProfilerRuleConfigurations``, by :func:`launchbay.debugger.requests.debugger_fields`.
+        A custom rule's local ``source`` is named by its content-addressed S3 key (the
+        default bucket's), uploaded by :meth:`_stage`; a local job keeps the path.
+        """
+        from launchbay.debugger.requests import debugger_fields, source_key
+
+        def source_uri(rule: str, path: str) -> str:
+            prefix = (self.session.default_bucket_prefix or "").strip("/")
+            key = "/".join(p for p in (prefix, source_key(rule, path)) if p)
+            return f"s3://{self.session.default_bucket_name()}/{key}"
+
+        rules = getattr(self, "rules", None)
+        return debugger_fields(
+            rules=rules,
+            hook=self.debugger_hook_config,
+            profiler_config=getattr(self, "profiler_config", None),
+            disable_profiler=bool(self.disable_profiler),
+            region=region,
+            output_path=output_path,
+            job_name=job_name,
+            instance_types=self._instance_types(),
+            debugger_allowed=self._debugger_allowed(),
+            source_uri=None if self.is_local else source_uri,
+            rule_name=name_from_base,
         )
-        if disabled:
-            return {"DisableProfiler": True}
-        return {"S3OutputPath": output_path, "DisableProfiler": False}
+
+    def _notice_local_rules(self) -> None:
+        """A local job sends its rules in the request but evaluates none of them (yet)."""
+        rules = getattr(self, "rules", None)
+        if rules and self.is_local:
+            logger.warning(
+                "Debugger rules are not evaluated in local jobs yet: %s %s in the request, "
+                "but no rule runs and the job reports no rule status (docs/debugger.md).",
+                ", ".join(rule.name for rule in rules),
+                "is" if len(rules) == 1 else "are",
+            )
+
+    def _stage_rule_sources(self, request: dict[str, Any]) -> None:
+        """Upload each custom rule's local ``source`` to the key the request names (once)."""
+        from launchbay.debugger.requests import rule_sources
+
+        local = rule_sources(getattr(self, "rules", None))
+        entries = (request.get("DebugRuleConfigurations") or []) + (
+            request.get("ProfilerRuleConfigurations") or []
+        )
+        for entry in entries:
+            path = local.get(entry["RuleConfigurationName"])
+            uri = (entry.get("RuleParameters") or {}).get("source_s3_uri")
+            if path is None or not isinstance(uri, str) or not is_s3_uri(uri):
+                continue
+            self.session.default_bucket()
+            bucket, key = parse_s3_uri(uri, argument="source")
+            if not self.session.object_exists(bucket, key):
+                self.session.upload_file(path, bucket, key)
 
     def _instance_types(self) -> list[str]:
         """Each group's instance type, or the instance type ("" where none was given)."""
@@ -156,6 +185,8 @@ class Resolution(BoundArguments):
         if buckets and (self.output_path is None or self.code_location is None):
             if self.session.default_bucket_name() in buckets:
                 self.session.default_bucket()
+        self._notice_local_rules()
+        self._stage_rule_sources(request)
         if s3_code is not None:
             code_bucket = parse_s3_uri(s3_code, argument="code_location")[0]
             same_bucket = is_s3_uri(output) and parse_s3_uri(output)[0] == code_bucket

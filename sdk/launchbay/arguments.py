@@ -103,7 +103,16 @@ from launchbay._kinds import (  # the kinds and checkers; the public ones re-exp
     tensorboard_to_spec,
     true_only,
 )
-from launchbay.debugger import TensorBoardOutputConfig
+from launchbay.debugger import ProfilerConfig, TensorBoardOutputConfig
+from launchbay.debugger.requests import check_rules
+from launchbay.debugger.spec import (
+    PROFILER_SCHEMA,
+    RULES_SCHEMA,
+    profiler_from_spec,
+    profiler_to_spec,
+    rules_from_spec,
+    rules_to_spec,
+)
 from launchbay.errors import ConfigurationError, UnknownArgumentError
 from launchbay.inputs import INPUT_MODES
 
@@ -133,8 +142,6 @@ __all__ = [
 # SDK v2 arguments launchbay deliberately leaves out: an error says so, rather than
 # "unknown argument", so a notebook author knows what to remove.
 UNSUPPORTED_V2_ARGUMENTS = {
-    "rules": "Debugger/Profiler rules run as SageMaker processing jobs",
-    "profiler_config": "use disable_profiler to turn the profiler off",
     "git_config": "clone the repository yourself and pass source_dir",
     "compiler_config": "SageMaker Training Compiler",
     "training_recipe": "training recipes",
@@ -312,6 +319,24 @@ _STRING = {"type": "string"}
 _NON_EMPTY = {"type": "string", "minLength": 1}
 
 
+def _check_rules(name: str, value: Any, ctx: Context) -> Any:
+    return check_rules(name, value)
+
+
+def _check_profiler(name: str, value: Any, ctx: Context) -> Any:
+    if value is None:
+        return None
+    if not isinstance(value, ProfilerConfig):
+        raise ConfigurationError.invalid(name, value, "a ProfilerConfig (from launchbay.debugger)")
+    if not ctx.local and str(value.s3_output_path or "")[:7].lower() == "file://":
+        raise ConfigurationError.invalid(
+            f"{name}.s3_output_path",
+            value.s3_output_path,
+            "an s3:// URI (file:// only for local_process, local and local_gpu jobs)",
+        )
+    return value
+
+
 def _no_compiler(name: str, value: Any, ctx: Context) -> Any:
     """SageMaker Training Compiler (another image, its own hyperparameters) is out of scope."""
     if value is not None:
@@ -474,6 +499,15 @@ ARGUMENTS: tuple[Argument, ...] = (
       from_request=tensorboard_from_description, to_spec=tensorboard_to_spec,
       from_spec=tensorboard_from_spec,
       example=TensorBoardOutputConfig("s3://bucket/tensorboard", "/opt/tensorboard")),
+    A("rules", Custom(RULES_SCHEMA, _check_rules, type="list[RuleBase] | None"),
+      "Debugger rules (Rule, ProfilerRule): sent as DebugRuleConfigurations and "
+      "ProfilerRuleConfigurations; not evaluated in local jobs yet.",
+      request="DebugRuleConfigurations", resolved=True, from_request=lambda v: MISSING,
+      to_spec=rules_to_spec, from_spec=rules_from_spec),
+    A("profiler_config", Custom(PROFILER_SCHEMA, _check_profiler, type="ProfilerConfig | None"),
+      "SageMaker Profiler settings (ProfilerConfig): system metrics interval, framework "
+      "profiling.", request="ProfilerConfig", resolved=True, from_request=lambda v: MISSING,
+      to_spec=profiler_to_spec, from_spec=profiler_from_spec),
     A("disable_profiler", Bool(), "Turn SageMaker Profiler off.", default=False,
       request="ProfilerConfig.DisableProfiler", resolved=True, from_request=attach_true,
       example=True),

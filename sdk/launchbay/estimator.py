@@ -237,8 +237,7 @@ class EstimatorBase(Rules):
                 output_path=output_path,
                 enable_sagemaker_metrics=self._sagemaker_metrics(),
                 enable_network_isolation=self.enable_network_isolation(),
-                debug_hook_config=self._debug_hook_request(region, output_path),
-                profiler_config=self._profiler_request(region, output_path),
+                **self._debugger_fields(region, output_path, name),
             )
         )
         # The defaults files' volume KMS key and tags, merged as SDK v2's session does.

@@ -1140,3 +1140,356 @@ def _version_sweep() -> list[Case]:
 
 
 CASES += NOTEBOOK_CASES + _version_sweep() + FRAMEWORK_CASES
+
+
+# ---------------------------------------------------------------- Debugger rules and profiler
+# rules=, profiler_config= and disable_profiler (docs/debugger.md): DebugRuleConfigurations,
+# ProfilerRuleConfigurations, ProfilerConfig and the hook's collections, as v2 fills them.
+
+RULES_IMAGE = "895741380848.dkr.ecr.us-west-2.amazonaws.com/sagemaker-debugger-rules:latest"
+RULES_IMAGE_EU_WEST_1 = (
+    "929884845733.dkr.ecr.eu-west-1.amazonaws.com/sagemaker-debugger-rules:latest"
+)
+DEFAULT_PROFILER = {"S3OutputPath": f"s3://{BUCKET}/", "DisableProfiler": False}
+
+
+def builtin(rule: str, **kwargs: Any) -> tuple[str, dict[str, Any]]:
+    """``Rule.sagemaker(rule_configs.<rule>(), **kwargs)`` as neutral data."""
+    return ("Rule.sagemaker", {"base_config": (f"rule_configs.{rule}", {}), **kwargs})
+
+
+ACTIONS = (
+    "rule_configs.ActionList",
+    {
+        "*": [
+            ("rule_configs.StopTraining", {}),
+            ("rule_configs.Email", {"email_address": "mlops@example.com"}),
+            ("rule_configs.SMS", {"phone_number": "+14155550123"}),
+        ]
+    },
+)
+CUSTOM_RULE = (
+    "Rule.custom",
+    {
+        "name": "CustomGradientRule",
+        "image_uri": f"{ACCOUNT}.dkr.ecr.us-west-2.amazonaws.com/my-rules:1",
+        "instance_type": "ml.t3.medium",
+        "volume_size_in_gb": 30,
+        "source": "s3://rules-bucket/custom/gradient_rule.py",
+        "rule_to_invoke": "GradientRule",
+        "rule_parameters": {"threshold": "20.0"},
+        "collections_to_save": [("CollectionConfig", {"name": "gradients"})],
+    },
+)
+PROFILER_REPORT = (
+    "ProfilerRule.sagemaker",
+    {"base_config": ("rule_configs.ProfilerReport", {"CPUBottleneck_threshold": 90})},
+)
+
+RULE_CASES: list[Case] = [
+    Case(
+        "rules-vanishing-gradient-pytorch",
+        "PyTorch",
+        {**PT, "rules": [builtin("vanishing_gradient")]},
+        expect={
+            "DebugRuleConfigurations": [
+                {
+                    "RuleConfigurationName": "VanishingGradient",
+                    "RuleEvaluatorImage": RULES_IMAGE,
+                    "RuleParameters": {"rule_to_invoke": "VanishingGradient"},
+                }
+            ],
+            "DebugHookConfig.CollectionConfigurations": [
+                {"CollectionName": "gradients", "CollectionParameters": {"save_interval": "500"}}
+            ],
+            # v2 2.257.7 adds no default ProfilerReport rule
+            "ProfilerRuleConfigurations": ABSENT,
+            "ProfilerConfig": DEFAULT_PROFILER,
+        },
+    ),
+    Case(
+        "rules-loss-not-decreasing-parameters-tensorflow",
+        "TensorFlow",
+        {
+            **TF_CPU,
+            "rules": [
+                builtin(
+                    "loss_not_decreasing",
+                    rule_parameters={"tensor_regex": ".*loss.*", "num_steps": "20"},
+                    collections_to_save=[
+                        (
+                            "CollectionConfig",
+                            {"name": "losses", "parameters": {"save_interval": "10"}},
+                        )
+                    ],
+                )
+            ],
+        },
+        expect={
+            "DebugRuleConfigurations.0.RuleParameters": {
+                "rule_to_invoke": "LossNotDecreasing",
+                "tensor_regex": ".*loss.*",
+                "num_steps": "20",
+            },
+            "DebugHookConfig.CollectionConfigurations": [
+                {"CollectionName": "losses", "CollectionParameters": {"save_interval": "10"}}
+            ],
+        },
+    ),
+    Case(
+        "rules-overfit-exploding-tensor-estimator",
+        "Estimator",
+        {
+            **SOURCE,
+            "image_uri": IMAGE,
+            "instance_type": "ml.m5.xlarge",
+            "instance_count": 1,
+            "rules": [
+                builtin("overfit", rule_parameters={"patience_train": "5"}),
+                builtin(
+                    "exploding_tensor",
+                    name="ExplodingWeights",
+                    rule_parameters={"collection_names": "weights", "only_nan": "True"},
+                    s3_output_path="s3://rules-bucket/output",
+                ),
+            ],
+        },
+        expect={
+            "DebugRuleConfigurations.1.RuleConfigurationName": "ExplodingWeights",
+            "DebugRuleConfigurations.1.S3OutputPath": "s3://rules-bucket/output",
+            "DebugRuleConfigurations.0.RuleEvaluatorImage": RULES_IMAGE,
+            "DebugHookConfig.CollectionConfigurations": [],
+        },
+    ),
+    Case(
+        "rules-actions-stop-training-email-sms",
+        "PyTorch",
+        {**PT, "rules": [builtin("overfit", actions=ACTIONS)]},
+        expect={
+            "DebugRuleConfigurations.0.RuleParameters.action_json": (
+                '[{\\"name\\": \\"stoptraining\\", \\"training_job_prefix\\": '
+                '\\"compat-rules-actions-stop-training-email-sms\\"}, '
+                '{\\"endpoint\\": \\"mlops@example.com\\", \\"name\\": \\"email\\"}, '
+                '{\\"endpoint\\": \\"+14155550123\\", \\"name\\": \\"sms\\"}]'
+            ),
+        },
+    ),
+    Case(
+        "rules-stop-training-with-prefix-tensorflow",
+        "TensorFlow",
+        {
+            **TF_CPU,
+            "rules": [
+                builtin(
+                    "stalled_training_rule",
+                    rule_parameters={"threshold": "1800"},
+                    actions=("rule_configs.StopTraining", {"training_job_prefix": "nightly-run"}),
+                )
+            ],
+        },
+        expect={
+            "DebugRuleConfigurations.0.RuleParameters.action_json": (
+                '{\\"training_job_prefix\\": \\"nightly-run\\", \\"name\\": \\"stoptraining\\"}'
+            ),
+        },
+    ),
+    Case(
+        "rules-custom-rule-s3-source",
+        "PyTorch",
+        {**PT, "rules": [CUSTOM_RULE]},
+        expect={
+            "DebugRuleConfigurations": [
+                {
+                    "RuleConfigurationName": "CustomGradientRule",
+                    "RuleEvaluatorImage": f"{ACCOUNT}.dkr.ecr.us-west-2.amazonaws.com/my-rules:1",
+                    "InstanceType": "ml.t3.medium",
+                    "VolumeSizeInGB": 30,
+                    "RuleParameters": {
+                        "source_s3_uri": "s3://rules-bucket/custom/gradient_rule.py",
+                        "rule_to_invoke": "GradientRule",
+                        "threshold": "20.0",
+                    },
+                }
+            ],
+            "DebugHookConfig.CollectionConfigurations": [{"CollectionName": "gradients"}],
+        },
+    ),
+    Case(
+        "rules-profiler-report-and-exploding-tensor-tensorflow",
+        "TensorFlow",
+        {**TF_CPU, "rules": [PROFILER_REPORT, builtin("exploding_tensor")]},
+        expect={
+            "ProfilerRuleConfigurations": [
+                {
+                    "RuleConfigurationName": "ProfilerReport",
+                    "RuleEvaluatorImage": RULES_IMAGE,
+                    "RuleParameters": {
+                        "CPUBottleneck_threshold": "90",
+                        "rule_to_invoke": "ProfilerReport",
+                    },
+                }
+            ],
+            "DebugRuleConfigurations.0.RuleConfigurationName": "ExplodingTensor",
+        },
+    ),
+    Case(
+        "profiler-config-framework-profile-pytorch",
+        "PyTorch",
+        {
+            **PT,
+            "profiler_config": (
+                "ProfilerConfig",
+                {
+                    "system_monitor_interval_millis": 500,
+                    "framework_profile_params": (
+                        "FrameworkProfile",
+                        {"start_step": 5, "num_steps": 2},
+                    ),
+                },
+            ),
+        },
+        expect={
+            "ProfilerConfig.ProfilingIntervalInMilliseconds": 500,
+            "ProfilerConfig.ProfilingParameters.DetailedProfilingConfig": (
+                '{"StartStep": 5, "NumSteps": 2, }'
+            ),
+            "ProfilerRuleConfigurations": ABSENT,
+        },
+    ),
+    Case(
+        "profiler-config-framework-options-tensorflow",
+        "TensorFlow",
+        {
+            **TF_CPU,
+            "profiler_config": (
+                "ProfilerConfig",
+                {
+                    "s3_output_path": "s3://profiler-bucket/runs",
+                    "framework_profile_params": (
+                        "FrameworkProfile",
+                        {
+                            "file_close_interval": 30,
+                            "detailed_profiling_config": (
+                                "DetailedProfilingConfig",
+                                {"start_step": 3},
+                            ),
+                            "dataloader_profiling_config": (
+                                "DataloaderProfilingConfig",
+                                {"start_unix_time": 1700000000, "duration": 60},
+                            ),
+                            "python_profiling_config": ("PythonProfilingConfig", {"num_steps": 2}),
+                        },
+                    ),
+                },
+            ),
+        },
+        expect={
+            "ProfilerConfig.S3OutputPath": "s3://profiler-bucket/runs",
+            "ProfilerConfig.ProfilingParameters.PythonProfilingConfig": (
+                '{"StartStep": 0, "NumSteps": 2, "ProfilerName": "cprofile", '
+                '"cProfileTimer": "total_time", }'
+            ),
+        },
+    ),
+    Case(
+        "profiler-config-default-framework-profile-estimator",
+        "Estimator",
+        {
+            **SOURCE,
+            "image_uri": IMAGE,
+            "instance_type": "ml.m5.xlarge",
+            "instance_count": 1,
+            "profiler_config": (
+                "ProfilerConfig",
+                {"framework_profile_params": ("FrameworkProfile", {})},
+            ),
+        },
+        expect={
+            "ProfilerConfig.ProfilingParameters.PythonProfilingConfig": (
+                '{"StartStep": 9, "NumSteps": 3, "ProfilerName": "cprofile", '
+                '"cProfileTimer": "default", }'
+            ),
+        },
+    ),
+    Case(
+        "rules-disable-profiler-pytorch",
+        "PyTorch",
+        {**PT, "disable_profiler": True, "rules": [builtin("vanishing_gradient")]},
+        expect={
+            "ProfilerConfig": {"DisableProfiler": True},
+            "ProfilerRuleConfigurations": ABSENT,
+            "DebugRuleConfigurations.0.RuleConfigurationName": "VanishingGradient",
+        },
+    ),
+    Case(
+        "rules-region-eu-west-1-tensorflow",
+        "TensorFlow",
+        {**TF_CPU, "rules": [builtin("vanishing_gradient"), PROFILER_REPORT]},
+        region="eu-west-1",
+        expect={
+            "DebugRuleConfigurations.0.RuleEvaluatorImage": RULES_IMAGE_EU_WEST_1,
+            "ProfilerRuleConfigurations.0.RuleEvaluatorImage": RULES_IMAGE_EU_WEST_1,
+        },
+    ),
+    Case(
+        "rules-with-hook-collections-merged",
+        "PyTorch",
+        {
+            **PT_P4D,
+            "distribution": TORCH_DISTRIBUTED,
+            "debugger_hook_config": DEBUGGER_FULL,
+            "rules": [builtin("loss_not_decreasing"), builtin("vanishing_gradient")],
+        },
+        expect={"DebugHookConfig.S3OutputPath": "s3://debug-bucket/tensors"},
+    ),
+    Case(
+        "rules-with-debugger-hook-false-estimator",
+        "Estimator",
+        {
+            **SOURCE,
+            "image_uri": IMAGE,
+            "instance_type": "ml.m5.xlarge",
+            "instance_count": 1,
+            "debugger_hook_config": False,
+            "rules": [builtin("dead_relu")],
+        },
+        expect={
+            "DebugHookConfig": ABSENT,
+            "DebugRuleConfigurations.0.RuleConfigurationName": "DeadRelu",
+        },
+    ),
+    Case(
+        "profiler-profile-params-detailed-profiler-rule",
+        "PyTorch",
+        {
+            **PT,
+            "profiler_config": (
+                "ProfilerConfig",
+                {"profile_params": ("Profiler", {"cpu_profiling_duration": 100})},
+            ),
+        },
+        expect={
+            "ProfilerConfig.ProfilingParameters": {
+                "CPUProfilingDuration": "100",
+                "SMPFileRotationSecs": "600",
+            },
+            "ProfilerRuleConfigurations.0.RuleEvaluatorImage": (
+                "895741380848.dkr.ecr.us-west-2.amazonaws.com/detailed-profiler-processing:latest"
+            ),
+            "ProfilerRuleConfigurations.0.InstanceType": "ml.m5.4xlarge",
+            "ProfilerRuleConfigurations.0.VolumeSizeInGB": 128,
+        },
+    ),
+    Case(
+        "profiler-profile-params-with-empty-rules",
+        "PyTorch",
+        {
+            **PT,
+            "rules": [],
+            "profiler_config": ("ProfilerConfig", {"profile_params": ("Profiler", {})}),
+        },
+        # v2: rules=[] keeps its profiling rules empty, so no detailed-profiler rule is added
+        expect={"ProfilerRuleConfigurations": ABSENT, "DebugRuleConfigurations": ABSENT},
+    ),
+]
+CASES += RULE_CASES

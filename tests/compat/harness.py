@@ -35,6 +35,9 @@ content-addressed ``{prefix}source/{sha256}/sourcedir.tar.gz`` with the same
    its order changes with ``PYTHONHASHSEED`` from one interpreter to the next; the
    service treats the list as a set. Content (including v2's de-duplication of
    identical configs) must still match.
+4. The name of SageMaker Profiler's processing rule in ``ProfilerRuleConfigurations``
+   (``DetailedProfilerProcessingJobConfig-<timestamp>``, the clock's time when each SDK
+   built the request) becomes ``DetailedProfilerProcessingJobConfig-<timestamp>``.
 """
 
 from __future__ import annotations
@@ -60,6 +63,17 @@ NEUTRAL_CLASSES = (
     "CollectionConfig",
     "TensorBoardOutputConfig",
     "InstanceGroup",
+    # Debugger rules and profiler: classes, and factories named "Class.method" or
+    # "rule_configs.<name>" (a kwarg "*" holds positional arguments, as ActionList takes).
+    "Rule",
+    "ProfilerRule",
+    "rule_configs",
+    "ProfilerConfig",
+    "FrameworkProfile",
+    "Profiler",
+    "DetailedProfilingConfig",
+    "DataloaderProfilingConfig",
+    "PythonProfilingConfig",
 )
 
 # v1 argument name -> v2 name; launchbay must warn (a DeprecationWarning naming both).
@@ -209,7 +223,21 @@ def _v2_classes() -> dict[str, Any]:
         "CollectionConfig": sagemaker.debugger.CollectionConfig,
         "TensorBoardOutputConfig": sagemaker.debugger.TensorBoardOutputConfig,
         "InstanceGroup": sagemaker.instance_group.InstanceGroup,
+        **{name: getattr(sagemaker.debugger, name) for name in _DEBUGGER_NAMES},
     }
+
+
+_DEBUGGER_NAMES = (
+    "Rule",
+    "ProfilerRule",
+    "rule_configs",
+    "ProfilerConfig",
+    "FrameworkProfile",
+    "Profiler",
+    "DetailedProfilingConfig",
+    "DataloaderProfilingConfig",
+    "PythonProfilingConfig",
+)
 
 
 def _ours_classes(names: set[str]) -> dict[str, Any]:
@@ -231,15 +259,31 @@ def _ours_classes(names: set[str]) -> dict[str, Any]:
         "TensorBoardOutputConfig": "launchbay.debugger",
         # SDK v2 has it in sagemaker.instance_group; launchbay keeps it with the inputs.
         "InstanceGroup": "launchbay.inputs",
+        **dict.fromkeys(_DEBUGGER_NAMES, "launchbay.debugger"),
     }
     return {name: getattr(importlib.import_module(where[name]), name) for name in names}
+
+
+def _base_name(name: str) -> str:
+    """``Rule`` for ``Rule.sagemaker``, ``rule_configs`` for ``rule_configs.overfit``."""
+    return name.split(".", 1)[0]
+
+
+def _factory(classes: Mapping[str, Any], name: str) -> Any:
+    """The class, or the factory a dotted name reaches from one (``Rule.sagemaker``)."""
+    head, *rest = name.split(".")
+    found = classes[head]
+    for part in rest:
+        found = getattr(found, part)
+    return found
 
 
 def _is_neutral_object(value: Any) -> bool:
     return (
         isinstance(value, tuple)
         and len(value) == 2
-        and value[0] in NEUTRAL_CLASSES
+        and isinstance(value[0], str)
+        and _base_name(value[0]) in NEUTRAL_CLASSES
         and isinstance(value[1], Mapping)
     )
 
@@ -247,7 +291,7 @@ def _is_neutral_object(value: Any) -> bool:
 def class_names(value: Any) -> set[str]:
     """Every neutral class name used inside ``value``."""
     if _is_neutral_object(value):
-        return {value[0]} | class_names(dict(value[1]))
+        return {_base_name(value[0])} | class_names(dict(value[1]))
     if isinstance(value, Mapping):
         return set().union(*(class_names(v) for v in value.values())) if value else set()
     if isinstance(value, list | tuple):
@@ -267,8 +311,10 @@ def build(
     if _is_neutral_object(value):
         if id(value) not in memo:
             name, kwargs = value
-            memo[id(value)] = classes[name](
-                **{k: build(v, classes, tree, memo) for k, v in kwargs.items()}
+            args = [build(v, classes, tree, memo) for v in kwargs.get("*", [])]
+            memo[id(value)] = _factory(classes, name)(
+                *args,
+                **{k: build(v, classes, tree, memo) for k, v in kwargs.items() if k != "*"},
             )
         return memo[id(value)]
     if isinstance(value, Mapping):
@@ -494,6 +540,11 @@ def code_uris(request: Mapping[str, Any]) -> dict[str, str]:
     return found
 
 
+_DETAILED_PROFILER = re.compile(
+    r"^DetailedProfilerProcessingJobConfig-\d{4}-\d{2}-\d{2}-\d{2}-\d{2}-\d{2}-\d{3}$"
+)
+
+
 def normalize(request: Mapping[str, Any]) -> dict[str, Any]:
     """A copy of ``request`` with the code tarball's S3 location replaced by a placeholder."""
     out = copy.deepcopy(dict(request))
@@ -508,6 +559,9 @@ def normalize(request: Mapping[str, Any]) -> dict[str, Any]:
             source = channel.get("DataSource", {}).get("S3DataSource", {})
             if "S3Uri" in source:
                 source["S3Uri"] = SOURCE_PLACEHOLDER
+    for rule in out.get("ProfilerRuleConfigurations") or []:
+        if _DETAILED_PROFILER.match(rule.get("RuleConfigurationName", "")):
+            rule["RuleConfigurationName"] = "DetailedProfilerProcessingJobConfig-<timestamp>"
     collections = out.get("DebugHookConfig", {}).get("CollectionConfigurations")
     if isinstance(collections, list):
         collections.sort(key=lambda item: json.dumps(item, sort_keys=True))

@@ -1,4 +1,4 @@
-"""SageMaker Debugger hook configuration (smdebug zero-code-change), and TensorBoard output.
+"""SageMaker Debugger's hook configuration (smdebug zero-code-change), and TensorBoard output.
 
 ``DebuggerHookConfig`` becomes the request's ``DebugHookConfig``; inside the
 container smdebug reads it from /opt/ml/input/config/debughookconfig.json.
