@@ -469,6 +469,9 @@ def check_metric_definitions(name: str, value: Any, ctx: Context) -> Any:
         isinstance(m, Mapping) and set(m) == {"Name", "Regex"} for m in value
     ):
         raise ConfigurationError.invalid(name, value, "a list of {'Name': ..., 'Regex': ...} dicts")
+    from launchbay.metrics import warn_backtracking  # same layer; loaded when metrics are given
+
+    warn_backtracking(value, name)
     return [dict(m) for m in value]
 
 

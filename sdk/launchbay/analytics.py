@@ -4,7 +4,7 @@
 ``dataframe()`` has its columns, ``timestamp`` (seconds since the job's
 ``TrainingStartTime``), ``metric_name`` and ``value``, one row per value the job
 logged for each of its ``metric_definitions`` (read with SageMaker's rule by
-:mod:`launchbay.metrics`, kept in ``<job dir>/metrics.json`` while the job runs).
+:mod:`launchbay.metrics`, kept in ``<job dir>/metrics.jsonl`` while the job runs).
 ``Estimator.training_job_analytics`` returns it for the estimator's latest job.
 On SageMaker SDK v2 reads these values from CloudWatch; launchbay does not yet,
 and says so (:class:`MetricsNotAvailable`).
@@ -18,11 +18,12 @@ from __future__ import annotations
 import datetime as _dt
 import importlib
 import os
+import tempfile
 from collections.abc import Sequence
 from typing import Any
 
 from launchbay.errors import ConfigurationError, LaunchbayError, MissingDependencyError
-from launchbay.metrics import MetricRecorder, load_metrics
+from launchbay.metrics import METRICS_FILE, load_metrics, read_logs, stored_metrics_file
 from launchbay.tuning.analytics import HyperparameterTuningJobAnalytics
 
 __all__ = ["TrainingJobAnalytics", "HyperparameterTuningJobAnalytics", "MetricsNotAvailable"]
@@ -146,15 +147,16 @@ class TrainingJobAnalytics:
 
 
 def stored_series(job_dir: str, description: dict[str, Any]) -> dict[str, list[list[float]]]:
-    """A local job's metrics: ``metrics.json``, else read now from its log files.
+    """A local job's metrics: its metrics file, else read now from its log files.
 
-    A job that ran before metrics were recorded has no ``metrics.json``: its log
-    files are read with its ``MetricDefinitions``, each value stamped with the
-    time its log file was last written.
+    A job that ran before metrics were recorded has no metrics file: its log files
+    are read to their end with its ``MetricDefinitions`` (in a recorder process, as
+    a running job's are: a regex that backtracks cannot hang this one), each value
+    stamped with the time its log file was last written. Nothing is written in the
+    job's directory.
     """
-    stored = load_metrics(job_dir)
-    if stored["metrics"] or stored.get("final"):
-        return dict(stored["metrics"])
+    if stored_metrics_file(job_dir) is not None:
+        return dict(load_metrics(job_dir)["metrics"])
     definitions = (description.get("AlgorithmSpecification") or {}).get("MetricDefinitions")
     if not definitions:
         return {}
@@ -164,8 +166,6 @@ def stored_series(job_dir: str, description: dict[str, Any]) -> dict[str, list[l
     except OSError:
         files = []
     stamp = max((os.path.getmtime(f) for f in files), default=0.0)
-    recorder = MetricRecorder(job_dir, files, definitions, clock=lambda: stamp)
-    recorder.write = lambda: None  # type: ignore[method-assign]  # read only: nothing is written
-    while recorder.poll(final=True):
-        pass
-    return recorder.series
+    with tempfile.TemporaryDirectory(prefix="launchbay-metrics-") as scratch:
+        reader = read_logs(files, definitions, os.path.join(scratch, METRICS_FILE), stamp=stamp)
+    return reader.series()

@@ -114,6 +114,9 @@ def _metric_definitions(argument: str, value: Any) -> tuple[dict[str, str], ...]
         raise ConfigurationError.invalid(
             argument, value, "a list of {'Name': <metric name>, 'Regex': <regex>} dicts"
         )
+    from launchbay.metrics import warn_backtracking
+
+    warn_backtracking(value, argument)
     return tuple(dict(m) for m in value)
 
 

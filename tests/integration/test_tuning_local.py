@@ -21,6 +21,7 @@ import pytest
 from test_local_lifecycle import finish, job_processes
 
 from job_outputs import file_uri
+from launchbay.metrics import load_metrics
 from launchbay.pytorch import PyTorch
 from launchbay.tuner import (
     CategoricalParameter,
@@ -100,7 +101,7 @@ def test_the_objective_is_the_last_logged_value_and_the_best_is_the_min_or_max(
         assert lr == repr(float(lr)) and 0.01 <= float(lr) <= 1.0
         assert records[name]["lr"] == float(lr)
         # every value as a time series in the trial's own directory
-        stored = json.loads((Path(summary["LocalJobDir"]) / "metrics.json").read_text())
+        stored = load_metrics(summary["LocalJobDir"])  # its metrics.jsonl
         assert [v for _, v in stored["metrics"]["loss"]] == printed and stored["final"]
     finals = [objective(s) for s in summaries]
     best = min(finals) if objective_type == "Minimize" else max(finals)

@@ -13,7 +13,16 @@ import statistics
 import pytest
 
 from launchbay.errors import ConfigurationError
-from launchbay.metrics import MetricRecorder, compile_definitions, load_metrics, parse_line
+from launchbay.metrics import (
+    METRICS_FILE,
+    BacktrackingRegexWarning,
+    MetricRecorder,
+    MetricsReader,
+    compile_definitions,
+    load_metrics,
+    nested_quantifier,
+    parse_line,
+)
 from launchbay.pytorch import PyTorch
 from launchbay.tuner import (
     CategoricalParameter,
@@ -57,18 +66,67 @@ def test_the_recorder_keeps_every_value_in_order_and_a_last_line_only_at_the_end
     log.write_text("loss=3\nloss=2\nlo")
     clock = iter(range(100))
     recorder = MetricRecorder(
-        str(tmp_path), [str(log)], [{"Name": "loss", "Regex": r"loss=(\d+)"}],
+        str(tmp_path / METRICS_FILE), [str(log)], [{"Name": "loss", "Regex": r"loss=(\d+)"}],
         clock=lambda: float(next(clock)),
     )  # fmt: skip
-    assert recorder.poll()
+    recorder.open()
+    recorder.poll()
     with log.open("a") as f:
         f.write("ss=1")  # a line not ended yet
-    assert not recorder.poll()
-    assert load_metrics(str(tmp_path)) == {"metrics": {"loss": [[0, 3], [0, 2]]}, "final": False}
+    recorder.poll()
+    reader = MetricsReader(str(tmp_path))
+    assert reader.read() and reader.values == {"loss": [3, 2]} and not reader.final
+    assert load_metrics(str(tmp_path)) == {"metrics": {"loss": [[1, 3], [1, 2]]}, "final": False}
     recorder.poll(final=True)
-    stored = json.loads((tmp_path / "metrics.json").read_text())
-    assert stored == {"metrics": {"loss": [[0, 3], [0, 2], [2, 1]]}, "final": True}
+    recorder.close()
+    assert reader.read() and reader.values == {"loss": [3, 2, 1]} and reader.final
+    assert reader.incomplete is None and not reader.read()  # read on from where it stopped
+    lines = [json.loads(line) for line in (tmp_path / METRICS_FILE).read_text().splitlines()]
+    assert lines == [
+        {"time": 0, "values": {"loss": []}},  # every metric named at the start
+        {"time": 1, "values": {"loss": [3, 2]}},  # one batch per chunk read
+        {"time": 2, "values": {"loss": [1]}},
+        {"final": True},
+    ]
     assert load_metrics(str(tmp_path / "missing")) == {"metrics": {}, "final": False}
+
+
+def test_the_metrics_file_of_an_earlier_version_is_still_read(tmp_path):
+    stored = {"metrics": {"loss": [[5.0, 3.0], [6.0, 2.5]]}, "final": True}
+    (tmp_path / "metrics.json").write_text(json.dumps(stored))
+    assert load_metrics(str(tmp_path)) == stored
+    reader = MetricsReader(str(tmp_path))
+    assert reader.read() and reader.values == {"loss": [3.0, 2.5]} and reader.final
+
+
+@pytest.mark.parametrize(
+    "regex, part",
+    [
+        (r"(a+)+b", "(a+)+"),
+        (r"(.*)*", "(.*)*"),
+        (r"(\w+\s?)+$", r"(\w+\s?)+"),
+        (r"x((a|b)*c){2,}", "((a|b)*c){2,}"),
+        (r"loss=([0-9.eE+-]+)", None),
+        (r"(ab)+|[(a+)]+|(a+)?|\(a+\)+", None),
+    ],
+)
+def test_a_regex_that_repeats_a_repetition_is_found(regex, part):
+    assert nested_quantifier(regex) == part
+
+
+def test_a_backtracking_metric_regex_warns_when_the_estimator_and_the_tuner_are_made(src):
+    bad = [{"Name": "loss", "Regex": r"loss=(\d+)"}, {"Name": "acc", "Regex": r"(.*)*acc"}]
+    with pytest.warns(BacktrackingRegexWarning, match=r"metric_definitions\[1\].*'\(\.\*\)\*'"):
+        estimator = PyTorch(
+            entry_point="train.py", source_dir=str(src), role=None, instance_type="local_process",
+            instance_count=1, framework_version="2.8.0", py_version="py312",
+            metric_definitions=bad,
+        )  # fmt: skip
+    with pytest.warns(BacktrackingRegexWarning, match=r"\(a\+\)\+.* s of matching"):
+        HyperparameterTuner(
+            estimator, "loss", {"lr": ContinuousParameter(0.01, 1.0)},
+            metric_definitions=[{"Name": "loss", "Regex": r"(a+)+loss=(\d+)"}],
+        )  # fmt: skip
 
 
 # -- the median stopping rule and Hyperband ----------------------------------------------------

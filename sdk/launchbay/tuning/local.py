@@ -8,7 +8,7 @@ local backend), at most ``parallel`` at once: ``max_parallel_jobs``, capped by
 what this machine runs (the rank limit over all running trials, and each trial
 its own share of the GPUs: on 4 GPUs, 1-GPU trials run 4 at a time on disjoint
 GPUs). Each trial's objective is the last value of its objective metric, read
-from its ``metrics.json`` (:mod:`launchbay.metrics`, recorded from its logs
+from its ``metrics.jsonl`` (:mod:`launchbay.metrics`, recorded from its logs
 by the local backend); early stopping and Hyperband stop trials that fall behind
 (:mod:`launchbay.tuning.stopping`). The completion criteria end the search early.
 
@@ -43,7 +43,7 @@ from launchbay.backends.local.capacity import local_capacity, split_gpus
 from launchbay.backends.local.record import CLIENT_ID, client_pid
 from launchbay.backends.plan import JobPlan, plan_request
 from launchbay.errors import JobError
-from launchbay.metrics import load_metrics
+from launchbay.metrics import MetricsReader
 from launchbay.runtime.for_client import is_alive
 from launchbay.tuning.plan import TuningPlan
 from launchbay.tuning.sagemaker import NamedTuningJob, follow
@@ -56,8 +56,9 @@ logger = logging.getLogger("launchbay.tuning.local")
 
 _TERMINAL = ("Completed", "Failed", "Stopped")
 _TICK = 0.2
-#: Seconds a trial's metrics may take to be read to their end after it ended.
-_METRICS_WAIT = 10.0
+#: Seconds the engine waits for a trial's metrics file to be final once the trial ended (the
+#: local backend ends a job only after its recorder ended: a safety net, not a schedule).
+_METRICS_WAIT = 5.0
 #: Convergence (``CompleteOnConvergence``): this many trials in a row (at least; twice
 #: ``max_parallel_jobs`` when larger) that improve the best by less than CONVERGENCE_TOLERANCE.
 CONVERGENCE_WINDOW = 5
@@ -374,26 +375,47 @@ class _Engine:
             self.done.wait(120)
 
     def _refresh(self) -> None:
+        # Each trial's metrics file is read from where the last look stopped (one reader per
+        # running trial, kept on the engine from the first look).
+        readers: dict[str, MetricsReader] = vars(self).setdefault("_metrics_readers", {})
+        plan = self.plan
         for trial in self._running():
             if trial.handle is None:
                 continue
             description = trial.handle.describe()
             status = description.get("TrainingJobStatus")
             trial.start = description.get("TrainingStartTime") or trial.start
+            incomplete = None
             if trial.job_dir:
                 final = status in _TERMINAL
+                reader = readers.setdefault(trial.name, MetricsReader(trial.job_dir))
+                # A local job ends once its recorder has read its logs to their end (or
+                # written why not): this wait only covers a recorder that did neither.
                 deadline = time.monotonic() + (_METRICS_WAIT if final else 0)
                 while True:
-                    stored = load_metrics(trial.job_dir)
-                    if not final or stored.get("final") or time.monotonic() > deadline:
+                    reader.read()
+                    if not final or reader.final or time.monotonic() > deadline:
                         break
                     time.sleep(0.05)
-                metric = self.plan.definition(trial.definition).objective_metric_name
-                trial.steps = [float(v) for _, v in stored["metrics"].get(metric, [])]
-                self._check_stopping(trial)
+                metric = plan.definition(trial.definition).objective_metric_name
+                trial.steps = reader.values.get(metric, [])  # grows with the reader's reads
+                if plan.strategy == "Hyperband" or plan.early_stopping_type == "Auto":
+                    self._check_stopping(trial)  # the rules look at every value in turn
+                if final and (reader.incomplete or not reader.final):
+                    # the last value read is not the job's last: no objective, and why
+                    incomplete = reader.incomplete or (
+                        f"{reader.path} was not final {_METRICS_WAIT:g} s after the job ended"
+                    )
+                    trial.steps = []
             if status in _TERMINAL:
                 trial.end = description.get("TrainingEndTime")
                 self._ended(trial, str(status), description.get("FailureReason"))
+                readers.pop(trial.name, None)
+                if incomplete and status != "Failed":
+                    trial.failure = (
+                        f"No objective metric value: the metrics of training job {trial.name} "
+                        f"are incomplete: {incomplete}"
+                    )
 
     def _check_stopping(self, trial: _Trial) -> None:
         plan = self.plan

@@ -291,13 +291,6 @@ class LocalBackend(InProcessBackend):
             target=self._supervise, args=(job,), name=f"launchbay-job-{name}", daemon=True
         )
         job.thread.start()
-        # Every metric of MetricDefinitions as a time series in <job dir>/metrics.json.
-        metrics.start_recorder(
-            layout.job_dir,
-            [layout.log_file(h) for h in hosts],
-            plan.metric_definitions,
-            job.done,
-        )
         logger.info(
             "Started local training job %s: %d host(s), job directory %s",
             name,
@@ -776,6 +769,12 @@ class LocalBackend(InProcessBackend):
 
     # -- supervision ----------------------------------------------------------------
     def _supervise(self, job: LocalJob) -> None:
+        # Every metric of MetricDefinitions as a time series in <job dir>/metrics.jsonl, read
+        # from the logs by a process of its own (launchbay.metrics), ended before the job is.
+        recorder = metrics.start_recorder(
+            job.layout.job_dir, [job.layout.log_file(h) for h in job.hosts],
+            job.plan.metric_definitions,
+        )  # fmt: skip
         outcome: tuple[str, str | None] = (FAILED, "InternalError: the job ended unexpectedly")
         try:
             outcome = self._run_job(job)
@@ -787,7 +786,12 @@ class LocalBackend(InProcessBackend):
             outcome = (FAILED, f"InternalError: {type(exc).__name__}: {exc}")
         finally:
             try:
-                self._teardown(job)
+                try:
+                    self._teardown(job)
+                finally:
+                    if recorder is not None:  # the logs are whole: the job ends once they are read
+                        killed = "the job was killed at once" if job.force_kill.is_set() else None
+                        recorder.finish(abandon=killed, cancel=job.force_kill)
                 # a second Ctrl-C or SIGTERM stops the uploads at once
                 with transfer.cancelled_by(job.force_kill, "the job was killed at once"):
                     finish_job(job, *outcome)
