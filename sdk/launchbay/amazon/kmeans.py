@@ -1,0 +1,5 @@
+"""SDK v2's ``sagemaker.amazon.kmeans``: :class:`KMeans`."""
+
+from launchbay.amazon._algorithms import KMeans
+
+__all__ = ["KMeans"]
