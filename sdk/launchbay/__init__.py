@@ -44,6 +44,19 @@ _LAZY = {
     "TensorFlow": "launchbay.tensorflow",
     "TrainingJobAnalytics": "launchbay.analytics",
     "HyperparameterTuningJobAnalytics": "launchbay.analytics",
+    # SDK v2's first-party algorithm estimators (sagemaker.LinearLearner, ...), docs/algorithms.md
+    "LinearLearner": "launchbay.amazon.linear_learner",
+    "KMeans": "launchbay.amazon.kmeans",
+    "PCA": "launchbay.amazon.pca",
+    "FactorizationMachines": "launchbay.amazon.factorization_machines",
+    "NTM": "launchbay.amazon.ntm",
+    "LDA": "launchbay.amazon.lda",
+    "RandomCutForest": "launchbay.amazon.randomcutforest",
+    "KNN": "launchbay.amazon.knn",
+    "IPInsights": "launchbay.amazon.ipinsights",
+    "Object2Vec": "launchbay.amazon.object2vec",
+    "RecordSet": "launchbay.amazon.common",
+    "LocalSession": "launchbay.local",
 }
 
 __all__ = [
@@ -75,10 +88,24 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:  # pragma: no cover
+    from launchbay.amazon.common import RecordSet as RecordSet
+    from launchbay.amazon.factorization_machines import (
+        FactorizationMachines as FactorizationMachines,
+    )
+    from launchbay.amazon.ipinsights import IPInsights as IPInsights
+    from launchbay.amazon.kmeans import KMeans as KMeans
+    from launchbay.amazon.knn import KNN as KNN
+    from launchbay.amazon.lda import LDA as LDA
+    from launchbay.amazon.linear_learner import LinearLearner as LinearLearner
+    from launchbay.amazon.ntm import NTM as NTM
+    from launchbay.amazon.object2vec import Object2Vec as Object2Vec
+    from launchbay.amazon.pca import PCA as PCA
+    from launchbay.amazon.randomcutforest import RandomCutForest as RandomCutForest
     from launchbay.analytics import HyperparameterTuningJobAnalytics, TrainingJobAnalytics
     from launchbay.debugger import CollectionConfig, DebuggerHookConfig
     from launchbay.estimator import Estimator, Framework
     from launchbay.inputs import FileSystemInput, TrainingInput
+    from launchbay.local import LocalSession as LocalSession
     from launchbay.pytorch import PyTorch
     from launchbay.session import Session, get_execution_role
     from launchbay.tensorflow import TensorFlow

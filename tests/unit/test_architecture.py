@@ -242,6 +242,13 @@ LAYERS = {
     "launchbay.utils": 5,
     "launchbay.s3": 5,
     "launchbay.instance_group": 5,
+    # built-in algorithms (docs/algorithms.md): which images are algorithms (2, read by the
+    # backends), the hand-over after training (4, mixed into EstimatorBase), SDK v2's
+    # sagemaker.amazon estimators and sagemaker.local (5)
+    "launchbay._algorithm_images": 2,
+    "launchbay._after_training": 4,
+    "launchbay.amazon": 5,
+    "launchbay.local": 5,
     # tuning (docs/tuning.md): ranges, settings and the plan are parts of a job (2); the
     # SageMaker side, analytics and the local hook run plans (3); the tuner and attach are
     # user API (5)
