@@ -17,6 +17,7 @@
                            [--py-version py311] [--build-arg K=V ...] [--offline] [--no-cache]
                            [--reuse]
     launchbay images push IMAGE --repository URI [--tag T]
+    launchbay images pull IMAGE
     launchbay images base [--tag T] [--suite S] [--sources FILE ...] [--rebuild]
     launchbay config show [--output text|json]
 
@@ -352,6 +353,14 @@ def _images_parser(commands: Any) -> None:
     push.add_argument("--repository", required=True, metavar="URI", help="the repository URI")
     push.add_argument("--tag", metavar="T", help="the pushed tag (default: IMAGE's tag)")
     push.set_defaults(func=_cmd_images_push)
+
+    pull = actions.add_parser(
+        "pull",
+        help="pull an image, e.g. a built-in algorithm's (ECR: logs in through boto3)",
+        description="Pull IMAGE with progress; ECR logins go through boto3 (docs/algorithms.md).",
+    )
+    pull.add_argument("image", metavar="IMAGE", help="the image reference")
+    pull.set_defaults(func=lambda args: print(images.pull_image(args.image)) or EXIT_OK)
 
     base = actions.add_parser(
         "base",

@@ -20,7 +20,10 @@ OSError from a transfer) are translated at the boundary with ``raise ... from``.
     │   │                                    refused a call, or an image build failed
     │   └── ImageError                       building or pushing a training image failed
     │       ├── ImageBuildError              a build step failed (quotes its last lines)
-    │       └── ImagePushError               the registry refused the push or the login
+    │       ├── ImagePushError               the registry refused the push or the login
+    │       └── ImagePullError               the registry refused the pull or the login
+    ├── HostingNotAvailableError             deploy()/create_model()/transformer()/register()
+    │   (NotImplementedError)                with no SageMaker SDK v2 to hand over to, or a local job
     └── JobError (RuntimeError)              a submitted job could not be started
         └── JobFailedError                   the job ended Failed or Stopped
 """
@@ -45,6 +48,8 @@ __all__ = [
     "ImageError",
     "ImageBuildError",
     "ImagePushError",
+    "ImagePullError",
+    "HostingNotAvailableError",
     "JobError",
     "JobFailedError",
 ]
@@ -272,6 +277,17 @@ class ImageBuildError(ImageError):
 
 class ImagePushError(ImageError):
     """The registry refused the push, or logging in to it failed."""
+
+
+class ImagePullError(ImageError):
+    """The registry refused the pull, or logging in to it failed (the message says how to pull by hand)."""
+
+
+class HostingNotAvailableError(LaunchbayError, NotImplementedError):
+    """A call after training (``deploy``, ``create_model`` ...) that launchbay does not serve.
+
+    The message says where the model is and what to install or call instead.
+    """
 
 
 class JobError(LaunchbayError, RuntimeError):

@@ -19,6 +19,7 @@ One module per job; this package re-exports their public names::
     build.py     build_image: a build through the Docker engine with a progress display
     ensure.py    ensure_image: an image used when present, built (with progress) when missing
     push.py      push_image: tags and pushes an image; logs in to ECR through boto3
+    pull.py      pull_image: pulls an image (SageMaker's algorithms, DLCs); ECR login through boto3
     base.py      build_base_image: a slim Python base from this machine's Debian sources
                  (mmdebstrap + docker import), for machines that cannot pull images
     _engine.py   the Docker client and an image's labels
@@ -34,7 +35,8 @@ use them; ``import launchbay`` does not import this package. Errors (:mod:`launc
     └── DockerError (RuntimeError)    the engine cannot be reached or refused a call
         └── ImageError
             ├── ImageBuildError       a build step failed (quotes its last output lines)
-            └── ImagePushError        the registry refused the push or the login
+            ├── ImagePushError        the registry refused the push or the login
+            └── ImagePullError        the registry refused the pull or the login (images.pull)
 """
 
 from __future__ import annotations
@@ -59,6 +61,12 @@ from launchbay.images.names import (
     default_base_image,
     image_name,
     parse_image_name,
+)
+from launchbay.images.pull import (
+    ECR_ENDPOINT_VARIABLE,
+    ImagePullError,
+    manual_pull_commands,
+    pull_image,
 )
 from launchbay.images.push import ecr_auth_config, ecr_registry, push_image
 from launchbay.images.wheel import build_runtime_wheel
@@ -86,6 +94,10 @@ __all__ = [
     "build_image",
     "ensure_image",
     "push_image",
+    "pull_image",
+    "manual_pull_commands",
+    "ImagePullError",
+    "ECR_ENDPOINT_VARIABLE",
     "ecr_registry",
     "ecr_auth_config",
     "base_image_name",

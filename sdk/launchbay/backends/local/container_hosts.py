@@ -260,15 +260,22 @@ class ContainerHosts:
                 argument="image_uri",
                 value=image,
             )
-        try:
-            logger.info("Pulling %s", image)
-            self.client.images.pull(image)
-        except errors.APIError as exc:
+        from launchbay._algorithm_images import OPEN_SOURCE_CONTAINERS, builtin_algorithm
+
+        algorithm = builtin_algorithm(image)
+        try:  # an ECR image (a built-in algorithm, a DLC) logs in through boto3 (docs/algorithms.md)
+            images.pull_image(image, client=self.client)
+        except (images.ImageError, errors.APIError) as exc:
+            what = f"SageMaker's built-in {algorithm!r} algorithm" if algorithm else "The image"
+            source = OPEN_SOURCE_CONTAINERS.get(algorithm or "")
             raise ImageNotFoundError(
                 f"The training image {image!r} is not on this machine's Docker engine and "
-                f"pulling it failed ({exc.explanation or exc}). Accepted: an image `docker "
-                "images` lists (build or pull it first; for ECR, `docker login` before), or "
-                "a launchbay image from `launchbay images build`.",
+                f"pulling it failed ({getattr(exc, 'explanation', None) or exc}). {what} runs "
+                "only from its image: pull it by hand with\n"
+                f"{images.manual_pull_commands(image)}\n(or `launchbay images pull {image}`)"
+                + (f", or build its open-source container ({source}) and pass image_uri=" if source else "")
+                + ". Accepted: an image `docker images` lists, or a launchbay image from "
+                "`launchbay images build`.",
                 argument="image_uri",
                 value=image,
             ) from exc
