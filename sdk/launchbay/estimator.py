@@ -23,6 +23,7 @@ from launchbay import (
     arguments,
     image_uris,
 )
+from launchbay._after_training import AfterTraining
 from launchbay._instances import version_tuple
 from launchbay._logs import show_logs
 from launchbay._names import base_name_from_image as base_name_from_image  # re-exported
@@ -50,7 +51,7 @@ logger = logging.getLogger("launchbay.estimator")
 NETWORK_ISOLATION_CODE_PATH = _request.NETWORK_ISOLATION_CODE_PATH
 
 
-class EstimatorBase(Rules):
+class EstimatorBase(Rules, AfterTraining):
     """What every estimator shares: SDK v2's arguments, validation and the request.
 
     The arguments are declared once, in :mod:`launchbay.arguments`, and typed as

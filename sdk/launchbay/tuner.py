@@ -610,6 +610,15 @@ class HyperparameterTuner:
             best["TrainingJobName"], sagemaker_session=estimator.sagemaker_session
         )
 
+    def deploy(self, *args: Any, **kwargs: Any) -> Any:
+        """SDK v2's ``deploy()``: the best trial's ``best_estimator().deploy(...)``.
+
+        Handed over to SageMaker SDK v2 for a SageMaker tuning job; a local tuning job, or
+        no SDK v2 installed, raises :class:`~launchbay.errors.HostingNotAvailableError`
+        naming the best model's location (docs/compatibility.md, "After training").
+        """
+        return self.best_estimator().deploy(*args, **kwargs)
+
     def analytics(self) -> HyperparameterTuningJobAnalytics:
         """The latest tuning job's trials as a table (``.dataframe()``)."""
         job = self._ensure_last_tuning_job()
