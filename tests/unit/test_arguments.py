@@ -227,9 +227,7 @@ def test_each_example_survives_the_request_yaml_and_attach(src, tmp_path, argume
     assert _request(rebuilt) == expected
 
 
-@pytest.mark.parametrize(
-    "argument", [a for a in arguments.ARGUMENTS if a.owner in OWNERS[:2]]
-)
+@pytest.mark.parametrize("argument", [a for a in arguments.ARGUMENTS if a.owner in OWNERS[:2]])
 def test_a_wrong_type_names_the_argument_and_the_value(src, argument):
     if argument.name in ("sagemaker_session", "vpc_config", "distribution", "hyperparameters"):
         return  # objects checked by their own modules (tests/unit/test_vpc_config.py ...)

@@ -298,7 +298,7 @@ def safe_extract(
                     continue
                 info = _tamed(member, private)
                 try:
-                    archive.extract(info, destination, set_attrs=not info.isdir(), **options)  # type: ignore[arg-type]
+                    archive.extract(info, destination, set_attrs=not info.isdir(), **options)  # type: ignore[arg-type]  # filter: a str or a callable, where tarfile has it
                 except (OSError, tarfile.TarError) as exc:
                     why = exc.strerror if isinstance(exc, OSError) and exc.strerror else str(exc)
                     result.failed.append((member.name, f"could not be written: {why}"))

@@ -273,7 +273,11 @@ class ContainerHosts:
                 f"pulling it failed ({getattr(exc, 'explanation', None) or exc}). {what} runs "
                 "only from its image: pull it by hand with\n"
                 f"{images.manual_pull_commands(image)}\n(or `launchbay images pull {image}`)"
-                + (f", or build its open-source container ({source}) and pass image_uri=" if source else "")
+                + (
+                    f", or build its open-source container ({source}) and pass image_uri="
+                    if source
+                    else ""
+                )
                 + ". Accepted: an image `docker images` lists, or a launchbay image from "
                 "`launchbay images build`.",
                 argument="image_uri",
