@@ -19,11 +19,9 @@ from __future__ import annotations
 
 import copy
 import functools
-import json
 import logging
 import re
 from collections.abc import Mapping, Sequence
-from importlib import resources
 from typing import Any
 
 from launchbay._instances import instance_family
@@ -61,6 +59,9 @@ _INSTANCE_TYPES = "ml.<family>.<size> (e.g. ml.m5.xlarge, ml.g5.2xlarge), local,
 
 @functools.lru_cache(maxsize=1)
 def _data() -> dict[str, Any]:
+    import json  # on the first lookup: importing image_uris stays light
+    from importlib import resources
+
     text = resources.files("launchbay").joinpath("data/image_uri_config.json").read_text("utf-8")
     data: dict[str, Any] = json.loads(text)
     return data

@@ -122,8 +122,6 @@ MEANT_ARGUMENTS: dict[str, str] = {
     "session": "sagemaker_session",
     "sm_session": "sagemaker_session",
     "version": "framework_version",
-    "pytorch_version": "framework_version",
-    "tensorflow_version": "framework_version",
     "torch_version": "framework_version",
     "python_version": "py_version",
     "python": "py_version",

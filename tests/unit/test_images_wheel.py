@@ -25,7 +25,7 @@ PACKAGE = ROOT / "sdk" / "launchbay"
 
 def _package_files() -> dict[str, Path]:
     """``{path in the wheel: file}``: every module of sdk/launchbay and infra/, the schemas,
-    the CloudFormation templates (setup.cfg's packages and package_data), and the py.typed
+    the image data, the CloudFormation templates (setup.cfg's packages and package_data), and the py.typed
     marker that tells type checkers the package is typed (PEP 561)."""
     files = {
         f"launchbay/{path.relative_to(PACKAGE).as_posix()}": path
@@ -34,6 +34,7 @@ def _package_files() -> dict[str, Path]:
     }
     files["launchbay/py.typed"] = PACKAGE / "py.typed"
     files.update({f"launchbay/schemas/{p.name}": p for p in (PACKAGE / "schemas").glob("*.json")})
+    files.update({f"launchbay/data/{p.name}": p for p in (PACKAGE / "data").glob("*.json")})
     files.update({f"launchbay/infra/{p.name}": p for p in (ROOT / "infra").glob("*.py")})
     files.update({f"launchbay/infra/{p.name}": p for p in (ROOT / "infra").glob("*.yaml")})
     return files
