@@ -205,6 +205,13 @@ def _binds(ours_obj: Any, call: ast.Call) -> str | None:
     if inspect.isclass(ours_obj) and hasattr(ours_obj, "_owners"):
         from launchbay import arguments
 
+        # The built-in algorithm estimators take their hyperparameters besides the
+        # estimator's arguments (after its positional ones): the binder sees the rest.
+        algorithm = set(getattr(ours_obj, "_algorithm_arguments", ()))
+        if algorithm:
+            kwargs = {k: v for k, v in kwargs.items() if k not in algorithm}
+            args = args[: len(getattr(ours_obj, "_positional", ()))]
+
         try:
             with _quiet():
                 arguments.bind(ours_obj, args, kwargs)

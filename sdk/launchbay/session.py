@@ -120,6 +120,11 @@ class Session:
             ``SageMaker.PythonSDK.Modules.Session.DefaultS3Bucket`` and
             ``DefaultS3ObjectKeyPrefix`` fill ``default_bucket`` and
             ``default_bucket_prefix`` when they are not given.
+        sagemaker_runtime_client, sagemaker_featurestore_runtime_client,
+        sagemaker_metrics_client, settings: SDK v2's clients and settings for hosting,
+            Feature Store and Experiments, accepted (keyword only) so that notebooks
+            that pass them make their session; kept as attributes of the same names,
+            and used by nothing launchbay does.
     """
 
     def __init__(
@@ -130,6 +135,11 @@ class Session:
         default_bucket_prefix: str | None = None,
         region_name: str | None = None,
         sagemaker_config: Mapping[str, Any] | None = None,
+        *,
+        sagemaker_runtime_client: Any = None,
+        sagemaker_featurestore_runtime_client: Any = None,
+        sagemaker_metrics_client: Any = None,
+        settings: Any = None,
     ) -> None:
         if default_bucket is not None and not is_valid_bucket_name(default_bucket):
             raise ConfigurationError.invalid(
@@ -138,6 +148,10 @@ class Session:
                 "an S3 bucket name (3-63 lowercase letters, digits, '.' or '-')",
             )
         self._lock = threading.RLock()
+        self.sagemaker_runtime_client = sagemaker_runtime_client
+        self.sagemaker_featurestore_runtime_client = sagemaker_featurestore_runtime_client
+        self.sagemaker_metrics_client = sagemaker_metrics_client
+        self.settings = settings
         self._boto_session = boto_session
         self._sagemaker_client = sagemaker_client
         self._s3_client: Any = None

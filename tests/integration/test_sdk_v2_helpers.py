@@ -138,6 +138,26 @@ def test_default_bucket_and_upload_data_as_sdk_v2_calls_them(session, tmp_path):
     assert session.upload_data(str(data), key_prefix="p") == f"s3://{bucket}/p"
 
 
+def test_a_session_takes_the_clients_sdk_v2_takes_for_other_services(aws):
+    """Clarify and Feature Store notebooks pass SDK v2's other clients to the session."""
+    import boto3
+
+    import launchbay
+
+    runtime = boto3.client("sagemaker-runtime", region_name="us-west-2")
+    session = launchbay.Session(
+        boto_session=boto3.Session(region_name="us-west-2"),
+        sagemaker_runtime_client=runtime,
+        sagemaker_featurestore_runtime_client="fs-client",
+        sagemaker_metrics_client="metrics-client",
+        settings="settings",
+    )
+    assert session.sagemaker_runtime_client is runtime
+    assert session.sagemaker_featurestore_runtime_client == "fs-client"
+    assert (session.sagemaker_metrics_client, session.settings) == ("metrics-client", "settings")
+    assert session.boto_region_name == "us-west-2"
+
+
 def test_timestamps_and_names_have_sdk_v2_formats():
     from sagemaker import utils as v2
 
