@@ -209,6 +209,7 @@ def _binds(ours_obj: Any, call: ast.Call) -> str | None:
         # estimator's arguments (after its positional ones): the binder sees the rest.
         algorithm = set(getattr(ours_obj, "_algorithm_arguments", ()))
         if algorithm:
+            algorithm.add("data_location")  # the algorithm estimators' own argument too
             kwargs = {k: v for k, v in kwargs.items() if k not in algorithm}
             args = args[: len(getattr(ours_obj, "_positional", ()))]
 
