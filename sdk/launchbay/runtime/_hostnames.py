@@ -39,6 +39,18 @@ import stat
 import sys
 from collections.abc import Callable, Iterable, Mapping, MutableMapping
 
+from launchbay.runtime._linux import (
+    CLONE_NEWNS,
+    CLONE_NEWUSER,
+    MS_BIND,
+    MS_NODEV,
+    MS_NOSUID,
+    MS_PRIVATE,
+    MS_REC,
+    check,
+    libc,
+    write_proc_file,
+)
 from launchbay.runtime.errors import TrainingSetupError
 from launchbay.runtime.names import ENV, SETTING
 
@@ -55,13 +67,6 @@ __all__ = [
 MODES = ("auto", "namespace", "nss_wrapper", "off")
 LOOPBACK = "127.0.0.1"
 
-_CLONE_NEWNS = 0x00020000
-_CLONE_NEWUSER = 0x10000000
-_MS_BIND = 4096
-_MS_REC = 16384
-_MS_PRIVATE = 1 << 18
-_MS_NOSUID = 2
-_MS_NODEV = 4
 #: Where SageMaker puts a host's tree; each local_process host sees its own here.
 OPT_ML = "/opt/ml"
 #: Set by a host's runtime whose namespace binds its tree (the value) on /opt/ml.
@@ -145,35 +150,20 @@ class HostNames:
         return self.mechanism == "namespace" and self.opt_ml_problem is None
 
 
-def _libc() -> ctypes.CDLL:
-    return ctypes.CDLL(None, use_errno=True)
-
-
-def _check(result: int, what: str) -> None:
-    if result != 0:
-        errno = ctypes.get_errno()
-        raise OSError(errno, f"{what}: {os.strerror(errno)}")
-
-
-def _write(path: str, text: str) -> None:
-    with open(path, "wb") as f:
-        f.write(text.encode())
-
-
 def _enter_namespace(hosts_file: str, user: bool, opt_ml: str | None = None) -> str | None:
     """Enter a new mount (and, with ``user``, user) namespace; bind ``hosts_file`` on /etc/hosts
     and, with ``opt_ml``, that directory on ``/opt/ml`` (:func:`bind_opt_ml`).
 
     Returns why ``/opt/ml`` could not be bound (the namespace stands), else None.
     """
-    libc = _libc()
+    lib = libc()
     uid, gid = os.geteuid(), os.getegid()
-    flags = _CLONE_NEWNS | (_CLONE_NEWUSER if user else 0)
-    _check(libc.unshare(flags), "unshare(CLONE_NEWUSER | CLONE_NEWNS)" if user else "unshare")
+    flags = CLONE_NEWNS | (CLONE_NEWUSER if user else 0)
+    check(lib.unshare(flags), "unshare(CLONE_NEWUSER | CLONE_NEWNS)" if user else "unshare")
     if user:  # the same ids inside: files, permissions and ps look as before
-        _write("/proc/self/setgroups", "deny")
-        _write("/proc/self/uid_map", f"{uid} {uid} 1")
-        _write("/proc/self/gid_map", f"{gid} {gid} 1")
+        write_proc_file("/proc/self/setgroups", "deny")
+        write_proc_file("/proc/self/uid_map", f"{uid} {uid} 1")
+        write_proc_file("/proc/self/gid_map", f"{gid} {gid} 1")
     return private_mounts(hosts_file, opt_ml)
 
 
@@ -182,9 +172,9 @@ def private_mounts(hosts_file: str, opt_ml: str | None) -> str | None:
 
     Returns why ``/opt/ml`` could not be bound, else None.
     """
-    libc = _libc()
+    lib = libc()
     # Nothing done here may reach the machine's mount table.
-    _check(libc.mount(b"none", b"/", None, _MS_REC | _MS_PRIVATE, None), "mount --make-rprivate /")
+    check(lib.mount(b"none", b"/", None, MS_REC | MS_PRIVATE, None), "mount --make-rprivate /")
     bind_hosts_file(hosts_file)
     if opt_ml is None:
         return None
@@ -197,19 +187,19 @@ def private_mounts(hosts_file: str, opt_ml: str | None) -> str | None:
 
 def bind_hosts_file(hosts_file: str) -> None:
     """In this process's own mount namespace: ``hosts_file`` becomes ``/etc/hosts``."""
-    libc = _libc()
-    _check(libc.mount(hosts_file.encode(), b"/etc/hosts", None, _MS_BIND, None), "bind mount")
+    lib = libc()
+    check(lib.mount(hosts_file.encode(), b"/etc/hosts", None, MS_BIND, None), "bind mount")
     for socket_path in _NSCD_SOCKETS:  # a caching nscd would answer from the real file
         if os.path.exists(socket_path):
             with contextlib.suppress(OSError):
-                _check(libc.mount(b"/dev/null", socket_path.encode(), None, _MS_BIND, None), "")
+                check(lib.mount(b"/dev/null", socket_path.encode(), None, MS_BIND, None), "")
     with open("/etc/hosts", "rb") as seen, open(hosts_file, "rb") as wanted:
         if seen.read() != wanted.read():
             raise OSError("the bind mount did not replace /etc/hosts")
     for socket_path in _NSCD_SOCKETS:  # a caching nscd would answer from the real file
         if os.path.exists(socket_path):
             with contextlib.suppress(OSError):
-                _check(libc.mount(b"/dev/null", socket_path.encode(), None, _MS_BIND, None), "")
+                check(lib.mount(b"/dev/null", socket_path.encode(), None, MS_BIND, None), "")
 
 
 def bind_opt_ml(tree: str) -> None:
@@ -222,25 +212,23 @@ def bind_opt_ml(tree: str) -> None:
     the real ``/opt``'s entries, each bound back from an fd opened before, plus an
     empty ``ml``. Without ``/opt`` there is no place to mount on: OSError.
     """
-    libc = _libc()
+    lib = libc()
     if not os.path.isdir(OPT_ML):
-        _make_opt_ml_mount_point(libc)
-    _check(
-        libc.mount(tree.encode(), OPT_ML.encode(), None, _MS_BIND | _MS_REC, None), "bind /opt/ml"
-    )
+        _make_opt_ml_mount_point(lib)
+    check(lib.mount(tree.encode(), OPT_ML.encode(), None, MS_BIND | MS_REC, None), "bind /opt/ml")
     if not os.path.samefile(OPT_ML, tree):
         raise OSError(f"the bind mount did not make {tree} {OPT_ML}")
 
 
-def _make_opt_ml_mount_point(libc: ctypes.CDLL) -> None:
+def _make_opt_ml_mount_point(lib: ctypes.CDLL) -> None:
     opt = os.path.dirname(OPT_ML)
     if not os.path.isdir(opt) or os.path.islink(opt):
         raise OSError(f"this machine has no {opt} directory to put /opt/ml in")
     real = os.open(opt, os.O_RDONLY | os.O_DIRECTORY)
     try:
         names = os.listdir(real)
-        _check(
-            libc.mount(b"tmpfs", opt.encode(), b"tmpfs", _MS_NOSUID | _MS_NODEV, b"mode=0755"),
+        check(
+            lib.mount(b"tmpfs", opt.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, b"mode=0755"),
             f"mount tmpfs on {opt}",
         )
         for name in names:  # the real /opt's entries, as they were
@@ -254,8 +242,8 @@ def _make_opt_ml_mount_point(libc: ctypes.CDLL) -> None:
                 os.mkdir(target)
             else:
                 os.close(os.open(target, os.O_WRONLY | os.O_CREAT, 0o600))
-            _check(
-                libc.mount(source.encode(), target.encode(), None, _MS_BIND | _MS_REC, None),
+            check(
+                lib.mount(source.encode(), target.encode(), None, MS_BIND | MS_REC, None),
                 f"bind {opt}/{name} back",
             )
         os.mkdir(OPT_ML, 0o755)
@@ -300,8 +288,8 @@ def namespace_problem() -> str | None:
 
 def _probe_unshare(user: bool) -> str | None:
     """Can a forked child of this process make a mount (and user) namespace?"""
-    flags = _CLONE_NEWNS | (_CLONE_NEWUSER if user else 0)
-    return _in_child(lambda: _check(_libc().unshare(flags), "unshare(CLONE_NEWUSER | CLONE_NEWNS)"))
+    flags = CLONE_NEWNS | (CLONE_NEWUSER if user else 0)
+    return _in_child(lambda: check(libc().unshare(flags), "unshare(CLONE_NEWUSER | CLONE_NEWNS)"))
 
 
 def _probe_namespace(hosts_file: str, user: bool, opt_ml: str | None) -> str | None:

@@ -37,6 +37,22 @@ import sys
 import threading
 from collections.abc import Mapping
 
+from launchbay.runtime._linux import (
+    CLONE_NEWNET,
+    CLONE_NEWNS,
+    CLONE_NEWUSER,
+    CLONE_NEWUTS,
+    MS_BIND,
+    MS_NODEV,
+    MS_NOEXEC,
+    MS_NOSUID,
+    MS_RDONLY,
+    MS_REC,
+    check,
+    libc,
+    setns,
+    write_proc_file,
+)
 from launchbay.runtime.names import ENV
 
 __all__ = [
@@ -72,11 +88,6 @@ IDLE_SECONDS = 600.0
 HOLDER_ENV = ENV.JOB_NETWORK
 #: The pid of a host's runtime in its own namespaces (published to its ranks).
 HOST_PID_ENV = ENV.HOST_NS_PID
-
-_CLONE_NEWNS = 0x00020000
-_CLONE_NEWUTS = 0x04000000
-_CLONE_NEWUSER = 0x10000000
-_CLONE_NEWNET = 0x40000000
 
 _RTM_NEWLINK = 16
 _RTM_NEWADDR = 20
@@ -127,24 +138,6 @@ def proxy_environment(hosts: list[str]) -> dict[str, str]:
 
 
 # --------------------------------------------------------------------------- kernel calls
-
-
-def _libc() -> ctypes.CDLL:
-    return ctypes.CDLL(None, use_errno=True)
-
-
-def _check(result: int, what: str) -> None:
-    if result != 0:
-        errno = ctypes.get_errno()
-        raise OSError(errno, f"{what}: {os.strerror(errno)}")
-
-
-def _setns(path: str, kind: int, what: str) -> None:
-    fd = os.open(path, os.O_RDONLY)
-    try:
-        _check(_libc().setns(fd, kind), f"setns({what})")
-    finally:
-        os.close(fd)
 
 
 def _attr(kind: int, payload: bytes) -> bytes:
@@ -216,7 +209,7 @@ class _Netlink:
 
 def _keep_ambient_capabilities(caps: tuple[int, ...]) -> None:
     """Keep ``caps`` across exec for this process's children (in its own user namespace)."""
-    libc = _libc()
+    lib = libc()
 
     class Header(ctypes.Structure):
         _fields_ = [("version", ctypes.c_uint32), ("pid", ctypes.c_int)]
@@ -230,37 +223,32 @@ def _keep_ambient_capabilities(caps: tuple[int, ...]) -> None:
 
     header = Header(0x20080522, 0)
     data = (Data * 2)()
-    _check(libc.capget(ctypes.byref(header), data), "capget")
+    check(lib.capget(ctypes.byref(header), data), "capget")
     for cap in caps:
         data[cap // 32].inheritable |= 1 << (cap % 32)
-    _check(libc.capset(ctypes.byref(header), data), "capset")
+    check(lib.capset(ctypes.byref(header), data), "capset")
     for cap in caps:
-        _check(libc.prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_RAISE, cap, 0, 0), "ambient")
+        check(lib.prctl(_PR_CAP_AMBIENT, _PR_CAP_AMBIENT_RAISE, cap, 0, 0), "ambient")
 
 
 # --------------------------------------------------------------------------- the switch
-
-
-def _write(path: str, text: str) -> None:
-    with open(path, "wb") as f:
-        f.write(text.encode())
 
 
 def _map_ids(pid: int) -> None:
     """Map ids in ``pid``'s new user namespace: all of them as root, else our own."""
     uid, gid = os.geteuid(), os.getegid()
     if uid == 0:
-        _write(f"/proc/{pid}/uid_map", "0 0 4294967295")
-        _write(f"/proc/{pid}/gid_map", "0 0 4294967295")
+        write_proc_file(f"/proc/{pid}/uid_map", "0 0 4294967295")
+        write_proc_file(f"/proc/{pid}/gid_map", "0 0 4294967295")
         return
-    _write(f"/proc/{pid}/setgroups", "deny")
-    _write(f"/proc/{pid}/uid_map", f"{uid} {uid} 1")
-    _write(f"/proc/{pid}/gid_map", f"{gid} {gid} 1")
+    write_proc_file(f"/proc/{pid}/setgroups", "deny")
+    write_proc_file(f"/proc/{pid}/uid_map", f"{uid} {uid} 1")
+    write_proc_file(f"/proc/{pid}/gid_map", f"{gid} {gid} 1")
 
 
 def _switch(control: socket.socket) -> None:
     """The child: the job's user and network namespaces with the bridge, then wait."""
-    _check(_libc().unshare(_CLONE_NEWUSER | _CLONE_NEWNET), "unshare(CLONE_NEWUSER|CLONE_NEWNET)")
+    check(libc().unshare(CLONE_NEWUSER | CLONE_NEWNET), "unshare(CLONE_NEWUSER|CLONE_NEWNET)")
     control.send(b"m")  # the parent maps our ids
     if control.recv(1) != b"m":
         raise OSError("the id maps of the job's user namespace were not written")
@@ -458,21 +446,21 @@ def join(holder: int, index: int, host: str) -> None:
     ``holder`` is the switch's pid, ``index`` the host's (0-based). Call it while
     single-threaded, before anything is started. Raises OSError.
     """
-    libc = _libc()
+    lib = libc()
     switch_net = os.open(f"/proc/{holder}/ns/net", os.O_RDONLY)
     try:
-        _setns(f"/proc/{holder}/ns/user", _CLONE_NEWUSER, "the job's user namespace")
-        _check(libc.unshare(_CLONE_NEWNET | _CLONE_NEWNS | _CLONE_NEWUTS), "unshare")
+        setns(f"/proc/{holder}/ns/user", CLONE_NEWUSER, "the job's user namespace")
+        check(lib.unshare(CLONE_NEWNET | CLONE_NEWNS | CLONE_NEWUTS), "unshare")
         own_net = os.open("/proc/self/ns/net", os.O_RDONLY)
         try:
             own = _Netlink()
-            _check(libc.setns(switch_net, _CLONE_NEWNET), "setns(the job's network)")
+            check(lib.setns(switch_net, CLONE_NEWNET), "setns(the job's network)")
             switch = _Netlink()
             outer = f"h{index + 1}-{os.getpid()}"[:15]
             switch.add_veth(outer, "eth0", own_net)
             switch.set_up(outer, master=BRIDGE)
             switch.close()
-            _check(libc.setns(own_net, _CLONE_NEWNET), "setns(this host's network)")
+            check(lib.setns(own_net, CLONE_NEWNET), "setns(this host's network)")
         finally:
             os.close(own_net)
         own.set_up("lo")
@@ -482,18 +470,12 @@ def join(holder: int, index: int, host: str) -> None:
     finally:
         os.close(switch_net)
     name = host.encode()
-    _check(libc.sethostname(name, len(name)), "sethostname")
+    check(lib.sethostname(name, len(name)), "sethostname")
     if os.geteuid() != 0:
         _keep_ambient_capabilities((_CAP_SYS_ADMIN, _CAP_SYS_CHROOT, _CAP_NET_ADMIN))
     os.environ[HOST_PID_ENV] = str(os.getpid())
 
 
-_MS_RDONLY = 1
-_MS_NOSUID = 2
-_MS_NODEV = 4
-_MS_NOEXEC = 8
-_MS_BIND = 4096
-_MS_REC = 16384
 SHM = "/dev/shm"
 SYSFS = "/sys"
 
@@ -524,8 +506,8 @@ def _own_shm() -> None:
     st = os.statvfs(SHM)
     size = max(st.f_frsize * st.f_blocks, 64 << 20)
     options = f"mode=1777,size={size}".encode()
-    _check(
-        _libc().mount(b"tmpfs", SHM.encode(), b"tmpfs", _MS_NOSUID | _MS_NODEV, options),
+    check(
+        libc().mount(b"tmpfs", SHM.encode(), b"tmpfs", MS_NOSUID | MS_NODEV, options),
         f"mount tmpfs on {SHM}",
     )
 
@@ -550,20 +532,20 @@ def _mounts_below(path: str) -> tuple[list[str], bool]:
 
 
 def _own_sysfs() -> None:
-    libc = _libc()
+    lib = libc()
     below, readonly = _mounts_below(SYSFS)
     kept = {}
     for point in below:  # opened before the new sysfs covers them
         with contextlib.suppress(OSError):
             kept[point] = os.open(point, os.O_PATH | os.O_DIRECTORY)
     try:
-        flags = _MS_NOSUID | _MS_NODEV | _MS_NOEXEC | (_MS_RDONLY if readonly else 0)
-        _check(libc.mount(b"sysfs", SYSFS.encode(), b"sysfs", flags, None), "mount sysfs")
+        flags = MS_NOSUID | MS_NODEV | MS_NOEXEC | (MS_RDONLY if readonly else 0)
+        check(lib.mount(b"sysfs", SYSFS.encode(), b"sysfs", flags, None), "mount sysfs")
         for point, fd in kept.items():
             if os.path.isdir(point):
                 source = f"/proc/self/fd/{fd}".encode()
-                _check(
-                    libc.mount(source, point.encode(), None, _MS_BIND | _MS_REC, None),
+                check(
+                    lib.mount(source, point.encode(), None, MS_BIND | MS_REC, None),
                     f"bind {point} back",
                 )
     finally:
@@ -588,8 +570,8 @@ def enter_host(environ: Mapping[str, str]) -> bool:
 
 def _join_host(pid: str, whose: str) -> None:
     """Enter the network, name and mount namespaces of the host whose runtime is ``pid``."""
-    for kind, flag in (("net", _CLONE_NEWNET), ("uts", _CLONE_NEWUTS), ("mnt", _CLONE_NEWNS)):
-        _setns(f"/proc/{pid}/ns/{kind}", flag, f"{kind} namespace of {whose}")
+    for kind, flag in (("net", CLONE_NEWNET), ("uts", CLONE_NEWUTS), ("mnt", CLONE_NEWNS)):
+        setns(f"/proc/{pid}/ns/{kind}", flag, f"{kind} namespace of {whose}")
 
 
 #: Where each host of a job network publishes its runtime's pid (``<shared dir>/netns/<host>``).

@@ -16,6 +16,8 @@ import subprocess
 import sys
 from collections.abc import Callable
 
+from launchbay.runtime._linux import libc
+
 __all__ = [
     "set_child_subreaper",
     "die_with_parent",
@@ -42,10 +44,7 @@ def _prctl(option: int, value: int) -> bool:
     if not sys.platform.startswith("linux"):
         return False
     try:
-        import ctypes  # noqa: PLC0415
-
-        libc = ctypes.CDLL(None, use_errno=True)
-        return libc.prctl(option, value, 0, 0, 0) == 0
+        return libc().prctl(option, value, 0, 0, 0) == 0
     except (OSError, AttributeError):
         return False
 
