@@ -47,3 +47,94 @@ def test_keras2_script_fails_under_keras3_without_the_legacy_flag(home, tmp_path
         est.fit(logs=False)
     reason = str(failed.value)
     assert "AttributeError" in reason and "set_session" in reason, reason
+
+
+KERAS_PROBE = """\
+import os
+
+import tensorflow as tf
+
+print("legacy=" + str(os.environ.get("TF_USE_LEGACY_KERAS")), flush=True)
+keras2 = tf.keras.layers.Dense.__module__.startswith("tf_keras")
+print("keras=" + ("2" if keras2 else "3"), flush=True)
+"""
+
+
+def _probe(home, tmp_path, framework_version, environment=None):
+    """Run the probe as a 1-host local_process TensorFlow job; its printed ``legacy`` and ``keras``."""
+    from launchbay.tensorflow import TensorFlow
+
+    src = tmp_path / "probe"
+    src.mkdir(exist_ok=True)
+    (src / "probe.py").write_text(KERAS_PROBE)
+    est = TensorFlow(
+        entry_point="probe.py",
+        source_dir=str(src),
+        role=None,
+        instance_type="local_process",
+        instance_count=1,
+        framework_version=framework_version,
+        py_version="py310",
+        environment={"TF_CPP_MIN_LOG_LEVEL": "2", **(environment or {})},
+        output_path=file_uri(tmp_path / "out"),
+    )
+    est.fit(logs=False)
+    log = (home / "jobs" / est.latest_training_job.name / "logs" / "algo-1.log").read_text()
+    found = dict(
+        line.split("=", 1) for line in log.splitlines() if line.startswith(("legacy=", "keras="))
+    )
+    return found["legacy"], found["keras"]
+
+
+def test_a_keras2_era_framework_version_gets_keras2_where_tf_keras_is_installed(home, tmp_path):
+    assert importlib.util.find_spec("tf_keras") is not None, "tf-keras: .ci/run installs it"
+    assert _probe(home, tmp_path, "2.13") == ("1", "2")
+    # The user's own setting wins, and a Keras 3 era version is left alone.
+    assert _probe(home, tmp_path, "2.13", {"TF_USE_LEGACY_KERAS": "0"}) == ("0", "3")
+    assert _probe(home, tmp_path, "2.19") == ("None", "3")
+
+
+def test_without_tf_keras_a_keras2_era_job_warns_with_the_install_line(home, tmp_path):
+    # The client Python cannot find tf_keras (a meta path finder hides it): the job still runs,
+    # on Keras 3, and fit() warned how to get Keras 2.
+    import subprocess
+    import sys
+
+    hide = tmp_path / "hide"
+    hide.mkdir()
+    (hide / "sitecustomize.py").write_text(
+        "import sys\n"
+        "class _Hide:\n"
+        "    def find_spec(self, name, path=None, target=None):\n"
+        "        if name == 'tf_keras' or name.startswith('tf_keras.'):\n"
+        "            raise ModuleNotFoundError(name)\n"
+        "sys.meta_path.insert(0, _Hide())\n"
+    )
+    src = tmp_path / "probe"
+    src.mkdir()
+    (src / "probe.py").write_text("print('ran', flush=True)\n")
+    client = (
+        "import warnings\n"
+        "from launchbay.tensorflow import TensorFlow\n"
+        f"est = TensorFlow(entry_point='probe.py', source_dir={str(src)!r}, role=None,\n"
+        "    instance_type='local_process', instance_count=1, framework_version='2.13',\n"
+        f"    py_version='py310', output_path={file_uri(tmp_path / 'out')!r})\n"
+        "with warnings.catch_warnings(record=True) as seen:\n"
+        "    warnings.simplefilter('always')\n"
+        "    est.fit(logs=False)\n"
+        "print('|'.join(str(w.message) for w in seen if 'tf-keras' in str(w.message)))\n"
+        "print(est.latest_training_job.describe()['TrainingJobStatus'])\n"
+    )
+    import os
+
+    env = {
+        **os.environ,
+        "PYTHONPATH": os.pathsep.join([str(hide), os.environ.get("PYTHONPATH", "")]),
+    }
+    out = subprocess.run(
+        [sys.executable, "-c", client], capture_output=True, text=True, env=env, timeout=300
+    )
+    assert out.returncode == 0, out.stderr[-2000:]
+    message, status = out.stdout.strip().splitlines()[-2:]
+    assert status == "Completed"
+    assert 'pip install --no-deps "tf-keras~=2.' in message and "2.13" in message, message

@@ -52,6 +52,7 @@ from typing import Any
 import launchbay
 from launchbay.backends.local.endpoints import client_endpoints
 from launchbay.backends.local.hosts import POLL, RUNTIME_MARGIN, prepare_hosts
+from launchbay.backends.local.keras import legacy_keras_environment
 from launchbay.backends.local.layout import JobLayout
 from launchbay.backends.local.logs import join_readers, start_watcher
 from launchbay.backends.local.record import LocalJob, job_arn
@@ -288,6 +289,8 @@ class ProcessHosts:
             addresses = {h: host_address(i) for i, h in enumerate(job.hosts)}
             env.update(proxy_environment(job.hosts))
         env.update(_without_job_namespaces(job.plan.environment))
+        # Keras 2 for a Keras-2-era TensorFlow on this machine's newer one (the user's wins).
+        env.update(legacy_keras_environment(job.plan.request, env))
         if network is not None:
             env[HOLDER_ENV] = str(network.switch_pid)
             env.update(client_endpoints(env, CLIENT_HOST))

@@ -1,0 +1,89 @@
+"""Keras 2 for the Keras-2-era TensorFlow scripts that ``local_process`` hosts run.
+
+TensorFlow 2.16 and later ship Keras 3, which scripts written for TensorFlow 2.4-2.15 break
+on (SageMaker's own examples among them). A job that asks for such a TensorFlow
+(``framework_version`` below 2.16) but runs on this machine's newer TensorFlow gets
+``TF_USE_LEGACY_KERAS=1`` in its hosts when the ``tf-keras`` package is installed here, so
+``tf.keras`` is Keras 2 again; without ``tf-keras`` it warns once with the install line.
+The user's own ``TF_USE_LEGACY_KERAS`` (in this process's environment or in
+``environment=``) always wins, and the request sent to SageMaker never changes: only the
+hosts of this machine get the setting.
+
+The framework version is read from the request's image name (the TensorFlow estimator
+names ``launchbay/tensorflow-training:<version>-...`` for local jobs), so a job started
+from a stored request (``launchbay submit --no-wait``) gets the same rule.
+"""
+
+from __future__ import annotations
+
+import importlib.metadata
+import importlib.util
+import logging
+import warnings
+from collections.abc import Mapping
+from typing import Any
+
+from launchbay._instances import version_tuple
+from launchbay.images.names import parse_image_name
+
+__all__ = ["LEGACY_KERAS", "KERAS3_FROM", "legacy_keras_environment"]
+
+logger = logging.getLogger("launchbay.local")
+
+#: The variable that makes TensorFlow >= 2.16's ``tf.keras`` the ``tf_keras`` package.
+LEGACY_KERAS = "TF_USE_LEGACY_KERAS"
+#: The first TensorFlow whose ``tf.keras`` is Keras 3.
+KERAS3_FROM = (2, 16)
+_TENSORFLOW_DISTRIBUTIONS = ("tensorflow", "tensorflow-cpu", "tensorflow-macos", "tensorflow-intel")
+
+
+def _installed_tensorflow() -> str | None:
+    for name in _TENSORFLOW_DISTRIBUTIONS:
+        try:
+            return importlib.metadata.version(name)
+        except importlib.metadata.PackageNotFoundError:
+            continue
+    return None
+
+
+def legacy_keras_environment(
+    request: Mapping[str, Any], environment: Mapping[str, str]
+) -> dict[str, str]:
+    """``{"TF_USE_LEGACY_KERAS": "1"}`` where a Keras-2-era TensorFlow job needs it, else ``{}``.
+
+    ``environment`` is what the hosts already get (this process's environment and the
+    request's ``Environment``): a ``TF_USE_LEGACY_KERAS`` there is left as it is.
+    """
+    image = (request.get("AlgorithmSpecification") or {}).get("TrainingImage")
+    spec = parse_image_name(image) if isinstance(image, str) else None
+    if spec is None or spec.framework != "tensorflow" or LEGACY_KERAS in environment:
+        return {}
+    asked = version_tuple(spec.framework_version)
+    if not asked or asked[:2] >= KERAS3_FROM:
+        return {}
+    installed = _installed_tensorflow()
+    if installed is None or version_tuple(installed)[:2] < KERAS3_FROM:
+        return {}  # no TensorFlow here, or one whose tf.keras is Keras 2 already
+    try:
+        have_tf_keras = importlib.util.find_spec("tf_keras") is not None
+    except (ImportError, ValueError):  # a broken or hidden installation counts as none
+        have_tf_keras = False
+    if not have_tf_keras:
+        minor = ".".join(str(p) for p in version_tuple(installed)[:2])
+        warnings.warn(
+            f"framework_version={spec.framework_version!r} is a Keras 2 TensorFlow, but this "
+            f"Python's TensorFlow {installed} has Keras 3 and no tf-keras: the script's "
+            f"tf.keras is Keras 3. Install Keras 2 with: pip install --no-deps "
+            f'"tf-keras~={minor}.0" (the hosts then get {LEGACY_KERAS}=1), or set '
+            f"{LEGACY_KERAS} yourself.",
+            UserWarning,
+            stacklevel=2,
+        )
+        return {}
+    logger.info(
+        "TensorFlow %s asked, %s installed: the hosts run with %s=1 (tf.keras is Keras 2)",
+        spec.framework_version,
+        installed,
+        LEGACY_KERAS,
+    )
+    return {LEGACY_KERAS: "1"}
