@@ -438,6 +438,96 @@ def test_status_and_stop_finish_a_job_whose_client_and_watchdog_died(home, tmp_p
         assert "Failed" in result.stdout
 
 
+# --------------------------------------------------------------------------- one way to end a job
+
+
+def start_checkpointing_job(tmp_path: Path, name: str, *, finish: bool):
+    """A 1-host job whose script writes a checkpoint that cannot be saved, then succeeds.
+
+    The checkpoint destination lies below a regular file: restoring finds nothing there,
+    saving cannot make the directory, whoever runs the tests (root too). With ``finish``
+    the script returns at once; else once ``<marker>/finish`` exists.
+    """
+    marker = tmp_path / "markers"
+    marker.mkdir()
+    if finish:
+        (marker / "finish").touch()
+    blocker = tmp_path / "a-file"
+    blocker.write_text("not a directory\n")
+    driver = start_driver(
+        entry_point="checkpoint_then_finish.py",
+        job_name=name,
+        instance_count=1,
+        hyperparameters={"marker": str(marker)},
+        checkpoint=file_uri(blocker / "checkpoints"),
+        output=file_uri(tmp_path / "out"),
+    )
+    return driver, marker
+
+
+def check_failed_by_the_checkpoint_save(tmp_path: Path, name: str, status: dict) -> None:
+    assert status["TrainingJobStatus"] == "Failed", status
+    assert status["SecondaryStatus"] == "Failed", status
+    reason = status["FailureReason"]
+    assert reason.startswith("ClientError: saving checkpoints failed: "), reason
+    assert str(tmp_path / "a-file") in reason, reason
+    assert status["TrainingEndTime"]
+    # The outputs were written as for any failed job, naming the same reason.
+    failure = (tmp_path / "out" / name / "output" / "failure").read_text()
+    assert "saving checkpoints failed" in failure
+    assert (tmp_path / "out" / name / "output" / "model.tar.gz").exists()
+
+
+def test_a_failed_checkpoint_save_fails_a_job_whose_script_succeeded(home, tmp_path):
+    name = "checkpoint-save-fails"
+    driver, _marker = start_checkpointing_job(tmp_path, name, finish=True)
+    output, _ = driver.communicate(timeout=120)
+    assert driver.returncode == 1, output
+    assert f"driver: job {name} Failed" in output
+    status = json.loads((Path(home) / "jobs" / name / "status.json").read_text())
+    check_failed_by_the_checkpoint_save(tmp_path, name, status)
+
+
+@pytest.mark.parametrize("finisher", ["watchdog", "status"])
+def test_a_failed_checkpoint_save_fails_a_job_whose_client_died(home, tmp_path, finisher):
+    """Orphan recovery ends a job by the live path's rules: never Completed when the
+    checkpoints could not be saved.
+
+    The client is frozen (SIGSTOP) mid-run while its host succeeds, then SIGKILLed: every
+    host had succeeded, and only the job's end is left to the watchdog (or, the watchdog
+    killed too, to ``launchbay status``).
+    """
+    name = f"orphan-save-fails-{finisher}"
+    driver, marker = start_checkpointing_job(tmp_path, name, finish=False)
+    rank = wait_for_markers(marker, 1, driver)["algo-1"]
+    directory = Path(home) / "jobs" / name
+    if finisher == "status":
+        for watchdog in watchdogs(name):
+            watchdog.kill()
+    os.kill(driver.pid, signal.SIGSTOP)
+    try:
+        (marker / "finish").touch()
+        success = directory / "algo-1" / "output" / "success"
+        deadline = time.monotonic() + 60
+        while not success.exists() or psutil.pid_exists(rank):
+            assert time.monotonic() < deadline, "the host did not succeed"
+            time.sleep(0.1)
+    finally:
+        driver.kill()
+        driver.communicate(timeout=30)
+    if finisher == "status":
+        assert json.loads((directory / "status.json").read_text())["TrainingJobStatus"] == (
+            "InProgress"
+        )
+        shown = cli("status", name)
+        assert shown.returncode == 0, shown.stdout + shown.stderr
+        assert "Failed" in shown.stdout
+    status = wait_for_final_status(directory)
+    check_failed_by_the_checkpoint_save(tmp_path, name, status)
+    time.sleep(0.5)
+    assert not watchdogs(name)
+
+
 # --------------------------------------------------------------------------- 20 in a row
 
 

@@ -48,7 +48,7 @@ from launchbay._home import unusable_home_error, usable_local_home
 from launchbay.backends.base import DetachedRun, InProcessBackend
 from launchbay.backends.events import Event, JobEnded, JobHosts, LogLines
 from launchbay.backends.local import detached, tensorboard
-from launchbay.backends.local.finish import _final_message, failure_reason, finish_job
+from launchbay.backends.local.finish import failure_reason, finish_job, orphan_outcome
 from launchbay.backends.local.hosts import POLL, RUNTIME_MARGIN, HostRunner
 from launchbay.backends.local.layout import (
     JobLayout,
@@ -59,7 +59,6 @@ from launchbay.backends.local.logs import _log_tail, _LogFiles, follow_lines
 from launchbay.backends.local.record import (
     _JOB_NAME,
     _LOCKS_DIR,
-    _REASON_LIMIT,
     LocalJob,
     NameLock,
     _damaged,
@@ -69,9 +68,7 @@ from launchbay.backends.local.record import (
     _now,
     _read_record,
     _status_problem,
-    _to_json,
     _warn_once,
-    _write_final,
     client_pid,
 )
 from launchbay.backends.local.signals import (
@@ -109,7 +106,7 @@ __all__ = ["LocalBackend", "DEFAULT_GRACE_SECONDS", "grace_from"]
 PEER_EXIT_WAIT = 3.0
 
 
-def grace_from(source: JobFields | Mapping[str, Any], explicit: float | None) -> float:
+def grace_from(source: JobFields, explicit: float | None) -> float:
     """The grace period: ``explicit``, else ``LAUNCHBAY_GRACE_SECONDS`` (request, then caller).
 
     Read with the runtime's own rule (:func:`launchbay.runtime.settings.parse_grace_seconds`),
@@ -121,8 +118,8 @@ def grace_from(source: JobFields | Mapping[str, Any], explicit: float | None) ->
     """
     if explicit is not None:
         return _grace_value(explicit, "grace_seconds")
-    # The job's plan (a stored request or description is derived the same way).
-    raw = JobFields.of(source).environment.get(GRACE_ENV)
+    # The job's plan (a stored job's from its stored request: LocalBackend._stored_plan).
+    raw = source.environment.get(GRACE_ENV)
     argument = f"environment[{GRACE_ENV!r}]"
     if raw in (None, ""):
         raw, argument = os.environ.get(GRACE_ENV), GRACE_ENV
@@ -367,104 +364,45 @@ class LocalBackend(InProcessBackend):
     def finish_orphan(self, name: str, reason: str | None = None) -> dict[str, Any]:
         """End a job whose client process is gone, as the client would have; returns its description.
 
-        The caller holds the job's name lock. The hosts are stopped (SIGTERM,
-        SIGKILL after the grace period), checkpoints and outputs saved, and the
-        final state written to ``status.json``: ``Completed`` when every host had
-        already succeeded, else ``Failed`` with a reason saying the client went away.
+        The caller holds the job's name lock. The job is taken up from its record and
+        stored request, its hosts are stopped (SIGTERM, SIGKILL after the grace
+        period), and it ends through :func:`~launchbay.backends.local.finish.finish_job`,
+        the one way a local job ends, with the outcome its hosts left behind
+        (:func:`~launchbay.backends.local.finish.orphan_outcome`): ``Completed`` when
+        every host had already succeeded (and the checkpoints and outputs were
+        saved), else ``Failed``, saying why (``reason`` when given).
         """
-        description = self._load(name)
-        if description["TrainingJobStatus"] in TERMINAL_STATUSES:
-            return description
-        client = str(description.get("LocalClient") or "an unknown process")
+        record = self._load(name)
+        if record["TrainingJobStatus"] in TERMINAL_STATUSES:
+            return record
+        plan = self._stored_plan(name)
+        layout = JobLayout(self.job_dir(name), plan.hosts)
+        grace = grace_from(plan, self.grace_seconds)
+        job = LocalJob(
+            dict(plan.request), layout, self.stager, grace, self.runner.hard_kill, plan,
+            record=record,
+        )  # fmt: skip
+        job.host_request = self.runner.orphan_host_request(job.request)
+        job.host_plan = JobFields.of(job.host_request)
+        logger.warning("Finishing local training job %s: its client %s is gone", name, job.client)
+        started = job.secondary not in ("Starting", "Downloading")
+        if started:
+            self.runner.stop_orphan_hosts(name, layout, grace)
+        finish_job(job, *orphan_outcome(job, started=started, reason=reason))
+        return job.describe()
+
+    def _stored_plan(self, name: str) -> JobPlan:
+        """The job's plan again, from its stored request, by the one derivation (no checks).
+
+        Raises:
+            JobError: ``request.json`` is missing or damaged (naming it and what is wrong).
+        """
         request_file = os.path.join(self.job_dir(name), "request.json")
         request = _read_record(name, request_file)
         problem = _status_problem(dict(request, TrainingJobStatus=IN_PROGRESS))
         if problem:
             raise _damaged(name, request_file, problem)
-        # The plan again, from the stored request, by the one derivation (no checks).
-        plan = plan_request(request, stored=True)
-        layout = JobLayout(self.job_dir(name), plan.hosts)
-        grace = grace_from(plan, self.grace_seconds)
-        logger.warning("Finishing local training job %s: its client %s is gone", name, client)
-        started = description.get("SecondaryStatus") not in ("Starting", "Downloading")
-        if started:
-            self.runner.stop_orphan_hosts(name, layout, grace)
-        layout.forget_secrets()
-        succeeded = started and all(
-            os.path.exists(os.path.join(layout.host_dir(h), "output", "success"))
-            for h in layout.hosts
-        )
-        status = COMPLETED if succeeded else FAILED
-        ending = description.pop("LocalEnding", None)
-        if isinstance(ending, dict) and reason is None:
-            # Its client was already ending it (writing the checkpoints and outputs) and
-            # never recorded the end: it went away, or could not write status.json. What
-            # it would have said is unknown: the job failed, and says why.
-            status = FAILED
-            found = ending.get("FailureReason") or f"it was ending {ending.get('Status')}"
-            reason = (
-                f"ClientError: the end of this local job was not recorded: its client "
-                f"({client}) was saving the checkpoints and outputs and went away, or could "
-                f"not write {layout.status_file}, before it recorded how the job ended "
-                f"({found}). launchbay saved the checkpoints and outputs again."
-            )
-        elif not succeeded and reason is None:
-            reason = (
-                f"ClientError: the process that ran this local job ({client}) went away before "
-                "the job ended (it was killed, or its notebook kernel was closed). launchbay "
-                "stopped the hosts (SIGTERM, SIGKILL after the grace period) and saved the "
-                "checkpoints and outputs."
-            )
-        host_plan = JobFields.of(self.runner.orphan_host_request(request))
-        try:
-            self.stager.save_checkpoints(host_plan, layout)
-        except Exception as exc:  # report it; the job must still end
-            logger.error("Saving the checkpoints of job %s failed: %s", name, exc)
-        try:
-            artifacts = self.stager.collect_outputs(
-                host_plan, layout, reason if status != COMPLETED else None
-            )
-        except Exception as exc:
-            logger.error("Writing the outputs of job %s failed: %s", name, exc)
-            artifacts = None
-            if status == COMPLETED:  # as the client would have: no outputs, no success
-                status, reason = FAILED, f"ClientError: writing the outputs failed: {exc}"
-        now = _now()
-        transitions = list(description.get("SecondaryStatusTransitions") or [])
-        if transitions:
-            transitions[-1].setdefault("EndTime", now)
-        transitions.append(
-            {
-                "Status": status,
-                "StartTime": now,
-                "EndTime": now,
-                "StatusMessage": _final_message(status, reason),
-            }
-        )
-        description.update(
-            {
-                "TrainingJobStatus": status,
-                "SecondaryStatus": status,
-                "SecondaryStatusTransitions": transitions,
-                "LastModifiedTime": now,
-                "TrainingEndTime": now,
-            }
-        )
-        if reason and status != COMPLETED:
-            description["FailureReason"] = reason[:_REASON_LIMIT]
-        if artifacts:
-            description["ModelArtifacts"] = {"S3ModelArtifacts": artifacts}
-        start = description.get("TrainingStartTime")
-        if isinstance(start, _dt.datetime):
-            description["TrainingTimeInSeconds"] = int((now - start).total_seconds())
-        try:
-            _write_final(layout.status_file, _to_json(description))
-        except OSError as exc:  # the same outcome is found again next time: report it now
-            logger.error(
-                "Could not record the end of job %s in %s: %s", name, layout.status_file, exc
-            )
-        logger.warning("Local training job %s ended %s", name, status)
-        return description
+        return plan_request(request, stored=True)
 
     def _finish_left_behind(self, name: str) -> None:
         """Before a job directory is replaced: finish the old job if its client left it unfinished.
@@ -608,7 +546,7 @@ class LocalBackend(InProcessBackend):
             description = self.describe(name)  # a job whose client is gone is finished here
             if description["TrainingJobStatus"] in TERMINAL_STATUSES:
                 return
-            grace = grace_from(description, self.grace_seconds)
+            grace = grace_from(self._stored_plan(name), self.grace_seconds)
             if detached.stop(name, self.describe, grace) is not None:
                 return
             pid = client_pid(str(description.get("LocalClient") or ""))

@@ -1,4 +1,12 @@
-"""How a local job ends: failure triage across hosts, then checkpoints, outputs and the final record."""
+"""How a local job ends: failure triage across hosts, then checkpoints, outputs and the final record.
+
+:func:`finish_job` is the one way a local job ends, with one set of rules (final and
+secondary status, checkpoints, outputs, end time, the final record), whether its client
+is alive (the supervisor, with what it saw of the hosts) or gone: orphan recovery
+(:meth:`LocalBackend.finish_orphan <launchbay.backends.local.control.LocalBackend.finish_orphan>`)
+takes the job up from its record and asks :func:`orphan_outcome` what the hosts left
+behind, then ends it through the same function.
+"""
 
 from __future__ import annotations
 
@@ -41,6 +49,19 @@ def _signal_death(code: int | None) -> bool:
     return code is not None and (code < 0 or code > 128)
 
 
+def _host_reports(job: LocalJob) -> list[tuple[dict[str, Any], str]]:
+    """Each host's failure report (``output/launchbay-failure.json``) with the host, if any."""
+    reports: list[tuple[dict[str, Any], str]] = []
+    for host in job.hosts:
+        try:
+            document = json.loads(job.layout.read_host_file(host, "launchbay-failure.json"))
+        except ValueError:
+            continue
+        if isinstance(document, dict):
+            reports.append((document, host))
+    return reports
+
+
 def failure_reason(job: LocalJob, first_host: str, code: int | None) -> str:
     """The root cause across hosts: the earliest failure any host reported.
 
@@ -51,14 +72,7 @@ def failure_reason(job: LocalJob, first_host: str, code: int | None) -> str:
     not fit are left out whole, and a last line says how many and where the
     whole report is (:func:`launchbay.runtime.for_client.fit_lines`).
     """
-    reports: list[tuple[dict[str, Any], str]] = []
-    for host in job.hosts:
-        try:
-            document = json.loads(job.layout.read_host_file(host, "launchbay-failure.json"))
-        except ValueError:
-            continue
-        if isinstance(document, dict):
-            reports.append((document, host))
+    reports = _host_reports(job)
     if first_host not in {host for _, host in reports} and _signal_death(code):
         # The first host to fail was killed (SIGKILL: the out-of-memory killer) and could
         # write no report; the others' reports of being stopped are fallout of it.
@@ -100,8 +114,60 @@ def failure_reason(job: LocalJob, first_host: str, code: int | None) -> str:
     return fit_lines(lines, _REASON_LIMIT, left_out)
 
 
+def orphan_outcome(
+    job: LocalJob, *, started: bool, reason: str | None = None
+) -> tuple[str, str | None]:
+    """``(status, reason)`` of a job whose client went away, from what its hosts left behind.
+
+    ``job`` is taken up from its record (its hosts stopped when ``started``). What the
+    client would have found decides, by the live path's rules: every host succeeded
+    (``output/success``): ``Completed``; a host failed by itself (a report that is not
+    fallout of the stop): ``Failed`` with :func:`failure_reason`. Otherwise the job
+    failed because its client went away, and says so (``reason`` when given). A record
+    left while the client was ending the job (``LocalEnding``) never ends ``Completed``:
+    what the client found is not known. :func:`finish_job` then ends the job.
+    """
+    if job.ending is not None and reason is None:
+        # Its client was already ending it (writing the checkpoints and outputs) and
+        # never recorded the end: it went away, or could not write status.json. What
+        # it would have said is unknown: the job failed, and says why.
+        found = job.ending[1] or f"it was ending {job.ending[0]}"
+        return FAILED, (
+            f"ClientError: the end of this local job was not recorded: its client "
+            f"({job.client}) was saving the checkpoints and outputs and went away, or could "
+            f"not write {job.layout.status_file}, before it recorded how the job ended "
+            f"({found}). launchbay saved the checkpoints and outputs again."
+        )
+    if started and all(
+        os.path.exists(os.path.join(job.layout.host_dir(h), "output", "success")) for h in job.hosts
+    ):
+        return COMPLETED, None
+    if reason is not None:
+        return FAILED, reason
+    own = [
+        host
+        for document, host in _host_reports(job)
+        if document.get("cause") not in _FALLOUT_CAUSES
+    ]
+    if started and own:
+        return FAILED, failure_reason(job, own[0], None)
+    return FAILED, (
+        f"ClientError: the process that ran this local job ({job.client}) went away before "
+        "the job ended (it was killed, or its notebook kernel was closed). launchbay "
+        "stopped the hosts (SIGTERM, SIGKILL after the grace period) and saved the "
+        "checkpoints and outputs."
+    )
+
+
 def finish_job(job: LocalJob, status: str, reason: str | None) -> None:
-    """Save checkpoints and outputs, then record the end state."""
+    """End ``job`` with ``status`` and ``reason``: the one way a local job ends.
+
+    The supervisor calls it with what it saw of the hosts, orphan recovery with
+    :func:`orphan_outcome`. A stop turns any end but success into ``Stopped``;
+    checkpoints are saved and the outputs written in every end state, and a
+    ``Completed`` job whose checkpoints or outputs could not be written ends
+    ``Failed``, naming what failed; then the end time and the final record.
+    """
     if job.stop_requested.is_set() and status != COMPLETED:
         status = STOPPED
         reason = reason or (f"The job was stopped: {job.stop_reason}" if job.stop_reason else None)

@@ -139,7 +139,12 @@ class LocalJob:
         grace: float,
         hard_kill: Callable[[LocalJob], None],
         plan: JobPlan | None = None,
+        *,
+        record: Mapping[str, Any] | None = None,
     ) -> None:
+        """A new job; with ``record`` (its ``status.json``, read by :func:`_from_json`), the
+        unfinished job that record describes, taken up where it was left (a job whose
+        client died is finished through it, by the same function as a live one)."""
         self.request = request
         #: The job's plan: what the backend reads of the request (channels, outputs,
         #: checkpoints, environment ...), derived once. A job read back from its
@@ -192,7 +197,35 @@ class LocalJob:
         #: ``(status, reason)`` the job is ending with, while its outputs are written
         #: (recorded as ``LocalEnding``: a record left so was never finished).
         self.ending: tuple[str, str | None] | None = None
-        self._set_secondary("Starting", "Preparing the instances for training")
+        #: The process that runs the job (:data:`CLIENT_ID`; a recorded job's own).
+        self.client = CLIENT_ID
+        if record is None:
+            self._set_secondary("Starting", "Preparing the instances for training")
+        else:
+            self._restore(record)
+
+    def _restore(self, record: Mapping[str, Any]) -> None:
+        """Take the state ``record`` holds; nothing is written (see :meth:`describe`)."""
+        self.client = str(record.get("LocalClient") or "an unknown process")
+        status = record.get("TrainingJobStatus")
+        self.status = status if status in JOB_STATUSES else IN_PROGRESS
+        self.secondary = str(record.get("SecondaryStatus") or self.secondary)
+        transitions = record.get("SecondaryStatusTransitions")
+        self.transitions = [
+            dict(t)
+            for t in (transitions if isinstance(transitions, list) else [])
+            if isinstance(t, dict)
+        ]
+        created, started = record.get("CreationTime"), record.get("TrainingStartTime")
+        if isinstance(created, _dt.datetime):
+            self.creation_time = created
+        if isinstance(started, _dt.datetime):
+            self.start_time = started
+        self.failed_host = str(record["LocalFailedHost"]) if record.get("LocalFailedHost") else None
+        ending = record.get("LocalEnding")
+        if isinstance(ending, Mapping):
+            reason = ending.get("FailureReason")
+            self.ending = (str(ending.get("Status")), str(reason) if reason else None)
 
     # -- status -----------------------------------------------------------------
     def _set_secondary(self, status: str, message: str) -> None:
@@ -221,7 +254,7 @@ class LocalJob:
                     "LastModifiedTime": _now(),
                     "SecondaryStatusTransitions": copy.deepcopy(self.transitions),
                     "LocalJobDir": self.layout.job_dir,
-                    "LocalClient": CLIENT_ID,
+                    "LocalClient": self.client,
                 }
             )
             if self.start_time:
