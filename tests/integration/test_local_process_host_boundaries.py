@@ -20,6 +20,7 @@ import http.server
 import json
 import os
 import select
+import socket
 import subprocess
 import sys
 import threading
@@ -350,7 +351,7 @@ def test_an_own_network_host_has_its_own_sys_and_dev_shm(home, tmp_path):
 
 RELAY_FLOOD = """
 import json, os, socket, urllib.parse
-from launchbay.runtime._netns import MAX_CONNECTIONS
+from launchbay.runtime._relay import MAX_CONNECTIONS
 proxy = urllib.parse.urlsplit(os.environ["HTTP_PROXY"])
 held = []
 for _ in range(MAX_CONNECTIONS):  # connections that never send a request
@@ -374,3 +375,60 @@ def test_the_relay_bounds_its_connections(home, tmp_path):
     assert json.loads(_model(out, est)["relay.json"]) == {
         "answer": "HTTP/1.1 503 Service Unavailable"
     }
+
+
+RELAY_FAILURES = """
+import json, os, urllib.error, urllib.request
+pages = {}
+for name, url in (("dns", "http://nowhere.invalid/"), ("refused", os.environ["REFUSED_URL"])):
+    try:  # through HTTP_PROXY, the job's relay, as pip and requests go
+        urllib.request.urlopen(url, timeout=60)
+        pages[name] = "reached"
+    except urllib.error.HTTPError as exc:
+        pages[name] = f"{exc.code} {exc.read().decode()}"
+    print(f"page {name}: {pages[name]}", flush=True)
+with open(os.path.join(os.environ["SM_MODEL_DIR"], os.environ["SM_CURRENT_HOST"] + ".json"), "w") as f:
+    json.dump(pages, f)
+"""
+
+
+def test_a_target_the_relay_cannot_reach_is_named_with_the_host_and_the_cause(home, tmp_path):
+    """Issue 33: no bare "502 Bad Gateway". The page a script gets and one line in the asking
+    host's log name the host, the target ``host:port`` and why (DNS, refused)."""
+    with socket.socket() as probe:  # a port of this machine's loopback where nothing listens
+        probe.bind(("127.0.0.1", 0))
+        closed = probe.getsockname()[1]
+    src = tmp_path / "src"
+    src.mkdir()
+    (src / "unreachable.py").write_text(RELAY_FAILURES)
+    out = tmp_path / "out"
+    est = _estimator(
+        src,
+        "unreachable.py",
+        out,
+        environment={"REFUSED_URL": f"http://host.docker.internal:{closed}/"},
+    )
+    est.fit(logs=False)
+    model = _model(out, est)
+    logs = home / "jobs" / est.latest_training_job.name / "logs"
+    for index, host in enumerate(("algo-1", "algo-2"), start=1):
+        who = f"{host} (10.213.0.{index})"
+        pages = json.loads(model[f"{host}.json"])
+        assert pages["dns"].startswith(
+            f"502 launchbay relay: {who} could not reach nowhere.invalid:80: DNS failure"
+        ), pages
+        assert pages["refused"].startswith(
+            f"502 launchbay relay: {who} could not reach host.docker.internal:{closed}: "
+            f"connection refused: nothing listens on port {closed}"
+        ), pages
+        lines = [
+            line
+            for line in (logs / f"{host}.log").read_text().splitlines()
+            if line.startswith("[launchbay] WARNING relay:")
+        ]
+        assert len(lines) == 2, lines
+        assert lines[0] == f"[launchbay] WARNING {pages['dns'][len('502 launchbay ') :].strip()}"
+        assert lines[1].startswith(
+            f"[launchbay] WARNING relay: {who} could not reach host.docker.internal:{closed}: "
+            "connection refused"
+        ), lines

@@ -9,8 +9,8 @@ user namespaces), a ``local_process`` job gets the same:
 * **the job's switch** (:func:`main`, started by the client for the job): a process
   in a new user and network namespace holding a bridge, ``lb0``, at
   :data:`GATEWAY`. Its parent stays in the machine's network and relays HTTP and
-  HTTPS for the hosts (``HTTP(S)_PROXY`` = :data:`PROXY_URL`): pip and S3 reach the
-  outside, and the client's own loopback, through the client's network;
+  HTTPS for the hosts (``HTTP(S)_PROXY`` = :data:`PROXY_URL`, :mod:`._relay`): pip
+  and S3 reach the outside, and the client's own loopback, through the client's network;
 * **each host** (:func:`join`, in the host's runtime before anything starts):
   joins the switch's user namespace, makes network, mount and UTS namespaces of
   its own, adds a veth pair to the bridge, takes ``10.213.0.<N>`` for ``algo-N``
@@ -27,10 +27,10 @@ inside the host.
 
 from __future__ import annotations
 
+import argparse
 import contextlib
 import ctypes
 import os
-import select
 import socket
 import struct
 import sys
@@ -53,6 +53,7 @@ from launchbay.runtime._linux import (
     setns,
     write_proc_file,
 )
+from launchbay.runtime._relay import LOOPBACK_NAMES, log_to_hosts, serve
 from launchbay.runtime.names import ENV
 
 __all__ = [
@@ -74,16 +75,6 @@ PROXY_URL = f"http://{GATEWAY}:{PROXY_PORT}"
 BRIDGE = "lb0"
 #: The most hosts a job network numbers (``10.213.0.1`` .. ``.250``).
 MAX_HOSTS = 250
-#: The client machine as a host reaches it through the relay (Docker's name for the same).
-#: A host's own ``127.0.0.1`` is its own loopback; the client's loopback is this name.
-CLIENT_HOST = "host.docker.internal"
-#: What a host never sends through the relay: its own loopback.
-LOOPBACK_NAMES = ("localhost", "127.0.0.1", "::1")
-#: The relay's bounds: connections at once, seconds to send a request's head, seconds a
-#: relayed connection may stay silent both ways.
-MAX_CONNECTIONS = 256
-HEAD_SECONDS = 30.0
-IDLE_SECONDS = 600.0
 #: The pid of the job's switch process (set by the client for each host).
 HOLDER_ENV = ENV.JOB_NETWORK
 #: The pid of a host's runtime in its own namespaces (published to its ranks).
@@ -125,7 +116,7 @@ def proxy_environment(hosts: list[str]) -> dict[str, str]:
     """The proxy variables a host of a job network gets: the outside through the relay.
 
     Its own loopback, its own job's hosts and the bridge are reached directly; the
-    client machine is :data:`CLIENT_HOST`, through the relay.
+    client machine is :data:`._relay.CLIENT_HOST`, through the relay.
     """
     no_proxy = ",".join(
         [*LOOPBACK_NAMES, *hosts, *(host_address(i) for i in range(len(hosts))), GATEWAY]
@@ -264,142 +255,19 @@ def _switch(control: socket.socket) -> None:
     control.recv(1)  # returns when the parent ends
 
 
-def _relay(a: socket.socket, b: socket.socket) -> None:
-    sockets = [a, b]
-    try:
-        for s in sockets:  # a peer that stops reading cannot hold a send forever either
-            s.settimeout(IDLE_SECONDS)
-        while True:
-            readable, _, _ = select.select(sockets, [], [], IDLE_SECONDS)
-            if not readable:
-                return
-            for source in readable:
-                data = source.recv(65536)
-                if not data:
-                    return
-                (b if source is a else a).sendall(data)
-    except OSError:
-        return
-    finally:
-        for s in sockets:
-            with contextlib.suppress(OSError):
-                s.close()
+def main(argv: list[str] | None = None) -> int:
+    """``python -m launchbay.runtime._netns [--host NAME=LOG ...]``: the job's switch and
+    relay, until stdin closes.
 
-
-def _read_head(client: socket.socket) -> bytes:
-    client.settimeout(HEAD_SECONDS)
-    head = b""
-    while b"\r\n\r\n" not in head:
-        chunk = client.recv(4096)
-        if not chunk or len(head) > 65536:
-            raise OSError("incomplete request")
-        head += chunk
-    return head
-
-
-class _Refused(OSError):
-    """A target the relay does not reach (a host's own loopback)."""
-
-
-def _target(host: str) -> str:
-    """Where the relay connects for ``host``: the client's loopback for :data:`CLIENT_HOST`.
-
-    A loopback name is refused: a host's loopback is its own, never the client's
-    (a client that sends it here ignored ``NO_PROXY``).
-    """
-    name = host.strip("[]").lower().rstrip(".")
-    if name in (CLIENT_HOST, GATEWAY):
-        return "127.0.0.1"
-    if name in LOOPBACK_NAMES or name.endswith(".localhost") or name.startswith("127."):
-        raise _Refused(
-            f"{host} is the host's own loopback; this machine is {CLIENT_HOST} (docs/local.md)"
-        )
-    return name
-
-
-def _handle(client: socket.socket) -> None:
-    """One proxied connection: ``CONNECT host:port``, or a request for ``http://host:port/``."""
-    try:
-        head = _read_head(client)
-        line, _, rest = head.partition(b"\r\n")
-        method, target, version = line.decode("latin-1").split(" ", 2)
-        if method.upper() == "CONNECT":
-            host, _, port = target.rpartition(":")
-            upstream = socket.create_connection((_target(host), int(port)), timeout=30)
-            upstream.settimeout(None)
-            client.sendall(b"HTTP/1.1 200 Connection established\r\n\r\n")
-            body = rest.partition(b"\r\n\r\n")[2]
-            if body:
-                upstream.sendall(body)
-            _relay(client, upstream)
-            return
-        scheme, _, remainder = target.partition("://")
-        if scheme.lower() != "http":
-            raise OSError(f"cannot relay {target!r}")
-        hostport, slash, path = remainder.partition("/")
-        host, _, port = (
-            hostport.rpartition(":") if ":" in hostport.strip("]") else (hostport, "", "80")
-        )
-        upstream = socket.create_connection(
-            (_target(host or hostport), int(port or 80)), timeout=30
-        )
-        upstream.settimeout(None)
-        headers, _, body = rest.partition(b"\r\n\r\n")
-        kept = [
-            h
-            for h in headers.split(b"\r\n")
-            if h and h.split(b":", 1)[0].strip().lower() not in (b"proxy-connection", b"connection")
-        ]
-        request = f"{method} {slash}{path} {version}\r\n".encode("latin-1")
-        upstream.sendall(request + b"\r\n".join([*kept, b"Connection: close"]) + b"\r\n\r\n" + body)
-        _relay(client, upstream)
-    except (OSError, ValueError) as exc:
-        status = b"403 Forbidden" if isinstance(exc, _Refused) else b"502 Bad Gateway"
-        _answer(client, status, str(exc) if isinstance(exc, _Refused) else "")
-
-
-def _answer(client: socket.socket, status: bytes, text: str) -> None:
-    """A short answer of the relay's own, then close."""
-    body = text.encode()
-    with contextlib.suppress(OSError):
-        client.settimeout(5)
-        client.sendall(
-            b"HTTP/1.1 "
-            + status
-            + b"\r\nConnection: close\r\nContent-Type: text/plain\r\n"
-            + f"Content-Length: {len(body)}\r\n\r\n".encode()
-            + body
-        )
-    with contextlib.suppress(OSError):
-        client.close()
-
-
-def _serve(listener: socket.socket) -> None:
-    """Accept connections: a thread each, at most :data:`MAX_CONNECTIONS` at once."""
-    slots = threading.BoundedSemaphore(MAX_CONNECTIONS)
-
-    def handle(client: socket.socket) -> None:
-        try:
-            _handle(client)
-        finally:
-            slots.release()
-
-    while True:
-        try:
-            client, _ = listener.accept()
-        except OSError:
-            return
-        if not slots.acquire(blocking=False):
-            _answer(client, b"503 Service Unavailable", "too many connections through the relay")
-            continue
-        threading.Thread(target=handle, args=(client,), daemon=True).start()
-
-
-def main() -> int:
-    """``python -m launchbay.runtime._netns``: the job's switch and relay, until stdin closes.
-
+    ``--host`` names the job's hosts in order (the first is at ``host_address(0)``) with
+    the log file each appends its output to: the relay's lines about a host go there.
     Prints ``ready <switch pid>``, or ``error <why>`` and exits 1.
     """
+    parser = argparse.ArgumentParser(prog="python -m launchbay.runtime._netns")
+    parser.add_argument("--host", action="append", default=[], metavar="NAME=LOG")
+    hosts = [item.partition("=") for item in parser.parse_args(argv).host]
+    addresses = {host_address(i): name for i, (name, _, _) in enumerate(hosts)}
+    log_to_hosts({name: log for name, _, log in hosts if log})
     parent, child = socket.socketpair()
     pid = os.fork()
     if pid == 0:
@@ -427,7 +295,7 @@ def main() -> int:
             os.waitpid(pid, 0)
         return 1
     listener = socket.socket(fileno=fds[0])
-    threading.Thread(target=_serve, args=(listener,), daemon=True).start()
+    threading.Thread(target=serve, args=(listener, GATEWAY, addresses), daemon=True).start()
     print(f"ready {pid}", flush=True)
     with contextlib.suppress(OSError, KeyboardInterrupt):
         sys.stdin.buffer.read()  # the client's pipe: ends with the job, or with the client

@@ -23,7 +23,6 @@ from launchbay.runtime._confine import (
 )
 from launchbay.runtime._hostnames import namespace_problem, write_hosts_file
 from launchbay.runtime._netns import (
-    CLIENT_HOST,
     GATEWAY,
     HOLDER_ENV,
     MAX_HOSTS,
@@ -32,6 +31,7 @@ from launchbay.runtime._netns import (
 )
 from launchbay.runtime._procs import descendants, describe_exit, fit_lines, is_alive
 from launchbay.runtime._records import read_records
+from launchbay.runtime._relay import CLIENT_HOST
 
 __all__ = [
     "CLIENT_HOST",

@@ -463,8 +463,11 @@ class _JobNetwork:
             env["PYTHONPATH"] = os.pathsep.join(
                 [extra_path, *[p for p in env.get("PYTHONPATH", "").split(os.pathsep) if p]]
             )
+        # The hosts in order (host_address(i) is the i-th) and their logs: the relay's lines
+        # about a host (a target it could not reach, and why) go to that host's log.
+        host_logs = [f"--host={h}={job.layout.log_file(h)}" for h in job.hosts]
         proc = subprocess.Popen(
-            [sys.executable, "-m", "launchbay.runtime._netns"],
+            [sys.executable, "-m", "launchbay.runtime._netns", *host_logs],
             stdin=subprocess.PIPE,
             stdout=subprocess.PIPE,
             stderr=subprocess.DEVNULL,
