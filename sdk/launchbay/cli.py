@@ -12,7 +12,8 @@
     launchbay list [--max N] [--status STATUS] [--backend all|local_process|docker|sagemaker]
     launchbay vpc up|down|show [--stack NAME] [--region R] [--cidr C]
                                [--interface-endpoints] [--timeout S] [--output text|json]
-    launchbay images build pytorch|tensorflow --framework-version X [--processor cpu|gpu]
+    launchbay images build pytorch|tensorflow|huggingface|sklearn|xgboost
+                           --framework-version X [--pytorch-version X] [--processor cpu|gpu]
                            [--base-image IMG] [--wheelhouse DIR] [--tag T] [--ca-bundle F]
                            [--py-version py311] [--build-arg K=V ...] [--offline] [--no-cache]
                            [--reuse]
@@ -298,6 +299,11 @@ def _images_parser(commands: Any) -> None:
     build.add_argument("framework", choices=images.FRAMEWORKS, help="the framework")
     build.add_argument(
         "--framework-version", required=True, metavar="X", help="the framework's version"
+    )
+    build.add_argument(
+        "--pytorch-version",
+        metavar="X",
+        help="huggingface only: the torch version under transformers (--framework-version)",
     )
     build.add_argument(
         "--processor", choices=images.PROCESSORS, default="cpu", help="cpu (default) or gpu"
@@ -973,6 +979,7 @@ def _cmd_images_build(args: argparse.Namespace) -> int:
         build_args=build_args,
         offline=args.offline,
         nocache=args.no_cache,
+        pytorch_version=args.pytorch_version,
     )
     print(tag)
     return EXIT_OK

@@ -15,6 +15,11 @@ engine that cannot be reached FAILS them, with the message saying how to start i
 * ``pytorch_image`` (session): ``launchbay/pytorch-training:2.13.0-cpu-py311``, built when
   missing or built from other sources (``build_image(..., reuse=True)``).
 * ``tensorflow_image`` (session): ``launchbay/tensorflow-training:2.21.0-cpu-py311``, the same.
+* ``huggingface_image``, ``sklearn_image``, ``xgboost_image`` (session): the images the
+  estimators name in local Docker mode (``launchbay/huggingface-training:5.24.0-pytorch2.13.0-
+  cpu-py311``, ``launchbay/sklearn-training:1.2-1-cpu-py3``, ``launchbay/xgboost-training:
+  1.7-1-cpu-py3``), from containers/packages/Dockerfile with the same base and wheelhouse as
+  the PyTorch image (so they share its system and mpi4py layers), reused by context hash.
 """
 
 from __future__ import annotations
@@ -29,6 +34,9 @@ import pytest
 
 TORCH_VERSION = "2.13.0"
 TF_VERSION = "2.21.0"
+TRANSFORMERS_VERSION = "5.24.0"
+SKLEARN_VERSION = "1.2-1"
+XGBOOST_VERSION = "1.7-1"
 HERE = Path(__file__).resolve().parent
 
 
@@ -125,3 +133,50 @@ def tensorflow_image(docker_client: Any, base_image: str, wheelhouse: str) -> st
     except images.ImageBuildError as exc:
         pytest.fail(f"Building the TensorFlow image failed:\n{exc}", pytrace=False)
     raise AssertionError("unreachable")  # pragma: no cover
+
+
+def _package_image(
+    docker_client: Any, base_image: str, wheelhouse: str, framework: str, version: str, tag: str
+) -> str:
+    """A HuggingFace, scikit-learn or XGBoost image named ``tag``, (re)built when needed."""
+    from launchbay import images
+
+    try:
+        return images.build_image(
+            framework,
+            version,
+            "cpu",
+            base_image=base_image,
+            wheelhouse=wheelhouse,
+            tag=tag,
+            reuse=True,
+            client=docker_client,
+            stream=sys.stderr,
+        )
+    except images.ImageBuildError as exc:
+        pytest.fail(f"Building the {framework} image failed:\n{exc}", pytrace=False)
+    raise AssertionError("unreachable")  # pragma: no cover
+
+
+@pytest.fixture(scope="session")
+def huggingface_image(docker_client: Any, base_image: str, wheelhouse: str) -> str:
+    """``launchbay/huggingface-training:5.24.0-pytorch2.13.0-cpu-py311``, built when needed."""
+    from launchbay import images
+
+    version = images.huggingface_version(TRANSFORMERS_VERSION, TORCH_VERSION)
+    tag = images.image_name("huggingface", version, "cpu")
+    return _package_image(docker_client, base_image, wheelhouse, "huggingface", version, tag)
+
+
+@pytest.fixture(scope="session")
+def sklearn_image(docker_client: Any, base_image: str, wheelhouse: str) -> str:
+    """``launchbay/sklearn-training:1.2-1-cpu-py3`` (scikit-learn 1.9.1), built when needed."""
+    tag = f"launchbay/sklearn-training:{SKLEARN_VERSION}-cpu-py3"
+    return _package_image(docker_client, base_image, wheelhouse, "sklearn", SKLEARN_VERSION, tag)
+
+
+@pytest.fixture(scope="session")
+def xgboost_image(docker_client: Any, base_image: str, wheelhouse: str) -> str:
+    """``launchbay/xgboost-training:1.7-1-cpu-py3`` (xgboost-cpu 3.2.0), built when needed."""
+    tag = f"launchbay/xgboost-training:{XGBOOST_VERSION}-cpu-py3"
+    return _package_image(docker_client, base_image, wheelhouse, "xgboost", XGBOOST_VERSION, tag)

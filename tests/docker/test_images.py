@@ -254,7 +254,10 @@ def test_cli_build_reuses_the_image(docker_client, pytorch_image, base_image, wh
 
 
 DOCKERFILES = [ROOT / "containers" / "pytorch" / "Dockerfile",
-               ROOT / "containers" / "tensorflow" / "Dockerfile"]  # fmt: skip
+               ROOT / "containers" / "tensorflow" / "Dockerfile",
+               ROOT / "containers" / "packages" / "Dockerfile"]  # fmt: skip
+#: A version of each framework as its image's name has it.
+VERSIONS = {"huggingface": "5.24.0-pytorch2.13.0", "sklearn": "1.2-1", "xgboost": "1.7-1"}
 
 
 def test_dockerfiles_pass_hadolint():
@@ -277,9 +280,10 @@ def _declared_args(path: Path) -> set[str]:
 @pytest.mark.parametrize("processor", images.PROCESSORS)
 def test_every_build_arg_the_tool_passes_is_declared(framework, processor):
     """GPU args included: an undeclared build argument would be ignored by Docker."""
-    dockerfile = ROOT / "containers" / framework / "Dockerfile"
+    dockerfile = context._dockerfile(framework)
     base = images.default_base_image(processor)
-    args = context._build_args_for(framework, "1.0", processor, "3.11", base, None, offline=True)
+    version = VERSIONS.get(framework, "1.0")
+    args = context._build_args_for(framework, version, processor, "3.11", base, None, offline=True)
     assert set(args) <= _declared_args(dockerfile)
     if processor == "gpu":
         assert args["INSTALL_EFA"] == "1" and base.startswith("nvidia/cuda:")

@@ -24,7 +24,7 @@ from launchbay import arguments, image_uris
 from launchbay.distribution import Distribution, check_strategies, parse_distribution
 from launchbay.errors import ConfigurationError
 from launchbay.estimator import Framework
-from launchbay.runtime.names import HP
+from launchbay.runtime.names import HP, LOCAL_GPU
 
 __all__ = ["HuggingFace"]
 
@@ -174,8 +174,17 @@ class HuggingFace(Framework):
         return True  # SDK v2 keeps the default hook with checkpoints for HuggingFace
 
     def training_image_uri(self) -> str:
-        if self.image_uri or self.is_local:
+        if self.image_uri:
             return super().training_image_uri()
+        if self.is_local:
+            # launchbay's local image carries both versions, transformers' first
+            # (images.huggingface_version): launchbay/huggingface-training:5.24.0-pytorch2.13.0-cpu-py311
+            processor = "gpu" if self.instance_type == LOCAL_GPU else "cpu"
+            return (
+                f"launchbay/{self._framework_name}-training:{self.transformers_version}-"
+                f"{self.base_framework_name}{self.base_framework_version}-{processor}-"
+                f"{self.py_version}"
+            )
         return image_uris.get_training_image_uri(
             self._region(),
             self._framework_name,

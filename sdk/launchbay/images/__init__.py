@@ -1,7 +1,9 @@
 """Training images: their names, building them, pushing them (``launchbay images``).
 
 The images come from ``containers/<framework>/Dockerfile`` (one file per framework; CPU and
-GPU from the same file through ``ARG BASE_IMAGE``) and are named::
+GPU from the same file through ``ARG BASE_IMAGE``; HuggingFace, scikit-learn and XGBoost
+share ``containers/packages/Dockerfile``, their pip packages passed as build arguments) and
+are named::
 
     launchbay/<framework>-training:<framework_version>-<cpu|gpu>-<py_version>
     launchbay/pytorch-training:2.13.0-cpu-py311
@@ -59,6 +61,7 @@ from launchbay.images.names import (
     ImageSpec,
     build_command,
     default_base_image,
+    huggingface_version,
     image_name,
     parse_image_name,
 )
@@ -88,6 +91,7 @@ __all__ = [
     "parse_image_name",
     "build_command",
     "default_base_image",
+    "huggingface_version",
     "docker_client",
     "containers_dir",
     "build_runtime_wheel",

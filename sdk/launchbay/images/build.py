@@ -34,6 +34,7 @@ from launchbay.images.names import (
     _check_tag,
     _python_version,
     default_base_image,
+    huggingface_version,
     image_name,
 )
 from launchbay.images.wheel import build_runtime_wheel
@@ -60,12 +61,18 @@ def build_image(
     progress: bool | None = None,
     stream: TextIO | None = None,
     client: Any = None,
+    pytorch_version: str | None = None,
 ) -> str:
     """Build a training image through the Docker engine; return its tag.
 
     Args:
-        framework: ``"pytorch"`` or ``"tensorflow"``.
-        framework_version: The framework's version, e.g. ``"2.13.0"``.
+        framework: ``"pytorch"``, ``"tensorflow"``, ``"huggingface"``, ``"sklearn"`` or
+            ``"xgboost"``.
+        framework_version: The framework's version, e.g. ``"2.13.0"``; SageMaker's
+            ``"1.2-1"`` for scikit-learn and XGBoost (their images install the versions in
+            :data:`~launchbay.images.context.PINNED_PACKAGES`); for HuggingFace the
+            transformers version with ``pytorch_version``, or both as the image's name has
+            them (``"5.24.0-pytorch2.13.0"``).
         processor: ``"cpu"`` or ``"gpu"`` (GPU adds the EFA pieces; not runnable without GPUs).
         base_image: The ``FROM`` image. Default: ``python:<X.Y>-slim`` for CPU,
             :data:`DEFAULT_GPU_BASE_IMAGE` for GPU. Where nothing can be pulled, use
@@ -86,6 +93,7 @@ def build_image(
             lines elsewhere (CI logs), as :mod:`launchbay.display` decides; ``False``: silent.
         stream: Where the progress goes (default ``sys.stderr``).
         client: A ``docker.DockerClient`` (default: from the environment).
+        pytorch_version: HuggingFace only: the torch version under transformers.
 
     Raises:
         ConfigurationError: a bad argument (names the argument, value and what is accepted).
@@ -94,8 +102,21 @@ def build_image(
         ImageBuildError: a step failed; the message quotes its last output lines.
     """
     framework = _check_framework(framework)
-    framework_version = _check_framework_version(framework_version)
+    if pytorch_version is not None:
+        if framework != "huggingface":
+            raise ConfigurationError.invalid(
+                "pytorch_version", pytorch_version, "None unless framework='huggingface'"
+            )
+        _check_framework_version(pytorch_version)
+        framework_version = huggingface_version(
+            _check_framework_version(framework_version), pytorch_version
+        )
+    framework_version = _check_framework_version(framework_version, framework)
     processor = _check_processor(processor)
+    if framework == "sklearn" and processor == "gpu":
+        raise ConfigurationError.invalid(
+            "processor", processor, "'cpu'", reason="scikit-learn images are CPU only"
+        )
     python = _python_version(py_version)
     name = tag or image_name(framework, framework_version, processor, py_version)
     _check_tag(name, "tag")
@@ -131,6 +152,11 @@ def build_image(
             LABEL_PREFIX + "py-version": py_version,
             LABEL_PREFIX + "base-image": base,
             LABEL_HASH: digest,
+            **(
+                {LABEL_PREFIX + "packages": args["FRAMEWORK_PACKAGES"]}
+                if "FRAMEWORK_PACKAGES" in args
+                else {}
+            ),
         }
         if reuse:
             existing = _image_labels(client, name)

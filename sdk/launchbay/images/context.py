@@ -18,7 +18,20 @@ from typing import IO
 import launchbay
 from launchbay.errors import ConfigurationError
 
-__all__ = ["containers_dir", "build_context"]
+__all__ = ["containers_dir", "build_context", "PINNED_PACKAGES", "framework_packages"]
+
+#: Frameworks whose image is a set of pip packages on the shared layout:
+#: containers/packages/Dockerfile, the packages passed as build arguments.
+PACKAGE_FRAMEWORKS = ("huggingface", "sklearn", "xgboost")
+
+#: What the scikit-learn and XGBoost images install, whatever SageMaker version names them:
+#: the versions setup.cfg's test extra pins (tests/unit checks they agree). SageMaker's own
+#: versions (scikit-learn 1.2, XGBoost 1.7) predate NumPy 2 and Python 3.11 wheels of theirs
+#: do not run with it; ``--build-arg FRAMEWORK_PACKAGES=...`` installs others.
+PINNED_PACKAGES = {
+    "scikit-learn": "1.9.1",
+    "xgboost-cpu": "3.2.0",
+}
 
 
 def containers_dir() -> Path:
@@ -34,7 +47,8 @@ def containers_dir() -> Path:
 
 
 def _dockerfile(framework: str) -> Path:
-    path = containers_dir() / framework / "Dockerfile"
+    directory = "packages" if framework in PACKAGE_FRAMEWORKS else framework
+    path = containers_dir() / directory / "Dockerfile"
     if not path.is_file():
         raise ConfigurationError(
             f"No Dockerfile for framework={framework!r} at {path}. The Dockerfiles live in "
@@ -172,6 +186,11 @@ def _build_args_for(
     }
     if framework == "tensorflow" and processor == "gpu":
         args["TENSORFLOW_PACKAGE"] = "tensorflow[and-cuda]"
+    if framework in PACKAGE_FRAMEWORKS:
+        packages, modules = framework_packages(framework, framework_version, processor)
+        args["FRAMEWORK"] = framework
+        args["FRAMEWORK_PACKAGES"] = " ".join(packages)
+        args["FRAMEWORK_MODULES"] = " ".join(modules)
     if offline:
         args["OFFLINE"] = "1"
     for key, value in (build_args or {}).items():
@@ -181,3 +200,41 @@ def _build_args_for(
             )
         args[key] = str(value)
     return args
+
+
+def framework_packages(
+    framework: str, framework_version: str, processor: str = "cpu"
+) -> tuple[list[str], list[str]]:
+    """The pip requirements of a package framework's image and the modules that must import.
+
+    HuggingFace installs what its name says (``5.24.0-pytorch2.13.0``: transformers 5.24.0
+    and torch 2.13.0, torch from the wheelhouse when it holds it). scikit-learn and XGBoost
+    install :data:`PINNED_PACKAGES` for any SageMaker version (``1.2-1``, ``1.7-1``).
+    """
+    if framework == "huggingface":
+        from launchbay.images.names import _split_huggingface
+
+        transformers, base, base_version = _split_huggingface(framework_version)
+        if base != "pytorch":
+            raise ConfigurationError.invalid(
+                "framework_version",
+                framework_version,
+                "a HuggingFace PyTorch version such as '5.24.0-pytorch2.13.0'",
+                reason="launchbay builds HuggingFace images on PyTorch only; pass image_uri= "
+                "an image of HuggingFace on TensorFlow",
+            )
+        return (
+            [f"torch=={base_version}", f"transformers=={transformers}", "numpy"],
+            ["torch", "transformers"],
+        )
+    sklearn = f"scikit-learn=={PINNED_PACKAGES['scikit-learn']}"
+    if framework == "sklearn":
+        return [sklearn, "pandas", "joblib"], ["sklearn", "pandas", "joblib"]
+    if framework == "xgboost":
+        # xgboost-cpu is the CPU-only wheel (no bundled CUDA/NCCL); GPU images take the full one.
+        name = "xgboost-cpu" if processor == "cpu" else "xgboost"
+        return (
+            [f"{name}=={PINNED_PACKAGES['xgboost-cpu']}", sklearn, "pandas"],
+            ["xgboost", "sklearn", "pandas"],
+        )
+    raise ConfigurationError.invalid("framework", framework, " or ".join(PACKAGE_FRAMEWORKS))

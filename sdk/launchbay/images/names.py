@@ -4,6 +4,8 @@
 
     launchbay/<framework>-training:<framework_version>-<cpu|gpu>-<py_version>
     launchbay/pytorch-training:2.13.0-cpu-py311
+    launchbay/sklearn-training:1.2-1-cpu-py3                     SageMaker's version scheme
+    launchbay/huggingface-training:5.24.0-pytorch2.13.0-cpu-py311  transformers, then torch
 """
 
 from __future__ import annotations
@@ -27,9 +29,13 @@ __all__ = [
     "parse_image_name",
     "build_command",
     "default_base_image",
+    "huggingface_version",
 ]
 
-FRAMEWORKS = ("pytorch", "tensorflow")
+FRAMEWORKS = ("pytorch", "tensorflow", "huggingface", "sklearn", "xgboost")
+#: Frameworks whose images install this project's pinned packages whatever SageMaker version
+#: names them (images/context.py): a loose ``py3`` in their name builds on Python 3.11.
+_PINNED_FRAMEWORKS = ("huggingface", "sklearn", "xgboost")
 PROCESSORS = ("cpu", "gpu")
 DEFAULT_PY_VERSION = "py311"
 #: The GPU base: a CUDA + cuDNN *runtime* image (NCCL included). Ubuntu 22.04 has no Python
@@ -42,9 +48,13 @@ LABEL_HASH = LABEL_PREFIX + "context-hash"
 
 _NAME_RE = re.compile(
     r"^launchbay/(?P<framework>[a-z]+)-training:"
-    r"(?P<framework_version>[0-9A-Za-z][0-9A-Za-z._]*)-(?P<processor>cpu|gpu)-(?P<py_version>py\d+)$"
+    r"(?P<framework_version>[0-9A-Za-z][0-9A-Za-z._-]*)-(?P<processor>cpu|gpu)-(?P<py_version>py\d+)$"
 )
-_VERSION_RE = re.compile(r"^[0-9A-Za-z][0-9A-Za-z._]{0,80}$")
+# A '-' inside is SageMaker's build suffix (SKLearn/XGBoost "1.2-1") or HuggingFace's base.
+_VERSION_RE = re.compile(r"^[0-9A-Za-z](?:[0-9A-Za-z._-]{0,80}[0-9A-Za-z._])?$")
+_HUGGINGFACE_RE = re.compile(
+    r"^(?P<transformers>[^-]+)-(?P<base>pytorch|tensorflow)(?P<base_version>[^-]+)$"
+)
 _PY_RE = re.compile(r"^py3(\d{1,2})$")
 
 
@@ -74,12 +84,39 @@ def _check_processor(processor: object) -> str:
     return str(processor)
 
 
-def _check_framework_version(version: object) -> str:
+def _check_framework_version(version: object, framework: str | None = None) -> str:
     if not isinstance(version, str) or not _VERSION_RE.match(version):
         raise ConfigurationError.invalid(
-            "framework_version", version, "a version such as '2.13.0' (letters, digits, '.', '_')"
+            "framework_version",
+            version,
+            "a version such as '2.13.0' or '1.2-1' (letters, digits, '.', '_', '-')",
+        )
+    if framework == "huggingface" and not _HUGGINGFACE_RE.match(version):
+        raise ConfigurationError.invalid(
+            "framework_version",
+            version,
+            "the transformers version and the PyTorch version, as '5.24.0-pytorch2.13.0' "
+            "(build_image(..., pytorch_version=) and --pytorch-version join them)",
+            reason="A HuggingFace image is named by both",
         )
     return version
+
+
+def huggingface_version(transformers_version: str, base_version: str, base: str = "pytorch") -> str:
+    """The version part of a HuggingFace image's name: transformers', then its base's.
+
+    >>> huggingface_version("5.24.0", "2.13.0")
+    '5.24.0-pytorch2.13.0'
+    """
+    return f"{transformers_version}-{base}{base_version}"
+
+
+def _split_huggingface(version: str) -> tuple[str, str, str]:
+    """``"5.24.0-pytorch2.13.0"`` -> ``("5.24.0", "pytorch", "2.13.0")``."""
+    match = _HUGGINGFACE_RE.match(version)
+    if not match:  # _check_framework_version refuses it first
+        raise ConfigurationError.invalid("framework_version", version, "'5.24.0-pytorch2.13.0'")
+    return match.group("transformers"), match.group("base"), match.group("base_version")
 
 
 def _python_version(py_version: object) -> str:
@@ -101,7 +138,7 @@ def image_name(
     'launchbay/pytorch-training:2.13.0-cpu-py311'
     """
     _check_framework(framework)
-    _check_framework_version(framework_version)
+    _check_framework_version(framework_version, framework)
     _check_processor(processor)
     _python_version(py_version)
     return f"{REPOSITORY_PREFIX}/{framework}-training:{framework_version}-{processor}-{py_version}"
@@ -133,6 +170,16 @@ def build_command(name: str) -> str | None:
     >>> build_command("launchbay/tensorflow-training:1.15.2-cpu-py3")  # doctest: +NORMALIZE_WHITESPACE
     'launchbay images build tensorflow --framework-version 1.15.2 --processor cpu
      --py-version py37 --tag launchbay/tensorflow-training:1.15.2-cpu-py3'
+
+    SKLearn's and XGBoost's ``py3`` images hold this project's pinned packages on Python 3.11;
+    HuggingFace's name carries transformers' version and its PyTorch's:
+
+    >>> build_command("launchbay/sklearn-training:1.2-1-cpu-py3")  # doctest: +NORMALIZE_WHITESPACE
+    'launchbay images build sklearn --framework-version 1.2-1 --processor cpu
+     --tag launchbay/sklearn-training:1.2-1-cpu-py3'
+    >>> build_command("launchbay/huggingface-training:5.24.0-pytorch2.13.0-cpu-py311")  # doctest: +NORMALIZE_WHITESPACE
+    'launchbay images build huggingface --framework-version 5.24.0 --pytorch-version 2.13.0
+     --processor cpu'
     """
     spec = parse_image_name(name)
     if spec is None:
@@ -140,10 +187,14 @@ def build_command(name: str) -> str | None:
     py_version, tag = spec.py_version, None
     if not _PY_RE.match(py_version):
         py_version, tag = _python_for(spec.framework, spec.framework_version), name
-    command = (
-        f"launchbay images build {spec.framework} --framework-version {spec.framework_version} "
-        f"--processor {spec.processor}"
-    )
+    version = f"--framework-version {spec.framework_version}"
+    hf = _HUGGINGFACE_RE.match(spec.framework_version) if spec.framework == "huggingface" else None
+    if hf and hf.group("base") == "pytorch":
+        version = (
+            f"--framework-version {hf.group('transformers')} "
+            f"--pytorch-version {hf.group('base_version')}"
+        )
+    command = f"launchbay images build {spec.framework} {version} --processor {spec.processor}"
     if py_version != DEFAULT_PY_VERSION:
         command += f" --py-version {py_version}"
     if tag:
@@ -152,7 +203,12 @@ def build_command(name: str) -> str | None:
 
 
 def _python_for(framework: str, framework_version: str) -> str:
-    """The newest ``py3X`` SageMaker's image of this version had, else ``py36``."""
+    """The newest ``py3X`` SageMaker's image of this version had, else ``py36``.
+
+    The images of pinned packages (SKLearn's, XGBoost's ``py3``) build on Python 3.11.
+    """
+    if framework in _PINNED_FRAMEWORKS:
+        return DEFAULT_PY_VERSION
     try:
         listed = image_uris.py_versions(framework, framework_version)
     except ConfigurationError:
