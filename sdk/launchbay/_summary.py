@@ -1,22 +1,48 @@
-"""What ``launchbay`` prints about jobs: the summary of one job (text and ``--output json``)
-and the table of ``launchbay list``. Pure functions of DescribeTrainingJob /
-ListTrainingJobs dicts; :mod:`launchbay.cli` owns the commands.
+"""What ``launchbay`` prints about jobs: the summary of one job (text and ``--output json``),
+the table of ``launchbay list`` and the JSON every ``--output json`` writes
+(:func:`print_json`, for training and tuning jobs alike). Pure functions of
+DescribeTrainingJob / ListTrainingJobs dicts; :mod:`launchbay.cli` and
+:mod:`launchbay.cli_tuning` own the commands.
 """
 
 from __future__ import annotations
 
 import datetime as _dt
+import json
 import sys
 from collections.abc import Iterator, Mapping
 from typing import Any, TextIO
 
-__all__ = ["summarize", "print_summary", "job_table", "created_timestamp", "iso_time"]
+__all__ = [
+    "summarize",
+    "print_summary",
+    "job_table",
+    "created_timestamp",
+    "iso_time",
+    "json_default",
+    "print_json",
+]
 
 
 def iso_time(value: Any) -> str | None:
     if isinstance(value, _dt.datetime):
         return value.isoformat()
     return str(value) if value else None
+
+
+def json_default(value: Any) -> Any:
+    """What JSON output makes of a value ``json`` has no form for: ISO 8601 for dates and
+    times (boto3 gives ``datetime``), else its ``str``."""
+    if isinstance(value, (_dt.datetime, _dt.date)):
+        return value.isoformat()
+    return str(value)
+
+
+def print_json(value: Any, stream: TextIO | None = None) -> None:
+    """``value`` as indented JSON on ``stream`` (stdout), flushed: every ``--output json``."""
+    stream = stream or sys.stdout
+    stream.write(json.dumps(value, indent=2, default=json_default) + "\n")
+    stream.flush()
 
 
 def summarize(description: Mapping[str, Any], backend: str) -> dict[str, Any]:

@@ -52,8 +52,6 @@ from __future__ import annotations
 
 import argparse
 import contextlib
-import datetime as _dt
-import json
 import logging
 import os
 import signal
@@ -64,7 +62,14 @@ from typing import Any, TextIO
 
 from launchbay import __version__, cli_tuning, images, jobspec, vpc
 from launchbay._home import local_home
-from launchbay._summary import created_timestamp, iso_time, job_table, print_summary, summarize
+from launchbay._summary import (
+    created_timestamp,
+    iso_time,
+    job_table,
+    print_json,
+    print_summary,
+    summarize,
+)
 from launchbay.backends import registry
 from launchbay.backends.base import Backend, InProcessBackend
 from launchbay.errors import (
@@ -275,7 +280,7 @@ def _cmd_config_show(args: argparse.Namespace) -> int:
 
     described = _sagemaker_config.describe(show_values=args.show_values)
     if args.output == "json":
-        _print_json(described)
+        print_json(described)
     else:
         print("\n".join(_sagemaker_config.describe_text(described)))
     return EXIT_OK
@@ -561,18 +566,6 @@ def _info(message: str) -> None:
     print(f"launchbay: {message}", file=sys.stderr)
 
 
-def _json_default(value: Any) -> Any:
-    if isinstance(value, (_dt.datetime, _dt.date)):
-        return value.isoformat()
-    return str(value)
-
-
-def _print_json(value: Any, stream: TextIO | None = None) -> None:
-    stream = stream or sys.stdout
-    stream.write(json.dumps(value, indent=2, default=_json_default) + "\n")
-    stream.flush()
-
-
 # --------------------------------------------------------------------------- backends
 
 
@@ -669,7 +662,7 @@ def _cmd_submit(args: argparse.Namespace) -> int:
             request = estimator.create_training_job_request(inputs, job_name=job_name)
         except ConfigurationError as exc:
             raise spec.error_for(exc) from exc
-        _print_json(request)
+        print_json(request)
         return EXIT_OK
     kind = _backend_name(estimator)
     if issubclass(registry.backend_class(kind), InProcessBackend) and not args.wait:
@@ -715,7 +708,7 @@ def _report(
     summary: Mapping[str, Any], stdout: TextIO, json_mode: bool, submitted: bool = False
 ) -> None:
     if json_mode:
-        _print_json(summary, stdout)
+        print_json(summary, stdout)
         return
     if submitted:
         stdout.write(
@@ -753,7 +746,7 @@ def _interrupted(args: argparse.Namespace, job: Any, stdout: TextIO, json_mode: 
         _error(str(exc))
         return _interrupted_code()
     if json_mode:
-        _print_json(summary, stdout)
+        print_json(summary, stdout)
     return _interrupted_code()
 
 
@@ -831,7 +824,7 @@ def _cmd_status(args: argparse.Namespace) -> int:
     backend = _job_backend(args.job)
     summary = summarize(backend.describe(args.job), backend.name)
     if args.output == "json":
-        _print_json(summary)
+        print_json(summary)
     else:
         print_summary(summary)
     return EXIT_OK
@@ -858,7 +851,7 @@ def _cmd_stop(args: argparse.Namespace) -> int:
         description = backend.describe(args.job)
     summary = summarize(description, backend.name)
     if args.output == "json":
-        _print_json(summary)
+        print_json(summary)
     else:
         print_summary(summary)
     return EXIT_OK
@@ -889,7 +882,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
     jobs.sort(key=created_timestamp, reverse=True)
     jobs = jobs[: args.max]
     if args.output == "json":
-        _print_json(
+        print_json(
             {
                 "jobs": [
                     {
@@ -915,7 +908,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
 
 def _print_vpc(args: argparse.Namespace, config: Any) -> None:
     if args.output == "json":
-        _print_json(
+        print_json(
             {
                 "stack": args.stack,
                 "vpc_id": config.vpc_id,

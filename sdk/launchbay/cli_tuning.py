@@ -18,14 +18,13 @@ from __future__ import annotations
 import argparse
 import contextlib
 import datetime as _dt
-import json
 import os
 import sys
 from collections.abc import Callable, Mapping
 from typing import Any, TextIO
 
 from launchbay._home import local_home
-from launchbay._summary import iso_time
+from launchbay._summary import iso_time, print_json
 from launchbay.errors import ConfigurationError, JobError, JobFailedError, LaunchbayError
 from launchbay.tuning import local
 from launchbay.tuning.sagemaker import TuningJob, counts
@@ -48,12 +47,6 @@ _TERMINAL = ("Completed", "Failed", "Stopped")
 
 def _say(message: str) -> None:
     print(f"launchbay: {message}", file=sys.stderr, flush=True)
-
-
-def _print_json(value: Any, stream: TextIO | None = None) -> None:
-    stream = stream or sys.stdout
-    stream.write(json.dumps(value, indent=2, default=str) + "\n")
-    stream.flush()
 
 
 def summarize_tuning(description: Mapping[str, Any], backend: str) -> dict[str, Any]:
@@ -104,7 +97,7 @@ def show(job: Any, output: str, description: Mapping[str, Any] | None = None) ->
     """``launchbay status`` of a tuning job."""
     summary = summarize_tuning(description or job.describe(), _backend(job))
     if output == "json":
-        _print_json(summary)
+        print_json(summary)
     else:
         _print_summary(summary)
     return EXIT_OK
@@ -159,7 +152,7 @@ def submit(args: argparse.Namespace, spec: Any, estimator: Any) -> int:
     json_mode = args.output == "json"
     if args.dry_run:
         try:
-            _print_json(tuner.create_tuning_job_request(inputs, job_name=job_name))
+            print_json(tuner.create_tuning_job_request(inputs, job_name=job_name))
         except ConfigurationError as exc:
             raise located(spec, exc) from exc
         return EXIT_OK
@@ -183,7 +176,7 @@ def submit(args: argparse.Namespace, spec: Any, estimator: Any) -> int:
             if not args.wait:
                 summary = summarize_tuning(job.describe(), _backend(job))
                 if json_mode:
-                    _print_json(summary, stdout)
+                    print_json(summary, stdout)
                 else:
                     stdout.write(
                         f"Submitted {job.name}: see it with `launchbay status {job.name}`, "
@@ -204,7 +197,7 @@ def submit(args: argparse.Namespace, spec: Any, estimator: Any) -> int:
         _say(f"tuning job {summary['tuning_job_name']} ended with status {summary['status']}")
         code = EXIT_FAILED
     if json_mode:
-        _print_json(summary, stdout)
+        print_json(summary, stdout)
     else:
         _print_summary(summary, stdout)
     return code
@@ -270,7 +263,7 @@ def list_jobs(
     rows.sort(key=lambda r: _timestamp(r[0].get("CreationTime")), reverse=True)
     rows = rows[: args.max]
     if args.output == "json":
-        _print_json({"tuning_jobs": [_listed(d, b) for d, b in rows]})
+        print_json({"tuning_jobs": [_listed(d, b) for d, b in rows]})
         return EXIT_OK
     table = [("NAME", "STATUS", "TRIALS", "CREATED", "BACKEND")]
     for description, backend in rows:
