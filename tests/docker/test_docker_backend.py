@@ -10,6 +10,7 @@ plus ``scripts/`` here.
 from __future__ import annotations
 
 import io
+import ipaddress
 import json
 import os
 import shutil
@@ -299,17 +300,31 @@ def test_network_isolation(
 # --------------------------------------------------------------------------- data in and out
 
 
+def _host_gateway(docker_client) -> str:
+    """The address ``host-gateway`` (``host.docker.internal`` in a job's containers) stands
+    for: the Docker engine's default bridge gateway, this machine's side of the containers'
+    networks."""
+    for config in docker_client.networks.get("bridge").attrs["IPAM"]["Config"]:
+        subnet = ipaddress.ip_network(config["Subnet"])
+        if subnet.version == 4:  # the engine's default gateway is the subnet's first address
+            return config.get("Gateway") or str(next(subnet.hosts()))
+    raise AssertionError("the Docker engine's default bridge has no IPv4 subnet")
+
+
 @pytest.fixture
-def open_session(tmp_path, monkeypatch):
-    """A moto server on every address of this machine (containers reach it), and its Session."""
+def open_session(tmp_path, monkeypatch, docker_client):
+    """A moto server on the containers' gateway address only (the job's containers and this
+    process reach it there; nothing else on the machine's networks does), and its Session."""
     from moto.server import ThreadedMotoServer
 
     from launchbay.session import Session
 
-    server = ThreadedMotoServer(ip_address="0.0.0.0", port=0, verbose=False)
+    gateway = _host_gateway(docker_client)
+    server = ThreadedMotoServer(ip_address=gateway, port=0, verbose=False)
     server.start()
     host, port = server.get_host_and_port()
-    url = f"http://127.0.0.1:{port}"
+    assert host == gateway, host
+    url = f"http://{gateway}:{port}"
     for key, value in {
         "AWS_ENDPOINT_URL": url,
         "AWS_ACCESS_KEY_ID": "testing",
