@@ -237,11 +237,14 @@ def test_an_exception_in_the_client_still_removes_the_containers(
 
 
 @pytest.fixture
-def host_listener():
-    """A TCP server on all of this machine's addresses; yields its port."""
+def host_listener(docker_client):
+    """A TCP server on this machine's side of the Docker bridge (never on all addresses);
+    yields ``address:port``: outside every job network, reachable from a container that
+    is not isolated."""
+    address = _host_gateway(docker_client)
     server = socket.socket()
     server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
-    server.bind(("0.0.0.0", 0))
+    server.bind((address, 0))
     server.listen(16)
     stop = threading.Event()
 
@@ -256,17 +259,10 @@ def host_listener():
 
     thread = threading.Thread(target=serve, daemon=True)
     thread.start()
-    yield server.getsockname()[1]
+    yield f"{address}:{server.getsockname()[1]}"
     stop.set()
     thread.join()
     server.close()
-
-
-def _host_address() -> str:
-    """This machine's address on its default route (reachable from a container not isolated)."""
-    with socket.socket(socket.AF_INET, socket.SOCK_DGRAM) as probe:
-        probe.connect(("192.0.2.1", 9))  # no packet is sent; the kernel picks the source
-        return probe.getsockname()[0]
 
 
 @pytest.mark.parametrize("isolated", [True, False], ids=["isolated", "open"])
@@ -280,7 +276,7 @@ def test_network_isolation(
         instance_count=2,
         entry_point="net_probe.py",
         source_dir=str(DOCKER_SCRIPTS),
-        hyperparameters={"outside": f"{_host_address()}:{host_listener}"},
+        hyperparameters={"outside": host_listener},
         enable_network_isolation=isolated,
         output_path=file_uri(tmp_path / "out"),
     )
