@@ -102,7 +102,7 @@ def test_missing_required_keys(run_cli, project):
     spec = project.spec("entry_point: train.py\nrole: r\n")
     check_usage_error(
         run_cli("submit", spec),
-        "the job spec needs: framework (pytorch or tensorflow) or image_uri",
+        "the job spec needs: framework (pytorch, tensorflow, huggingface, sklearn, xgboost or mxnet) or image_uri",
         "the job spec needs: instance_type (or instance_groups)",
     )
 

@@ -321,19 +321,19 @@ _HOME_DEFAULT = "~/.launchbay"
 
 
 def _prefix_of(python: str) -> str:
-    """The ``sys.prefix`` of ``python``: the environment whose site-packages pip writes."""
+    """The ``sys.prefix`` of ``python``: the environment whose site-packages pip writes.
+
+    Read from where the interpreter lies, never by running it (running it would be a
+    second process per install, and a stand-in interpreter would count it as one): a
+    venv's ``<prefix>/bin/python`` (the folder that holds ``pyvenv.cfg``), else the
+    folder above the interpreter's ``bin``.
+    """
     if os.path.abspath(python) == os.path.abspath(sys.executable):
         return sys.prefix
-    with contextlib.suppress(OSError, subprocess.SubprocessError):
-        found = subprocess.run(
-            [python, "-c", "import sys; print(sys.prefix)"],
-            capture_output=True,
-            text=True,
-            timeout=60,
-        )
-        if found.returncode == 0 and found.stdout.strip():
-            return found.stdout.strip()
-    return os.path.abspath(python)
+    folder = os.path.dirname(os.path.dirname(os.path.abspath(python)))
+    if os.path.isfile(os.path.join(folder, "pyvenv.cfg")):
+        return folder
+    return os.path.dirname(os.path.dirname(os.path.realpath(python)))
 
 
 def interpreter_lock_path(python: str = sys.executable) -> str:
