@@ -167,11 +167,25 @@ class _BuildDisplay:
         self.display.update(line)  # cut to the terminal's width by the display
 
 
-class _PushDisplay:
-    """Push progress: bytes of all layers on one live line, or a line per finished layer."""
+class LayerProgress:
+    """Push or pull progress: bytes of all layers on one live line, or a line per finished layer.
 
-    def __init__(self, display: Display, target: str) -> None:
+    ``verb`` starts the live line; a layer counts as done at one of ``finished``
+    (the engine's words); its bytes are counted from chunks with a total, only those
+    of status ``counted`` when given (a pull reports extraction too, with its own total).
+    """
+
+    def __init__(
+        self,
+        display: Display,
+        target: str,
+        *,
+        verb: str = "Pushing",
+        finished: tuple[str, ...] = ("Pushed", "Layer already exists", "Mounted from"),
+        counted: str | None = None,
+    ) -> None:
         self.display, self.target = display, target
+        self.verb, self.finished, self.counted = verb, finished, counted
         self.layers: dict[str, tuple[int, int]] = {}
         self.done: dict[str, str] = {}
         self._last = 0.0
@@ -180,9 +194,9 @@ class _PushDisplay:
         layer, status = chunk.get("id"), str(chunk.get("status") or "")
         detail = chunk.get("progressDetail") or {}
         plain = self.display.env == "plain"
-        if layer and detail.get("total"):
+        if layer and detail.get("total") and self.counted in (None, status):
             self.layers[layer] = (int(detail.get("current") or 0), int(detail["total"]))
-        if layer and status in ("Pushed", "Layer already exists", "Mounted from"):
+        if layer and status in self.finished:
             self.done[layer] = status
             if layer in self.layers:
                 total = self.layers[layer][1]
@@ -197,10 +211,25 @@ class _PushDisplay:
             current = sum(c for c, _ in self.layers.values())
             total = sum(t for _, t in self.layers.values())
             self.display.update(
-                f"Pushing {self.target}: {len(self.done)} layers done, "
+                f"{self.verb} {self.target}: {len(self.done)} layers done, "
                 f"{current / 2**20:.1f}/{total / 2**20:.1f} MiB"
             )
 
     def finish(self) -> None:
         """Erase the live line (idempotent)."""
         self.display.clear()
+
+
+#: A push's progress (the default :class:`LayerProgress`).
+_PushDisplay = LayerProgress
+
+
+def pull_progress(display: Display, target: str) -> LayerProgress:
+    """A pull's progress: downloaded bytes, layers done at "Pull complete"/"Already exists"."""
+    return LayerProgress(
+        display,
+        target,
+        verb="Pulling",
+        finished=("Pull complete", "Already exists"),
+        counted="Downloading",
+    )

@@ -18,14 +18,12 @@ import os
 import re
 import sys
 import time
-from collections.abc import Mapping
 from typing import Any, TextIO
 
 from launchbay._docker import docker_errors
-from launchbay.display import Display
 from launchbay.errors import ConfigurationError, ImageError, ImagePullError
 from launchbay.images._engine import docker_client
-from launchbay.images._live import display_for
+from launchbay.images._live import display_for, pull_progress
 from launchbay.images.push import _split_repository, ecr_auth_config, ecr_registry
 
 __all__ = ["ECR_ENDPOINT_VARIABLE", "ImagePullError", "manual_pull_commands", "pull_image"]
@@ -70,43 +68,6 @@ def _endpoint() -> str | None:
             ECR_ENDPOINT_VARIABLE, endpoint, "a registry host[:port] such as 127.0.0.1:5000"
         )
     return endpoint
-
-
-class _PullDisplay:
-    """Pull progress: downloaded bytes of all layers on one live line, or a line per layer."""
-
-    def __init__(self, display: Display, target: str) -> None:
-        self.display, self.target = display, target
-        self.layers: dict[str, tuple[int, int]] = {}
-        self.done: set[str] = set()
-        self._last = 0.0
-
-    def feed(self, chunk: Mapping[str, Any]) -> None:
-        layer, status = chunk.get("id"), str(chunk.get("status") or "")
-        detail = chunk.get("progressDetail") or {}
-        plain = self.display.env == "plain"
-        if layer and status == "Downloading" and detail.get("total"):
-            self.layers[layer] = (int(detail.get("current") or 0), int(detail["total"]))
-        if layer and status in ("Pull complete", "Already exists"):
-            self.done.add(layer)
-            if layer in self.layers:
-                self.layers[layer] = (self.layers[layer][1], self.layers[layer][1])
-            if plain:
-                self.display.print(f"  {layer}: {status}")
-        elif not layer and status and plain:
-            self.display.print(f"  {status}")
-        now = time.monotonic()
-        if self.display.live and now - self._last > 0.1:
-            self._last = now
-            current = sum(c for c, _ in self.layers.values())
-            total = sum(t for _, t in self.layers.values())
-            self.display.update(
-                f"Pulling {self.target}: {len(self.done)} layers done, "
-                f"{current / 2**20:.1f}/{total / 2**20:.1f} MiB"
-            )
-
-    def finish(self) -> None:
-        self.display.clear()
 
 
 def pull_image(
@@ -164,7 +125,7 @@ def pull_image(
         f" from {source.split('/', 1)[0]} ({ECR_ENDPOINT_VARIABLE})" if source != repository else ""
     )
     shown.print(f"Pulling {reference}{via}" + (" (ECR login through boto3)" if auth_config else ""))
-    display = _PullDisplay(shown, reference)
+    display = pull_progress(shown, reference)
     started = time.monotonic()
     try:
         for chunk in client.api.pull(

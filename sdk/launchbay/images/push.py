@@ -14,7 +14,7 @@ from typing import Any, TextIO
 from launchbay._docker import docker_errors
 from launchbay.errors import ConfigurationError, ImagePushError, MissingDependencyError
 from launchbay.images._engine import docker_client
-from launchbay.images._live import _PushDisplay, display_for
+from launchbay.images._live import LayerProgress, display_for
 from launchbay.images.names import _check_tag, build_command
 
 __all__ = ["ecr_registry", "ecr_auth_config", "push_image"]
@@ -149,7 +149,7 @@ def push_image(
         raise ImagePushError(f"Tagging {image} as {target_repo}:{tag} failed: {exc}") from exc
     reference = f"{target_repo}:{tag}"
     shown.print(f"Pushing {reference}" + (" (ECR login through boto3)" if auth_config else ""))
-    display = _PushDisplay(shown, reference)
+    display = LayerProgress(shown, reference)
     started = time.monotonic()
     try:
         for chunk in client.api.push(
