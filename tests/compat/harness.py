@@ -45,6 +45,7 @@ from __future__ import annotations
 import contextlib
 import copy
 import json
+import logging
 import re
 import warnings
 from collections.abc import Callable, Iterator, Mapping
@@ -678,3 +679,15 @@ def lookup(request: Mapping[str, Any], dotted: str) -> Any:
         else:
             return ABSENT
     return node
+
+
+@contextlib.contextmanager
+def quiet() -> Iterator[None]:
+    """No log records and no warnings while both SDKs are asked (thousands of calls)."""
+    logging.disable(logging.CRITICAL)
+    try:
+        with warnings.catch_warnings():
+            warnings.simplefilter("ignore")
+            yield
+    finally:
+        logging.disable(logging.NOTSET)

@@ -27,18 +27,17 @@ logic runs unchanged.
 from __future__ import annotations
 
 import collections
-import contextlib
 import functools
 import json
-import logging
 import os
 import types
-import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from .harness import quiet
 
 ROLE = "arn:aws:iam::123456789012:role/SageMakerRole"
 HOME_REGION = "us-west-2"
@@ -122,17 +121,6 @@ def _wrong_python(pythons: list[str]) -> str:
     return next(p for p in ("py311", "py37", "py2") if p not in pythons)
 
 
-@contextlib.contextmanager
-def _quiet() -> Iterator[None]:
-    logging.disable(logging.CRITICAL)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            yield
-    finally:
-        logging.disable(logging.NOTSET)
-
-
 @pytest.fixture(scope="module")
 def sdks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     """Both SDKs' estimator classes and a session per region (no AWS call is made)."""
@@ -178,7 +166,7 @@ def sdks(tmp_path_factory: pytest.TempPathFactory) -> Iterator[dict[str, Any]]:
     regions = sorted(
         {r for fw in ("pytorch", "tensorflow") for r in _reference(fw)[2]} | {UNLISTED_REGION}
     )
-    with _quiet():
+    with quiet():
         v2_sessions = {}
         ours_sessions = {}
         for region in regions:
@@ -306,7 +294,7 @@ def _sweep(
     versions = [*versions, *UNLISTED_VERSIONS[framework]]
     regions = [*regions, UNLISTED_REGION] if not distributions else [HOME_REGION]
     count, mismatches, allowed = 0, [], collections.Counter[str]()
-    with _quiet():
+    with quiet():
         for version in versions:
             listed = pythons.get(version, ["py3"])
             for py in [*listed, _wrong_python(listed), None]:

@@ -23,11 +23,8 @@ are read once (v2 re-reads them per call); v2's logic runs unchanged.
 from __future__ import annotations
 
 import collections
-import contextlib
 import functools
 import json
-import logging
-import warnings
 from collections.abc import Iterator
 from pathlib import Path
 from typing import Any
@@ -35,6 +32,8 @@ from typing import Any
 import pytest
 
 from launchbay.errors import ImageNotFoundError
+
+from .harness import quiet
 
 HOME = "us-west-2"
 UNLISTED_REGION = "xx-nowhere-1"
@@ -139,17 +138,6 @@ def _first_base(table: dict[str, Any]) -> str | None:
     return None
 
 
-@contextlib.contextmanager
-def _quiet() -> Iterator[None]:
-    logging.disable(logging.CRITICAL)
-    try:
-        with warnings.catch_warnings():
-            warnings.simplefilter("ignore")
-            yield
-    finally:
-        logging.disable(logging.NOTSET)
-
-
 @pytest.fixture(scope="module")
 def v2_retrieve() -> Iterator[Any]:
     from sagemaker import image_uris as v2_image_uris
@@ -168,7 +156,7 @@ def v2_retrieve() -> Iterator[Any]:
 def _compare(v2_retrieve: Any, kwargs: dict[str, Any], tally: collections.Counter[str]) -> None:
     from launchbay.image_uris import retrieve
 
-    with _quiet():
+    with quiet():
         try:
             expected: str | None = v2_retrieve(**kwargs)
         except Exception:  # every v2 refusal: ValueError, KeyError, TypeError ...
@@ -297,7 +285,7 @@ def test_get_training_image_uri_matches_v2(v2_retrieve: Any) -> None:
     ]  # fmt: skip
     for case in cases:
         for region in (HOME, "eu-central-1"):
-            with _quiet():
+            with quiet():
                 try:
                     expected = v2_training(region=region, **case)
                 except Exception:
@@ -317,7 +305,7 @@ def test_the_v1_get_image_uri_and_base_python_image_match_v2(v2_retrieve: Any) -
     from launchbay.amazon.amazon_estimator import get_image_uri
     from launchbay.image_uris import get_base_python_image_uri
 
-    with _quiet():
+    with quiet():
         for region in (HOME, "ap-south-1", "cn-north-1"):
             for repo, version in (("xgboost", "1"), ("xgboost", "1.7-1"), ("linear-learner", "1"),
                                   ("kmeans", "1"), ("forecasting-deepar", "1")):  # fmt: skip
@@ -340,7 +328,7 @@ def test_the_generated_image_config_is_current() -> None:
     assert spec is not None and spec.loader is not None
     generator = importlib.util.module_from_spec(spec)
     spec.loader.exec_module(generator)
-    with _quiet():
+    with quiet():
         text = generator.render(generator.build())
     assert text == generator.OUTPUT.read_text(), "run python tools/gen_uri_config.py"
 
