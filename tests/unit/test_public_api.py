@@ -74,6 +74,19 @@ def test_import_is_lazy_and_boto3_free():
     assert out.stdout.strip() == "[]"
 
 
+def test_import_launchbay_loads_none_of_the_new_frameworks():
+    """``import launchbay`` (issue 32): the framework, algorithm and Debugger-rule modules and
+    their libraries load when a notebook uses them, never at import."""
+    names = (
+        "launchbay.huggingface", "launchbay.sklearn", "launchbay.xgboost", "launchbay.mxnet",
+        "launchbay.amazon", "launchbay._retrieve", "launchbay.debugger", "launchbay.local",
+        "transformers", "sklearn", "xgboost", "mxnet", "smdebug_rulesconfig",
+    )  # fmt: skip
+    code = f"import sys, launchbay; print(sorted(m for m in {names!r} if m in sys.modules))"
+    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
+    assert out.stdout.strip() == "[]"
+
+
 def test_unknown_attribute():
     try:
         launchbay.Nope  # noqa: B018
