@@ -102,7 +102,9 @@ def test_legacy_and_new_name_disagreeing_is_an_error(src):
 
 
 def test_unsupported_v2_argument_says_so(src):
-    with pytest.raises(ConfigurationError, match="does not support SageMaker SDK v2's 'git_config'"):
+    with pytest.raises(
+        ConfigurationError, match="does not support SageMaker SDK v2's 'git_config'"
+    ):
         pytorch(git_config={"repo": "https://example.com/r.git"})
 
 

@@ -16,9 +16,8 @@ from launchbay.runtime.settings import DEFAULT_STARTUP_TIMEOUT, RuntimeSettings
 BACKENDS = Path(__file__).resolve().parents[2] / "sdk" / "launchbay" / "backends"
 #: Every setting the runtime settings carry; the job-only network variables (ENV.JOB_ONLY)
 #: are written by the host runners themselves, for their own job's hosts only.
-NAMES = {
-    v for k, v in vars(ENV).items() if not k.startswith("_") and isinstance(v, str)
-} - set(ENV.JOB_ONLY)
+EVERY = {v for k, v in vars(ENV).items() if not k.startswith("_") and isinstance(v, str)}
+NAMES = EVERY - set(ENV.JOB_ONLY)
 
 
 def test_what_the_backends_write_the_runtime_reads_back():
