@@ -1,13 +1,20 @@
 """SDK v2's ``sagemaker.analytics``: a training job's metrics and a tuning job's trials as tables.
 
-:class:`TrainingJobAnalytics` is SDK v2's class of that name for local jobs:
-``dataframe()`` has its columns, ``timestamp`` (seconds since the job's
-``TrainingStartTime``), ``metric_name`` and ``value``, one row per value the job
-logged for each of its ``metric_definitions`` (read with SageMaker's rule by
-:mod:`launchbay.metrics`, kept in ``<job dir>/metrics.jsonl`` while the job runs).
+:class:`TrainingJobAnalytics` is SDK v2's class of that name; ``dataframe()``
+has its columns, ``timestamp``, ``metric_name`` and ``value``.
+
+* A local job: one row per value the job logged for each of its
+  ``metric_definitions`` (read with SageMaker's rule by :mod:`launchbay.metrics`,
+  kept in ``<job dir>/metrics.jsonl`` while the job runs); ``timestamp`` is
+  seconds since the job's ``TrainingStartTime``.
+* A SageMaker job: read from CloudWatch as SDK v2 reads it (namespace
+  ``/aws/sagemaker/TrainingJobs``, dimension ``TrainingJobName``, the
+  ``Average`` of each ``period``, 60 s by default, from the job's start to its
+  end plus a minute): the same rows as SDK v2's for the same data
+  (:mod:`launchbay.backends.cloudwatch_metrics`). Where SDK v2's frame for a job
+  with no datapoints has no columns, this one has the three.
+
 ``Estimator.training_job_analytics`` returns it for the estimator's latest job.
-On SageMaker SDK v2 reads these values from CloudWatch; launchbay does not yet,
-and says so (:class:`MetricsNotAvailable`).
 
 :class:`~launchbay.tuning.analytics.HyperparameterTuningJobAnalytics` is
 re-exported here, where SDK v2 has it.
@@ -22,7 +29,7 @@ import tempfile
 from collections.abc import Sequence
 from typing import Any
 
-from launchbay.errors import ConfigurationError, LaunchbayError, MissingDependencyError
+from launchbay.errors import ConfigurationError, JobError, LaunchbayError, MissingDependencyError
 from launchbay.metrics import METRICS_FILE, load_metrics, read_logs, stored_metrics_file
 from launchbay.tuning.analytics import HyperparameterTuningJobAnalytics
 
@@ -30,7 +37,11 @@ __all__ = ["TrainingJobAnalytics", "HyperparameterTuningJobAnalytics", "MetricsN
 
 
 class MetricsNotAvailable(LaunchbayError, NotImplementedError):
-    """The job's metrics cannot be read here (a SageMaker job: CloudWatch is not read yet)."""
+    """The job's metrics cannot be read here.
+
+    Kept for code that catches it: launchbay raised it for SageMaker jobs before it
+    read their metrics from CloudWatch; nothing raises it now.
+    """
 
 
 class TrainingJobAnalytics:
@@ -38,12 +49,15 @@ class TrainingJobAnalytics:
 
     Args:
         training_job_name: The job's name.
-        metric_names: The metrics to keep (default: every metric the job defines).
+        metric_names: The metrics to keep (default: every metric the job defines,
+            ``AlgorithmSpecification.MetricDefinitions``).
         sagemaker_session: The session the job's backend is looked up with.
         start_time, end_time: Keep only values logged within this interval
-            (datetimes, as SDK v2 takes them).
-        period: Accepted for SDK v2's signature (CloudWatch's aggregation period);
-            a local job keeps every value, so it is not used.
+            (datetimes, as SDK v2 takes them). A SageMaker job's default is SDK
+            v2's: from its ``TrainingStartTime`` to its ``TrainingEndTime`` (now
+            while it runs) plus one minute.
+        period: CloudWatch's aggregation period for a SageMaker job, in seconds
+            (default 60); a local job keeps every value, so it is not used there.
 
     Raises:
         ConfigurationError: no job of that name is here or on SageMaker.
@@ -78,18 +92,18 @@ class TrainingJobAnalytics:
     def clear_cache(self) -> None:
         self._rows = None
 
-    def _description(self) -> dict[str, Any]:
+    def _lookup(self) -> tuple[Any, dict[str, Any]]:
         # the backends' registry: looked up where the job is (local first), as attach does
         from launchbay.backends import registry
 
         backend = registry.backend_for_job(self.name, self._session)
-        return dict(backend.describe(self.name))
+        return backend, dict(backend.describe(self.name))
 
     def rows(self, force_refresh: bool = False) -> list[dict[str, Any]]:
         """The table as a list of dicts (``timestamp``, ``metric_name``, ``value``); no pandas needed.
 
         Raises:
-            MetricsNotAvailable: a SageMaker job (its metrics are in CloudWatch).
+            JobError: a SageMaker job whose metrics CloudWatch would not give.
         """
         if force_refresh:
             self.clear_cache()
@@ -98,15 +112,10 @@ class TrainingJobAnalytics:
         return [dict(r) for r in self._rows]
 
     def _read(self) -> list[dict[str, Any]]:
-        description = self._description()
+        backend, description = self._lookup()
         job_dir = description.get("LocalJobDir")
         if not job_dir:
-            raise MetricsNotAvailable(
-                f"TrainingJobAnalytics({self.name!r}): this is a SageMaker training job, whose "
-                "metrics SDK v2 reads from CloudWatch (namespace /aws/sagemaker/TrainingJobs); "
-                "launchbay reads the metrics of local jobs only. Next: "
-                "sagemaker.analytics.TrainingJobAnalytics, or the CloudWatch console."
-            )
+            return self._read_cloudwatch(backend, description)
         series = stored_series(str(job_dir), description)
         start = description.get("TrainingStartTime") or description.get("CreationTime")
         origin = start.timestamp() if isinstance(start, _dt.datetime) else 0.0
@@ -126,12 +135,34 @@ class TrainingJobAnalytics:
         rows.sort(key=lambda r: (r["metric_name"], r["timestamp"]))
         return rows
 
+    def _read_cloudwatch(self, backend: Any, description: dict[str, Any]) -> list[dict[str, Any]]:
+        """A SageMaker job's rows, from CloudWatch as SDK v2 reads them."""
+        from launchbay.backends import cloudwatch_metrics as cw
+
+        # SDK v2 takes an empty list of names as no list: every metric the job defines
+        names = self._metric_names or cw.metric_names(description)
+        window = cw.training_window(description, self._start_time, self._end_time)
+        if not names or window is None:
+            return []
+        session = getattr(backend, "session", None) or self._session
+        period = self._period or cw.DEFAULT_PERIOD
+        from botocore.exceptions import BotoCoreError, ClientError  # a SageMaker job: boto3 is here
+
+        try:
+            return cw.metric_rows(cw.cloudwatch_client(session), self.name, names, *window, period)
+        except (ClientError, BotoCoreError) as exc:
+            raise JobError(
+                f"TrainingJobAnalytics({self.name!r}): CloudWatch GetMetricStatistics failed "
+                f"({exc}). Check that the identity in use may call "
+                "cloudwatch:GetMetricStatistics in the job's region."
+            ) from exc
+
     def dataframe(self, force_refresh: bool = False) -> Any:
         """The table as a ``pandas.DataFrame`` (SDK v2's columns).
 
         Raises:
             MissingDependencyError: pandas is not installed.
-            MetricsNotAvailable: a SageMaker job.
+            JobError: a SageMaker job whose metrics CloudWatch would not give.
         """
         try:
             pd = importlib.import_module("pandas")  # optional: the analytics extra

@@ -156,6 +156,7 @@ class Session:
         self._sagemaker_client = sagemaker_client
         self._s3_client: Any = None
         self._logs_client: Any = None
+        self._cloudwatch_client: Any = None
         self._region_name = region_name
         from launchbay import _sagemaker_config  # imported by the first session made
 
@@ -254,6 +255,16 @@ class Session:
                     "logs", max_attempts=CONTROL_PLANE_MAX_ATTEMPTS
                 )
             return self._logs_client
+
+    @property
+    def cloudwatch_client(self) -> Any:
+        """A boto3 CloudWatch client (created on first use), for training job metrics."""
+        with self._lock:
+            if self._cloudwatch_client is None:
+                self._cloudwatch_client = self._new_client(
+                    "cloudwatch", max_attempts=CONTROL_PLANE_MAX_ATTEMPTS
+                )
+            return self._cloudwatch_client
 
     @property
     def s3_client(self) -> Any:

@@ -2,7 +2,7 @@
 
 A backend's :meth:`~launchbay.backends.base.Backend.events` yields these, in
 this order: one :class:`JobHosts` first, then :class:`LogLines`,
-:class:`JobStatus` and :class:`Notice` as they come, and, when it followed
+:class:`JobStatus`, :class:`JobMetrics` and :class:`Notice` as they come, and, when it followed
 the job to its end, one :class:`JobEnded` last. The one follower,
 :func:`launchbay.backends.follow.show_events`, prints them for every backend (host
 prefixes, colours, the live status line); the backends never print.
@@ -12,9 +12,10 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 from dataclasses import dataclass
+from datetime import datetime
 from typing import Any
 
-__all__ = ["Event", "JobEnded", "JobHosts", "JobStatus", "LogLines", "Notice"]
+__all__ = ["Event", "JobEnded", "JobHosts", "JobMetrics", "JobStatus", "LogLines", "Notice"]
 
 
 @dataclass(frozen=True)
@@ -40,6 +41,17 @@ class JobStatus:
 
 
 @dataclass(frozen=True)
+class JobMetrics:
+    """The newest value of each of the job's metrics, ``(name, value)``, when one changed.
+
+    ``timestamp`` is the time of the newest value (None if unknown).
+    """
+
+    values: tuple[tuple[str, float], ...]
+    timestamp: datetime | None = None
+
+
+@dataclass(frozen=True)
 class Notice:
     """A line of launchbay's own for the person following the job (no host prefix)."""
 
@@ -54,4 +66,4 @@ class JobEnded:
 
 
 #: Any event a backend yields.
-Event = JobHosts | LogLines | JobStatus | Notice | JobEnded
+Event = JobHosts | LogLines | JobStatus | JobMetrics | Notice | JobEnded

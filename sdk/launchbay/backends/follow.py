@@ -1,11 +1,13 @@
 """The one follower: prints the events of any backend (:mod:`launchbay.backends.events`).
 
 Backends only say what happened to a job (its hosts, their log lines, its
-status, launchbay's own notices, its end); :func:`show_events` shows it, the
-same way for every backend, through :class:`launchbay._logs.LogPrinter`: lines
-as ``algo-1 | line``, the status as one live line redrawn in place on a terminal
-or in a notebook, and elsewhere (CI, files) as plain lines
-``<UTC time> <Status> - <message>`` with no carriage return or colour code.
+status, the newest values of its metrics, launchbay's own notices, its end);
+:func:`show_events` shows it, the same way for every backend, through
+:class:`launchbay._logs.LogPrinter`: lines as ``algo-1 | line``, the status as
+one live line redrawn in place on a terminal or in a notebook (the newest metric
+values after the status), and elsewhere (CI, files) as plain lines
+``<UTC time> <Status> - <message>`` (``<UTC time> Metrics - name=value, ...``
+when the metric values change) with no carriage return or colour code.
 
 :meth:`launchbay.backends.base.Backend.wait` and
 :meth:`~launchbay.backends.base.Backend.print_logs` are this follower over the
@@ -20,7 +22,15 @@ from collections.abc import Callable, Iterable, Mapping
 from typing import Any, TextIO
 
 from launchbay._logs import LogPrinter
-from launchbay.backends.events import Event, JobEnded, JobHosts, JobStatus, LogLines, Notice
+from launchbay.backends.events import (
+    Event,
+    JobEnded,
+    JobHosts,
+    JobMetrics,
+    JobStatus,
+    LogLines,
+    Notice,
+)
 from launchbay.runtime.names import IN_PROGRESS, TERMINAL_STATUSES
 
 __all__ = ["StatusView", "show_events"]
@@ -56,6 +66,11 @@ def _elapsed(description: Mapping[str, Any]) -> str:
     return f"{hours}h{minutes:02d}m{seconds:02d}s" if hours else f"{minutes}m{seconds:02d}s"
 
 
+def metrics_text(values: Iterable[tuple[str, float]]) -> str:
+    """``name=value, ...`` with six significant digits."""
+    return ", ".join(f"{name}={value:.6g}" for name, value in values)
+
+
 class StatusView:
     """Shows status changes: a live line, or one plain line per new transition."""
 
@@ -64,9 +79,24 @@ class StatusView:
         self.printer = printer
         self._seen: set[tuple[int, str, str]] = set()
         self._primary: str | None = None
+        self._description: Mapping[str, Any] | None = None
+        self._metrics = ""
+
+    def metrics(self, event: JobMetrics) -> None:
+        """Show the newest metric values: in the live line, or one plain line when they changed."""
+        text = metrics_text(event.values)
+        if not text or text == self._metrics:
+            return
+        self._metrics = text
+        if self.printer.live:
+            if self._description is not None:
+                self.printer.status(self._live_text(self._description))
+        else:
+            self.printer.status(f"{_utc(event.timestamp)} Metrics - {text}".lstrip())
 
     def update(self, description: Mapping[str, Any]) -> bool:
         """Show what changed since the last call; True if the status changed."""
+        self._description = description
         transitions = description.get("SecondaryStatusTransitions") or []
         new = []
         for index, transition in enumerate(transitions):
@@ -100,7 +130,8 @@ class StatusView:
         last = transitions[-1] if transitions else {}
         secondary = last.get("Status") or description.get("SecondaryStatus") or ""
         message = last.get("StatusMessage") or ""
-        parts = [self.name, str(description.get("TrainingJobStatus", ""))]
+        # the metrics before the message: a narrow terminal cuts the line's end
+        parts = [self.name, str(description.get("TrainingJobStatus", "")), self._metrics]
         parts.append(f"{secondary}: {message}" if message else str(secondary))
         elapsed = _elapsed(description)
         if elapsed:
@@ -150,6 +181,10 @@ def show_events(
                 if view is None:
                     view = StatusView(name, printer_for())
                 view.update(event.description)
+            elif isinstance(event, JobMetrics):
+                if view is None:
+                    view = StatusView(name, printer_for())
+                view.metrics(event)
             elif isinstance(event, Notice):
                 printer_for().message(event.text)
             elif isinstance(event, JobEnded):

@@ -42,6 +42,15 @@ and ``launchbay logs`` show through the one follower, :mod:`launchbay.backends.f
   :class:`~launchbay.errors.JobError` saying the job still runs. Missing
   permission to read the logs is not an error either: the status is still
   followed, with a note saying why the lines are not shown.
+* **Metrics.** While the job is InProgress and defines metrics
+  (``AlgorithmSpecification.MetricDefinitions``), the newest value of each is
+  read from CloudWatch (namespace ``/aws/sagemaker/TrainingJobs``, one
+  ``GetMetricData`` call for all of them) at most every ``metrics_interval``
+  (60 s), and yielded as a :class:`~launchbay.backends.events.JobMetrics` when
+  a value changed: the follower shows them in the live status line, or as one
+  plain line. Reading them never stops following: a throttled or
+  failed call skips that read; an error that will not pass (no permission) is
+  logged once as a warning and the metrics are not read again.
 * **The end.** Training and billable seconds (and the Managed Spot savings for
   spot jobs) are logged on ``launchbay.backends.sagemaker`` and printed when
   logs are shown. Ctrl-C stops following and leaves the job running (the
@@ -76,12 +85,21 @@ from collections.abc import Callable, Iterator, Mapping
 from typing import Any, TextIO
 
 from launchbay import _request_rules
+from launchbay.backends import cloudwatch_metrics
 from launchbay.backends.base import Backend
-from launchbay.backends.events import Event, JobEnded, JobHosts, JobStatus, LogLines, Notice
+from launchbay.backends.events import (
+    Event,
+    JobEnded,
+    JobHosts,
+    JobMetrics,
+    JobStatus,
+    LogLines,
+    Notice,
+)
 from launchbay.backends.plan import JobPlan
 from launchbay.errors import ConfigurationError, JobError, LaunchbayError
 from launchbay.job import LogTail, TrainingJob
-from launchbay.runtime.names import JOB_STATUSES, TERMINAL_STATUSES
+from launchbay.runtime.names import IN_PROGRESS, JOB_STATUSES, TERMINAL_STATUSES
 
 __all__ = [
     "SageMakerBackend",
@@ -119,6 +137,7 @@ MAX_TRANSIENT_POLLS = 20
 MIN_POLL_SECONDS = 1.0
 MAX_POLL_SECONDS = 30.0
 STATUS_INTERVAL_SECONDS = 5.0
+METRICS_INTERVAL_SECONDS = 60.0
 _MAX_PAGES_PER_READ = 50  # per stream and poll; the rest comes at the next poll
 _MAX_DRAIN_ATTEMPTS = 10
 
@@ -418,6 +437,47 @@ class _Follower:
         self.lines = lines
         self.require_logs = lines and not status
         self._last: tuple[Any, ...] | None = None
+        self.metrics: cloudwatch_metrics.LatestMetrics | None = None
+        self.metrics_off = not status or not backend.metrics_interval
+        self._metrics_due: float | None = None
+
+    def metric_events(self, description: Mapping[str, Any]) -> list[Event]:
+        """The newest metric values (one :class:`JobMetrics`) when due and changed.
+
+        Never raises for CloudWatch: a transient failure skips this read, any other
+        is logged once and ends the reading of metrics.
+        """
+        if self.metrics_off or description.get("TrainingJobStatus") != IN_PROGRESS:
+            return []
+        backend = self.backend
+        now = backend.clock()
+        if self._metrics_due is not None and now < self._metrics_due:
+            return []
+        self._metrics_due = now + backend.metrics_interval
+        try:
+            if self.metrics is None:
+                names = cloudwatch_metrics.metric_names(description)
+                since = description.get("TrainingStartTime") or description.get("CreationTime")
+                if not names or not isinstance(since, _dt.datetime):
+                    self.metrics_off = not names
+                    return []
+                client = cloudwatch_metrics.cloudwatch_client(backend.session)
+                self.metrics = cloudwatch_metrics.LatestMetrics(client, self.name, names, since)
+            if not self.metrics.read():
+                return []
+        except _botocore_errors() as exc:
+            if _is_transient(exc):
+                logger.debug("Reading the metrics of %s failed: %s", self.name, exc)
+                return []
+            logger.warning(
+                "CloudWatch metrics of %s cannot be read (%s); following without them. "
+                "Grant cloudwatch:GetMetricData to see them.",
+                self.name,
+                exc,
+            )
+            self.metrics_off = True
+            return []
+        return [JobMetrics(self.metrics.values(), self.metrics.newest())]
 
     def status_event(self, description: Mapping[str, Any]) -> tuple[list[Event], bool]:
         """The status event for ``description`` (when status is followed); True if it changed."""
@@ -482,6 +542,7 @@ class _Follower:
                 self.tailer.rediscover = True
             got = self.read_lines()
             yield from got
+            yield from self.metric_events(description)
             if description.get("TrainingJobStatus") in TERMINAL_STATUSES:
                 if self.tailer is None:
                     break
@@ -548,6 +609,8 @@ class SageMakerBackend(Backend):
             while logs are being read.
         log_page_size: ``limit`` of each GetLogEvents call (default: the
             service's, up to 10,000 events or 1 MB).
+        metrics_interval: Shortest time between two reads of the job's newest
+            metric values while it runs, in seconds (0: never read them).
     """
 
     name = "sagemaker"
@@ -563,6 +626,7 @@ class SageMakerBackend(Backend):
         max_poll: float = MAX_POLL_SECONDS,
         status_interval: float = STATUS_INTERVAL_SECONDS,
         log_page_size: int | None = None,
+        metrics_interval: float = METRICS_INTERVAL_SECONDS,
     ) -> None:
         if not min_poll > 0 or not max_poll >= min_poll:
             raise ConfigurationError.invalid(
@@ -578,6 +642,7 @@ class SageMakerBackend(Backend):
         self.max_poll = float(max_poll)
         self.status_interval = float(status_interval)
         self.log_page_size = log_page_size
+        self.metrics_interval = float(metrics_interval)
 
     def __repr__(self) -> str:
         return f"SageMakerBackend(session={self._session!r})"
