@@ -141,15 +141,21 @@ class Resolution(BoundArguments):
         )
 
     def _notice_local_rules(self) -> None:
-        """A local job sends its rules in the request but evaluates none of them (yet)."""
+        """A local job evaluates its rules on this machine, with smdebug (docs/debugger.md)."""
         rules = getattr(self, "rules", None)
         if rules and self.is_local:
-            logger.warning(
-                "Debugger rules are not evaluated in local jobs yet: %s %s in the request, "
-                "but no rule runs and the job reports no rule status (docs/debugger.md).",
-                ", ".join(rule.name for rule in rules),
-                "is" if len(rules) == 1 else "are",
-            )
+            import importlib.util
+
+            names = ", ".join(rule.name for rule in rules)
+            if importlib.util.find_spec("smdebug") is None:
+                logger.warning(
+                    "Debugger rules %s need smdebug on this machine, which is not installed: "
+                    "the job runs and the rules end in Error. Accepted: pip install "
+                    "'launchbay[debugger]' (docs/debugger.md).",
+                    names,
+                )
+            else:
+                logger.info("Debugger rules %s are evaluated on this machine.", names)
 
     def _stage_rule_sources(self, request: dict[str, Any]) -> None:
         """Upload each custom rule's local ``source`` to the key the request names (once)."""

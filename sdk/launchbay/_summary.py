@@ -13,6 +13,8 @@ import sys
 from collections.abc import Iterator, Mapping
 from typing import Any, TextIO
 
+from launchbay.job import rule_statuses
+
 __all__ = [
     "summarize",
     "print_summary",
@@ -75,6 +77,13 @@ def summarize(description: Mapping[str, Any], backend: str) -> dict[str, Any]:
     }
     if description.get("LocalJobDir"):
         summary["local_job_dir"] = description["LocalJobDir"]
+    rules = rule_statuses(description)
+    if rules:
+        summary["rules"] = [
+            {"name": r.get("RuleConfigurationName"), "status": r.get("RuleEvaluationStatus"),
+             "details": r.get("StatusDetails")}
+            for r in rules
+        ]  # fmt: skip
     return summary
 
 
@@ -94,6 +103,8 @@ def print_summary(summary: Mapping[str, Any], stream: TextIO | None = None) -> N
         ("Model", summary.get("model_data")),
         ("Job dir", summary.get("local_job_dir")),
         ("Reason", summary.get("failure_reason")),
+        ("Rules", "\n".join(f"{r['name']}: {r['status']}" + (f" - {r['details']}" if r.get("details") else "")
+                            for r in summary.get("rules") or []) or None),
     ]  # fmt: skip
     for label, value in rows:
         if value is None:

@@ -501,7 +501,7 @@ ARGUMENTS: tuple[Argument, ...] = (
       example=TensorBoardOutputConfig("s3://bucket/tensorboard", "/opt/tensorboard")),
     A("rules", Custom(RULES_SCHEMA, _check_rules, type="list[RuleBase] | None"),
       "Debugger rules (Rule, ProfilerRule): sent as DebugRuleConfigurations and "
-      "ProfilerRuleConfigurations; not evaluated in local jobs yet.",
+      "ProfilerRuleConfigurations; local jobs evaluate them here.",
       request="DebugRuleConfigurations", resolved=True, from_request=lambda v: MISSING,
       to_spec=rules_to_spec, from_spec=rules_from_spec),
     A("profiler_config", Custom(PROFILER_SCHEMA, _check_profiler, type="ProfilerConfig | None"),

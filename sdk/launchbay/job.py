@@ -18,7 +18,34 @@ from launchbay.runtime.names import FAILED, FAILED_STATUSES, TERMINAL_STATUSES
 
 # TERMINAL_STATUSES and FAILED_STATUSES (those wait() raises for) are re-exported from
 # launchbay.runtime.names, where every status is spelled.
-__all__ = ["TrainingJob", "TERMINAL_STATUSES", "FAILED_STATUSES", "LogTail", "job_failed_error"]
+__all__ = [
+    "TrainingJob",
+    "TERMINAL_STATUSES",
+    "FAILED_STATUSES",
+    "LogTail",
+    "job_failed_error",
+    "rule_statuses",
+    "rule_status_lines",
+]
+
+
+def rule_statuses(description: Mapping[str, Any]) -> list[dict[str, Any]]:
+    """``DebugRuleEvaluationStatuses`` then ``ProfilerRuleEvaluationStatuses`` (SDK v2's order)."""
+    return [
+        dict(status)
+        for key in ("DebugRuleEvaluationStatuses", "ProfilerRuleEvaluationStatuses")
+        for status in description.get(key) or []
+    ]
+
+
+def rule_status_lines(description: Mapping[str, Any]) -> list[str]:
+    """``Rule <name>: <status> - <details>``, one line per Debugger rule of the job."""
+    lines = []
+    for status in rule_statuses(description):
+        details = str(status.get("StatusDetails") or "").strip().splitlines()
+        line = f"Rule {status.get('RuleConfigurationName')}: {status.get('RuleEvaluationStatus')}"
+        lines.append(line + (f" - {details[0][:300]}" if details else ""))
+    return lines
 
 
 class LogTail(NamedTuple):
@@ -108,6 +135,14 @@ class TrainingJob:
     def _log_tail(self, description: Mapping[str, Any]) -> LogTail | None:
         fetch = getattr(self.backend, "failure_log_tail", None)
         return fetch(self.name, description) if fetch is not None else None
+
+    def rule_job_summary(self) -> list[dict[str, Any]]:
+        """SDK v2's ``rule_job_summary()``: each Debugger rule's status, debugging rules first.
+
+        Each is ``{"RuleConfigurationName", "RuleEvaluationStatus", "StatusDetails",
+        "LastModifiedTime", ...}`` as ``describe()`` gives it (docs/debugger.md).
+        """
+        return rule_statuses(self.describe())
 
     def logs(self, follow: bool = False) -> None:
         """Print every host's log lines; with ``follow``, keep printing until the job ends."""

@@ -124,9 +124,7 @@ def test_custom_rule_local_source_is_named_by_its_content(tmp_path: Any, monkeyp
     assert rule.rule_parameters["source_s3_uri"] == str(source)  # the rule is not changed
 
 
-def test_a_local_job_sends_the_rules_and_says_they_are_not_evaluated(
-    tmp_path: Any, caplog: Any
-) -> None:
+def test_a_local_job_sends_the_rules_and_says_they_run_here(tmp_path: Any, caplog: Any) -> None:
     rules = [
         Rule.sagemaker(rule_configs.vanishing_gradient()),
         ProfilerRule.sagemaker(rule_configs.ProfilerReport()),
@@ -135,9 +133,9 @@ def test_a_local_job_sends_the_rules_and_says_they_are_not_evaluated(
     request = estimator.create_training_job_request(job_name="local-rules")
     assert request["DebugRuleConfigurations"][0]["RuleConfigurationName"] == "VanishingGradient"
     assert request["ProfilerRuleConfigurations"][0]["RuleConfigurationName"] == "ProfilerReport"
-    with caplog.at_level(logging.WARNING, logger="launchbay"):
+    with caplog.at_level(logging.INFO, logger="launchbay"):
         estimator._notice_local_rules()
-    notices = [r.getMessage() for r in caplog.records if "not evaluated" in r.getMessage()]
+    notices = [r.getMessage() for r in caplog.records if "Debugger rules" in r.getMessage()]
     assert len(notices) == 1 and "VanishingGradient, ProfilerReport" in notices[0]
 
 

@@ -31,6 +31,7 @@ from launchbay.backends.events import (
     LogLines,
     Notice,
 )
+from launchbay.job import rule_status_lines
 from launchbay.runtime.names import IN_PROGRESS, TERMINAL_STATUSES
 
 __all__ = ["StatusView", "show_events"]
@@ -189,6 +190,8 @@ def show_events(
                 printer_for().message(event.text)
             elif isinstance(event, JobEnded):
                 ended = event.description
+                for line in rule_status_lines(ended):  # Debugger rules' verdicts, as v2 shows them
+                    printer_for().message(line)
                 if view is not None:
                     view.finish(ended)
     except KeyboardInterrupt:

@@ -151,6 +151,11 @@ class JobFields:
     network_isolation: bool = False
     #: Where the code package is (``sagemaker_submit_directory``, decoded), if any.
     submit_directory: str | None = None
+    #: ``DebugRuleConfigurations``, ``ProfilerRuleConfigurations`` and ``ProfilerConfig``
+    #: as sent (local jobs evaluate the rules: launchbay.backends.local.rules).
+    debug_rules: tuple[Mapping[str, Any], ...] = ()
+    profiler_rules: tuple[Mapping[str, Any], ...] = ()
+    profiler: Mapping[str, Any] | None = None
 
     @classmethod
     def of(cls, source: JobFields | Mapping[str, Any]) -> JobFields:
@@ -500,6 +505,9 @@ def request_fields(request: Mapping[str, Any]) -> dict[str, Any]:
         "metric_definitions": tuple(algorithm.get("MetricDefinitions") or ()),
         "network_isolation": bool(request.get("EnableNetworkIsolation")),
         "submit_directory": str(code) if code else None,
+        "debug_rules": tuple(request.get("DebugRuleConfigurations") or ()),
+        "profiler_rules": tuple(request.get("ProfilerRuleConfigurations") or ()),
+        "profiler": request.get("ProfilerConfig") or None,
     }
 
 

@@ -71,6 +71,7 @@ from launchbay.backends.local.record import (
     _warn_once,
     client_pid,
 )
+from launchbay.backends.local.rules import start_rules
 from launchbay.backends.local.signals import (
     _JOBS,
     _JOBS_LOCK,
@@ -570,10 +571,15 @@ class LocalBackend(InProcessBackend):
             )
         if job.done.is_set():
             return
-        job.stop_reason = job.stop_reason or "stopped by request (stop())"
+        self._request_stop(job, "stopped by request (stop())")
+        job.done.wait()
+
+    @staticmethod
+    def _request_stop(job: LocalJob, reason: str) -> None:
+        """Ask the supervisor to stop a job this process runs (it ends Stopped, saying ``reason``)."""
+        job.stop_reason = job.stop_reason or reason
         job.stop_requested.set()
         job.changed.set()
-        job.done.wait()
 
     def list_jobs(self, max_results: int = 20, status: str | None = None) -> list[dict[str, Any]]:
         """Local jobs under :attr:`job_root`, newest first, as ListTrainingJobs summaries.
@@ -730,6 +736,8 @@ class LocalBackend(InProcessBackend):
                     if recorder is not None:  # the logs are whole: the job ends once they are read
                         killed = "the job was killed at once" if job.force_kill.is_set() else None
                         recorder.finish(abandon=killed, cancel=job.force_kill)
+                    if job.rules is not None:  # the Debugger rules read the job's data to its end
+                        job.rules.finish(cancel=job.force_kill)
                 # a second Ctrl-C or SIGTERM stops the uploads at once
                 with transfer.cancelled_by(job.force_kill, "the job was killed at once"):
                     finish_job(job, *outcome)
@@ -756,6 +764,8 @@ class LocalBackend(InProcessBackend):
         self.runner.start(job)
         job.save()
         sync = _start_tensorboard_sync(job)
+        # Debugger rules and system metrics (docs/debugger.md); StopTraining stops as stop() does.
+        job.rules = start_rules(job, lambda reason: self._request_stop(job, reason))
         try:
             return self._monitor(job)
         finally:

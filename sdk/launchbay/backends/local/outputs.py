@@ -230,6 +230,7 @@ class Outputs:
         if failure_reason:
             self._publish_bytes(failure_reason.encode(), _join_uri(prefix, "failure"), layout, plan)
         self._publish_debug_output(plan, layout)
+        self._publish_rule_outputs(plan, layout)
         try:
             self.sync_tensorboard(plan, layout)
         except Exception as exc:  # TensorBoard's copy is a view of the run: report it only
@@ -278,6 +279,17 @@ class Outputs:
         if files:
             destination = _join_uri(target, plan.job_name, "debug-output")
             self._publish_files(files, destination, plan)
+
+    def _publish_rule_outputs(self, plan: JobFields, layout: JobLayout) -> None:
+        """Local Debugger rules' outputs and the profiler's system metrics, where SageMaker
+        puts them: ``<output>/<job>/rule-output`` and ``<profiler output>/<job>/profiler-output``."""
+        profiler = (plan.profiler or {}).get("S3OutputPath") or plan.output_path
+        for name, target in (("rule-output", plan.output_path), ("profiler-output", profiler)):
+            folder = os.path.join(layout.job_dir, name)
+            if os.path.isdir(folder) and target and (is_file_uri(target) or is_s3_uri(target)):
+                files = _merged([folder], "/opt/ml/" + name, layout.job_dir)
+                if files:
+                    self._publish_files(files, _join_uri(target, plan.job_name, name), plan)
 
     # -- publishing -------------------------------------------------------------
     def _upload_args(self, plan: JobFields) -> dict[str, Any]:

@@ -199,6 +199,9 @@ class LocalJob:
         self.ending: tuple[str, str | None] | None = None
         #: The process that runs the job (:data:`CLIENT_ID`; a recorded job's own).
         self.client = CLIENT_ID
+        #: The Debugger rules' statuses by describe() key, and what runs them (.rules).
+        self.rule_statuses: dict[str, list[dict[str, Any]]] = {}
+        self.rules: Any = None
         if record is None:
             self._set_secondary("Starting", "Preparing the instances for training")
         else:
@@ -222,6 +225,13 @@ class LocalJob:
         if isinstance(started, _dt.datetime):
             self.start_time = started
         self.failed_host = str(record["LocalFailedHost"]) if record.get("LocalFailedHost") else None
+        for key in ("DebugRuleEvaluationStatuses", "ProfilerRuleEvaluationStatuses"):
+            # rules still running went with the client that ran them
+            self.rule_statuses[key] = [
+                dict(s, RuleEvaluationStatus="Stopped", StatusDetails="The client that ran the rule went away.")
+                if s.get("RuleEvaluationStatus") == "InProgress" else dict(s)
+                for s in record.get(key) or [] if isinstance(s, Mapping)
+            ]  # fmt: skip
         ending = record.get("LocalEnding")
         if isinstance(ending, Mapping):
             reason = ending.get("FailureReason")
@@ -270,6 +280,7 @@ class LocalJob:
                 described["FailureReason"] = self.failure_reason
             if self.model_artifacts:
                 described["ModelArtifacts"] = {"S3ModelArtifacts": self.model_artifacts}
+            described.update(copy.deepcopy({k: v for k, v in self.rule_statuses.items() if v}))
             if self.ending is not None and self.status not in TERMINAL_STATUSES:
                 described["LocalEnding"] = {
                     "Status": self.ending[0],
