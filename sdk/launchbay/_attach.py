@@ -77,17 +77,29 @@ def attach(
     sagemaker_session: Any = None,
     model_channel_name: str = "model",
 ) -> Any:
-    """``cls.attach(...)``: describe the job, rebuild the estimator, point it at the job."""
-    # The SageMaker backend (botocore's waiters and log tailing) is loaded only to attach.
-    from launchbay.backends.sagemaker import SageMakerBackend
+    """``cls.attach(...)``: describe the job, rebuild the estimator, point it at the job.
+
+    A local job of that name on this machine (one ``fit(wait=False)`` left running
+    detached, or ``launchbay submit``'s) is attached without asking AWS; any other
+    name is SageMaker's.
+    """
+    # The backends (botocore's waiters and log tailing) are loaded only to attach.
+    from launchbay.backends import registry
+    from launchbay.backends.base import InProcessBackend
 
     if sagemaker_session is None:
         sagemaker_session = Session()
-    backend = SageMakerBackend(sagemaker_session)
+    backend = registry.backend_for_job(training_job_name, sagemaker_session)
     description = backend.describe(training_job_name)
-    params = init_params_from_description(
-        cls, description, model_channel_name, region=sagemaker_session.boto_region_name
-    )
+    region: str | None
+    if isinstance(backend, InProcessBackend):  # a local job needs no AWS region
+        try:
+            region = sagemaker_session.boto_region_name
+        except LaunchbayError:
+            region = None
+    else:
+        region = sagemaker_session.boto_region_name
+    params = init_params_from_description(cls, description, model_channel_name, region=region)
     estimator = cls(sagemaker_session=sagemaker_session, **params)
     estimator.latest_training_job = TrainingJob(training_job_name, backend)
     estimator._current_job_name = training_job_name

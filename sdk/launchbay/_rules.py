@@ -175,8 +175,11 @@ class Rules(Resolution):
         entry_point = self.entry_point
         if entry_point is None:  # no code to validate
             return
-        if isinstance(self.source_dir, str) and self.source_dir.startswith("s3://"):
-            check_uri(self.source_dir, "source_dir", allow_file=False)
+        staged = ("s3://", "file://") if self.is_local else ("s3://",)
+        if isinstance(self.source_dir, str) and self.source_dir.startswith(staged):
+            # A staged sourcedir.tar.gz; file:// for a local job (what attach() gives back
+            # for a local job: the archive fit() staged under LAUNCHBAY_HOME).
+            check_uri(self.source_dir, "source_dir", allow_file=self.is_local)
             script = os.fspath(entry_point)
         else:
             code.validate_code(entry_point, self.source_dir, self.dependencies)

@@ -144,7 +144,7 @@ def job_table(jobs: list[dict[str, Any]]) -> Iterator[str]:
                 str(job.get("TrainingJobName")),
                 str(job.get("TrainingJobStatus")),
                 str(created or "-"),
-                str(job["Backend"]),
+                str(job["Backend"]) + (" (detached)" if job.get("LocalDetached") else ""),
             )
         )
     widths = [max(len(r[i]) for r in rows) for i in range(4)]

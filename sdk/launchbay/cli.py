@@ -675,6 +675,7 @@ def _cmd_submit(args: argparse.Namespace) -> int:
     try:
         with contextlib.redirect_stdout(log_stream):
             try:
+                estimator._runs_jobs_here = True  # this process runs it: never detached again
                 job = estimator.fit(inputs, wait=False, job_name=job_name)
             except ConfigurationError as exc:
                 raise spec.error_for(exc) from exc
@@ -892,6 +893,7 @@ def _cmd_list(args: argparse.Namespace) -> int:
                         "created": iso_time(j.get("CreationTime")),
                         "end": iso_time(j.get("TrainingEndTime")),
                         "backend": j["Backend"],
+                        "detached": bool(j.get("LocalDetached")),  # a detached runner runs it
                     }
                     for j in jobs
                 ]

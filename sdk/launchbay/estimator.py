@@ -37,7 +37,14 @@ from launchbay._rules import Rules
 from launchbay.distribution import Distribution, parse_distribution
 from launchbay.errors import ConfigurationError
 from launchbay.inputs import channels_from_inputs
-from launchbay.runtime.names import HP, LOCAL_GPU, LOCAL_INSTANCE_TYPES, LOCAL_PROCESS
+from launchbay.runtime.names import (
+    DOCKER_INSTANCE_TYPES,
+    HP,
+    LOCAL_GPU,
+    LOCAL_INSTANCE_TYPES,
+    LOCAL_PROCESS,
+    SETTING,
+)
 from launchbay.session import Session
 
 if TYPE_CHECKING:
@@ -65,6 +72,10 @@ class EstimatorBase(Rules, AfterTraining):
 
     _owners: tuple[str, ...] = (arguments.BASE,)
     _positional: tuple[str, ...] = ("role", "instance_count", "instance_type")
+
+    #: This process runs the jobs itself (``launchbay submit``, set by the command):
+    #: ``fit(wait=False)`` never hands them to a detached runner.
+    _runs_jobs_here: bool = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -185,8 +196,9 @@ class EstimatorBase(Rules, AfterTraining):
         bundle = code_uri = None
         script_hps: dict[str, Any] = {}
         if self.entry_point is not None:
-            if isinstance(self.source_dir, str) and self.source_dir.startswith("s3://"):
-                code_uri = self.source_dir
+            staged = ("s3://", "file://") if self.is_local else ("s3://",)
+            if isinstance(self.source_dir, str) and self.source_dir.startswith(staged):
+                code_uri = self.source_dir  # a staged archive (_rules._validate_code)
                 script = self.entry_point
             else:
                 bundle = self._package()
@@ -320,7 +332,12 @@ class EstimatorBase(Rules, AfterTraining):
             inputs: Channels: an S3 URI, a :class:`~launchbay.inputs.TrainingInput`,
                 or a dict of channel name to either.
             wait: Follow the job until it ends (status changes and logs); with
-                ``False``, return as soon as the job is created.
+                ``False``, return as soon as the job is created. A job on this
+                machine (``local_process``, ``local``, ``local_gpu``) then runs in
+                a runner process of its own and outlives this one, as a SageMaker
+                job does; ``LAUNCHBAY_LOCAL_NO_WAIT=attached`` keeps it in this
+                process instead (it stops when this process exits). See
+                docs/local.md, "fit(wait=False)".
             logs: SDK v2's values: ``"All"``/``True`` shows every host's log lines
                 with the status, ``"None"``/``False``/``None`` the status only.
             job_name: The job's name (default: base name plus a timestamp).
@@ -338,6 +355,8 @@ class EstimatorBase(Rules, AfterTraining):
         if job_name is None:
             job_name = self.spec_job_name
         plan, bundle, code_uri = self._plan(inputs, job_name)
+        # A bad setting fails before anything starts.
+        detach = not wait and not self._runs_jobs_here and _runs_detached(plan)
         if plan.placement.instance_type == LOCAL_PROCESS:
             self._check_installed_framework()
         backend = self._backend(plan)
@@ -345,7 +364,7 @@ class EstimatorBase(Rules, AfterTraining):
         # run() checks the rest once the code is staged (a network-isolated job's "code"
         # channel is the staged archive itself).
         self._stage(dict(plan.request), bundle, code_uri)
-        job = backend.run(plan)
+        job = backend.start_detached(plan) if detach else backend.run(plan)
         self.latest_training_job = job
         self._current_job_name = job.name
         if wait:
@@ -613,6 +632,37 @@ class Framework(EstimatorBase):
             self._region(),
             distribution=self.distribution,
         )
+
+
+#: What ``fit(wait=False)`` does with a job on this machine (docs/local.md, "fit(wait=False)").
+NO_WAIT_DETACHED, NO_WAIT_ATTACHED = "detached", "attached"
+
+
+def _runs_detached(plan: JobPlan) -> bool:
+    """Whether ``fit(wait=False)`` runs the plan's job in a runner process of its own.
+
+    Jobs on this machine do (``local_process``, ``local``, ``local_gpu``) unless
+    ``LAUNCHBAY_LOCAL_NO_WAIT`` (the job's ``environment=``, else this process's
+    environment) is ``attached``. Ray jobs stay in this process (their cluster is
+    often this process's own ``ray.init()``); SageMaker jobs run remotely anyway.
+
+    Raises:
+        ConfigurationError: the setting is neither ``detached`` nor ``attached``.
+    """
+    if plan.placement.instance_type not in (LOCAL_PROCESS, *DOCKER_INSTANCE_TYPES):
+        return False
+    environment = plan.request.get("Environment") or {}
+    raw = environment.get(SETTING.LOCAL_NO_WAIT, os.environ.get(SETTING.LOCAL_NO_WAIT, ""))
+    value = str(raw).strip().lower() or NO_WAIT_DETACHED
+    if value not in (NO_WAIT_DETACHED, NO_WAIT_ATTACHED):
+        raise ConfigurationError.invalid(
+            SETTING.LOCAL_NO_WAIT,
+            raw,
+            f"{NO_WAIT_DETACHED!r} (fit(wait=False) runs a local job in a process of its own; "
+            f"the default) or {NO_WAIT_ATTACHED!r} (the job runs in this process and stops "
+            "when it exits)",
+        )
+    return value == NO_WAIT_DETACHED
 
 
 def _local_before_checks(raw: Mapping[str, Any]) -> bool:

@@ -66,9 +66,11 @@ have a default):
 
 Backends whose jobs live in the process that runs them (the local ones)
 implement :class:`InProcessBackend` as well: ``accept_stops(name)`` lets
-``stop(name)`` in another process reach the job, and ``run_detached(name,
+``stop(name)`` in another process reach the job, ``run_detached(name,
 command)`` runs a command that runs the job detached from this process (what
-``launchbay submit --no-wait`` needs). Nothing else asks for them.
+``launchbay submit --no-wait`` needs), and ``start_detached(plan)`` runs a plan's
+job in a runner process of its own, so that it outlives this one (what
+``fit(wait=False)`` does with a local job). Nothing else asks for them.
 
 Backends are found by name through :mod:`launchbay.backends.registry`; the
 estimator and the ``launchbay`` command both go through it.
@@ -230,3 +232,11 @@ class InProcessBackend(Backend):
     @abc.abstractmethod
     def run_detached(self, name: str, command: Sequence[str]) -> DetachedRun:
         """Run ``command`` (a process that runs job ``name`` to its end) detached; return once started."""
+
+    @abc.abstractmethod
+    def start_detached(self, plan: JobPlan) -> TrainingJob:
+        """Check the plan and run its job in a runner process of its own; return its handle.
+
+        The job outlives this process, as a SageMaker job outlives its client;
+        ``stop(name)`` reaches it from any process.
+        """

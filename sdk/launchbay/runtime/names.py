@@ -97,6 +97,10 @@ class SETTING:
 
     HOST_NETWORK = "LAUNCHBAY_HOST_NETWORK"  # own | shared (the runtime records what it got)
     HOST_NAMES = "LAUNCHBAY_HOST_NAMES"  # how algo-N resolves: auto, namespace, nss_wrapper ...
+    # What fit(wait=False) does with a job on this machine (local_process, local, local_gpu):
+    # detached (default: its own runner process, it outlives the caller) | attached (it runs
+    # in the caller and stops when the caller exits). Read by the estimator only.
+    LOCAL_NO_WAIT = "LAUNCHBAY_LOCAL_NO_WAIT"
 
 
 # ------------------------------------------------------ hyperparameter keys

@@ -38,6 +38,7 @@ import datetime as _dt
 import logging
 import os
 import signal
+import sys
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
@@ -586,8 +587,9 @@ class LocalBackend(InProcessBackend):
 
         Each summary has ``TrainingJobName``, ``TrainingJobArn``, ``TrainingJobStatus``,
         ``SecondaryStatus``, ``CreationTime``, ``LastModifiedTime``,
-        ``TrainingEndTime`` (once ended) and ``LocalJobDir``. ``status`` keeps the
-        jobs in that state only.
+        ``TrainingEndTime`` (once ended) and ``LocalJobDir``; a job run by a live
+        detached runner (``fit(wait=False)``, ``launchbay submit --no-wait``) has
+        ``LocalDetached: True``. ``status`` keeps the jobs in that state only.
         """
         try:
             names = os.listdir(self.job_root)
@@ -614,7 +616,10 @@ class LocalBackend(InProcessBackend):
                 continue
             if status is not None and description.get("TrainingJobStatus") != status:
                 continue
-            summaries.append({k: description[k] for k in keys if k in description})
+            summary = {k: description[k] for k in keys if k in description}
+            if description.get("TrainingJobStatus") not in TERMINAL_STATUSES:
+                summary["LocalDetached"] = detached.is_detached(name)
+            summaries.append(summary)
 
         def created(summary: dict[str, Any]) -> float:
             value = summary.get("CreationTime")
@@ -672,6 +677,45 @@ class LocalBackend(InProcessBackend):
         return detached.start(
             name, command, os.path.join(self.job_dir(name), "status.json"), lock=lock
         )
+
+    def start_detached(self, plan: JobPlan) -> TrainingJob:
+        """Check the plan, then run its job in a runner process of its own; return its handle.
+
+        What ``fit(wait=False)`` does with a local job: the job outlives this
+        process, as a SageMaker job outlives its client. The runner
+        (:mod:`launchbay.backends.local.detached_runner`) runs the stored request
+        as :meth:`run` would here and accepts stop requests (:meth:`stop` from any
+        process); ``MaxRuntimeInSeconds`` bounds it there.
+
+        Raises:
+            ConfigurationError, InputError: as :meth:`run`, before anything starts.
+            JobError: a job of that name is running, or the runner exited before
+                the job started (naming its output).
+        """
+        self.check(plan)
+        self.runner.check_can_run(dict(plan.request), list(plan.hosts))
+        name = plan.name
+        lock = self._claim_name(name)
+        try:
+            request_file = detached.write_request(name, plan.request)
+        except BaseException:
+            lock.release()
+            raise
+        target = f"{type(self).__module__}:{type(self).__qualname__}"
+        command = [
+            sys.executable, "-m", "launchbay.backends.local.detached_runner",
+            target, plan.placement.instance_type or "", self.job_root, request_file,
+        ]  # fmt: skip
+        run = detached.start(
+            name, command, os.path.join(self.job_dir(name), "status.json"), lock=lock
+        )
+        if not run.started:
+            raise JobError(
+                f"The local training job {name!r} did not start: its runner exited with "
+                f"code {run.exit_code} (output in {run.log_path}):\n{run.output.strip()}"
+            )
+        logger.info("Started local training job %s detached (runner pid %d)", name, run.pid)
+        return TrainingJob(name, self)
 
     # -- lookup -------------------------------------------------------------------
     def _find(self, name: str) -> LocalJob | None:

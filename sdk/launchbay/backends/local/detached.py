@@ -16,11 +16,16 @@ let other processes act on such a job; the local backends use them behind
   (so it never touches the files of a job it does not own) and hands it down to
   the runner, which adopts it
   (:meth:`~launchbay.backends.local.record.NameLock.adopt`);
-* **a runner file** ``$LAUNCHBAY_HOME/cli/<job>.pid`` (``<pid> <start time>``): a
+* **a runner file** ``$LAUNCHBAY_HOME/cli/<job>.pid`` (``<pid> <start time>``, then
+  ``detached`` for a runner :func:`start` started): a
   process that writes it (:func:`register`) accepts stop requests by SIGTERM,
   which it handles as Ctrl-C (the job ends Stopped). :func:`stop` sends it and
   waits until the job has ended. The start time (``/proc/<pid>/stat``) keeps a
-  reused pid from being signalled.
+  reused pid from being signalled. :func:`is_detached` says whether a job's
+  runner is a live detached one (``launchbay list`` marks those jobs);
+* **a request file** ``$LAUNCHBAY_HOME/cli/<job>.request.json`` (0600): the request a
+  detached runner of ``fit(wait=False)`` runs (:func:`write_request`,
+  :func:`take_request`; :mod:`launchbay.backends.local.detached_runner`).
 
 A process that did not register (a notebook kernel, a script) is never signalled:
 its jobs are stopped where they run.
@@ -29,10 +34,12 @@ its jobs are stopped where they run.
 from __future__ import annotations
 
 import contextlib
+import json
 import logging
 import os
 import signal
 import subprocess
+import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
@@ -42,7 +49,17 @@ from launchbay.backends.base import DetachedRun
 from launchbay.errors import ConfigurationError, JobError
 from launchbay.runtime.names import TERMINAL_STATUSES
 
-__all__ = ["START_TIMEOUT", "register", "runner_pid", "start", "start_timeout", "stop"]
+__all__ = [
+    "START_TIMEOUT",
+    "is_detached",
+    "register",
+    "runner_pid",
+    "start",
+    "start_timeout",
+    "stop",
+    "take_request",
+    "write_request",
+]
 
 logger = logging.getLogger("launchbay.backends.local")
 
@@ -94,27 +111,47 @@ def _start_time(pid: int) -> str | None:
     return fields[19] if len(fields) > 19 else None  # field 22 of stat(5)
 
 
-def register(name: str, pid: int | None = None) -> None:
-    """Record ``pid`` (default: this process) as the runner of job ``name`` (best effort)."""
+_DETACHED = "detached"
+
+
+def _read_runner(name: str) -> tuple[int, list[str]] | None:
+    """The runner file's pid and the words after it, or None."""
+    try:
+        with open(_pid_file(name), encoding="utf-8") as f:
+            parts = f.read().split()
+        return int(parts[0]), parts[1:]
+    except (OSError, ValueError, IndexError):
+        return None
+
+
+def register(name: str, pid: int | None = None, *, detached: bool = False) -> None:
+    """Record ``pid`` (default: this process) as the runner of job ``name`` (best effort).
+
+    ``detached``: :func:`start` started it. A runner registering itself again
+    (``accept_stops``) keeps that mark.
+    """
     pid = os.getpid() if pid is None else pid
     path = _pid_file(name)
+    started = _start_time(pid) or ""
+    if not detached:
+        previous = _read_runner(name)
+        detached = previous is not None and previous[0] == pid and _DETACHED in previous[1]
     try:
         os.makedirs(runner_dir(), exist_ok=True)
         with open(path, "w", encoding="utf-8") as f:
-            f.write(f"{pid} {_start_time(pid) or ''}".rstrip() + "\n")
+            f.write(" ".join(w for w in (str(pid), started, _DETACHED if detached else "") if w))
+            f.write("\n")
     except OSError as exc:
         logger.debug("Could not write %s: %s", path, exc)
 
 
 def runner_pid(name: str) -> int | None:
     """The pid of the registered runner of job ``name``, if that process still lives."""
-    try:
-        with open(_pid_file(name), encoding="utf-8") as f:
-            parts = f.read().split()
-        pid = int(parts[0])
-    except (OSError, ValueError, IndexError):
+    found = _read_runner(name)
+    if found is None:
         return None
-    recorded = parts[1] if len(parts) > 1 else None
+    pid, rest = found
+    recorded = rest[0] if rest and rest[0] != _DETACHED else None
     current = _start_time(pid)
     if current is not None:
         return pid if recorded is None or recorded == current else None
@@ -123,6 +160,48 @@ def runner_pid(name: str) -> int | None:
     except OSError:
         return None
     return pid
+
+
+def is_detached(name: str) -> bool:
+    """Whether job ``name`` is run by a live runner :func:`start` started (not its caller)."""
+    found = _read_runner(name)
+    return found is not None and _DETACHED in found[1] and runner_pid(name) == found[0]
+
+
+def _request_file(name: str) -> str:
+    return os.path.join(runner_dir(), f"{name}.request.json")
+
+
+def write_request(name: str, request: Mapping[str, Any]) -> str:
+    """Store the request a detached runner of job ``name`` runs (0600); returns its path.
+
+    The caller holds the job's name lock (see :func:`start`).
+    """
+    directory = local_dir("cli")
+    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=directory)  # 0600
+    try:
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(request, f, default=str)
+        path = _request_file(name)
+        os.replace(tmp, path)
+    except BaseException:
+        with contextlib.suppress(OSError):
+            os.unlink(tmp)
+        raise
+    return path
+
+
+def take_request(path: str) -> dict[str, Any]:
+    """Read the request :func:`write_request` stored, and remove its file."""
+    try:
+        with open(path, encoding="utf-8") as f:
+            request = json.load(f)
+    finally:
+        with contextlib.suppress(OSError):
+            os.unlink(path)
+    if not isinstance(request, dict):
+        raise JobError(f"{path} does not hold a CreateTrainingJob request.")
+    return request
 
 
 def _fresh(path: str, since: float) -> bool:
@@ -168,7 +247,7 @@ def start(
                 env=env,
                 pass_fds=pass_fds,
             )
-        register(name, proc.pid)
+        register(name, proc.pid, detached=True)
     finally:
         if lock is not None:
             lock.release()  # the runner holds it now (or nobody, if it did not start)
