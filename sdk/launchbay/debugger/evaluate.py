@@ -39,7 +39,7 @@ IN_PROGRESS, ISSUES_FOUND, NO_ISSUES_FOUND, ERROR = (
     "Error",
 )
 #: A rule process's niceness (added to the client's).
-NICE = 10
+NICE = 19
 #: ``RuleParameters`` that configure the rule's job, not the rule class.
 RESERVED_PARAMETERS = ("rule_to_invoke", "source_s3_uri", "action_json", "start_step", "end_step")
 #: Most characters of ``StatusDetails``.
@@ -260,6 +260,8 @@ def rule_main(argument: str) -> int:
     config = json.loads(argument)
     with contextlib.suppress(OSError):
         os.nice(NICE)
+    with contextlib.suppress(OSError, AttributeError):  # Linux: CPU only when nothing else wants it
+        os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the client's to handle
     threading.Thread(target=_watch_parent, daemon=True).start()
     out, name = config["out"], config["name"]

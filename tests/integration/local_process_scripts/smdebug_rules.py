@@ -20,6 +20,8 @@ parser.add_argument("--mode", default="healthy")
 parser.add_argument("--steps", type=int, default=8)
 parser.add_argument("--sleep", type=float, default=0.0)
 parser.add_argument("--width", type=int, default=4)
+parser.add_argument("--hidden", type=int, default=0)
+parser.add_argument("--batch", type=int, default=16)
 args, _ = parser.parse_known_args()
 
 distributed = int(os.environ.get("WORLD_SIZE", "1")) > 1
@@ -28,18 +30,25 @@ if distributed:
 hook = smd.Hook.create_from_json_file()
 
 torch.manual_seed(0)
-net = torch.nn.Linear(args.width, 1)
+net = (
+    torch.nn.Sequential(
+        torch.nn.Linear(args.width, args.hidden), torch.nn.ReLU(), torch.nn.Linear(args.hidden, 1)
+    )
+    if args.hidden
+    else torch.nn.Linear(args.width, 1)
+)
 hook.register_module(net)
 loss_fn = torch.nn.MSELoss()
 hook.register_loss(loss_fn)
 model = torch.nn.parallel.DistributedDataParallel(net) if distributed else net
 optimizer = torch.optim.SGD(model.parameters(), lr=0.0 if args.mode == "flat" else 0.05)
-fixed = torch.randn(16, args.width)
+fixed = torch.randn(args.batch, args.width)
+started = time.perf_counter()
 for step in range(args.steps):
-    x = fixed if args.mode == "flat" else torch.randn(16, args.width)
+    x = fixed if args.mode == "flat" else torch.randn(args.batch, args.width)
     if args.mode == "vanishing":
         x = torch.zeros_like(x)
-    loss = loss_fn(model(x), fixed.sum(dim=1, keepdim=True))
+    loss = loss_fn(model(x), fixed.sum(dim=1, keepdim=True) / (args.width**0.5 / 2))
     optimizer.zero_grad()
     loss.backward()
     optimizer.step()
@@ -47,6 +56,7 @@ for step in range(args.steps):
     if args.sleep:
         time.sleep(args.sleep)
 
+print(f"train_seconds={time.perf_counter() - started:.3f}", flush=True)
 if not distributed or dist.get_rank() == 0:
     torch.save(net.state_dict(), os.path.join(os.environ["SM_MODEL_DIR"], "model.pt"))
 hook.close()

@@ -312,6 +312,9 @@ class RuleRunner:
         for rule in self.rules:
             if rule.proc is not None:
                 self._tell_end(rule.proc)
+                # the job is over: leave SCHED_IDLE (still nice 19) so a busy machine cannot starve them
+                with contextlib.suppress(OSError, AttributeError):
+                    os.sched_setscheduler(rule.proc.pid, os.SCHED_OTHER, os.sched_param(0))
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline and not (cancel is not None and cancel.is_set()):
             self._turn(final=True)
