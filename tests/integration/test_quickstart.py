@@ -24,7 +24,10 @@ ROOT = Path(__file__).resolve().parents[2]
 def test_readme_main_job(tmp_path):
     readme = (ROOT / "README.md").read_text()
     assert "python examples/quickstart/run.py" in readme
-    env = dict(os.environ, LAUNCHBAY_HOME=str(tmp_path / "home"))
+    # As a newcomer runs it: none of the session's moto settings (AWS_ENDPOINT_URL on this
+    # machine's loopback would rightly get its rewrite notice).
+    env = {k: v for k, v in os.environ.items() if not k.startswith("AWS_")}
+    env["LAUNCHBAY_HOME"] = str(tmp_path / "home")
     out = subprocess.run(
         [sys.executable, "examples/quickstart/run.py"],
         cwd=ROOT,
