@@ -585,6 +585,8 @@ def _pick_best(summaries: list[Mapping[str, Any]], objective_type: str) -> dict[
 
 
 # -- the handle ---------------------------------------------------------------------------
+#: The tuning jobs this process runs, by their record's path (a name is one job per
+#: ``LAUNCHBAY_HOME``: a process that moves to another home never reads these jobs there).
 _ENGINES: dict[str, _Engine] = {}
 
 
@@ -601,7 +603,7 @@ class LocalTuningJob(NamedTuningJob):
 
     @property
     def _engine(self) -> _Engine | None:
-        return _ENGINES.get(self.name)
+        return _ENGINES.get(record_path(self.name))
 
     def describe(self) -> dict[str, Any]:
         """The DescribeHyperParameterTuningJob-shaped description (plus ``LocalTrainingJobs``).
@@ -873,7 +875,8 @@ def start(
             parent is not a local tuning job here.
         JobFailedError: with ``wait``, the tuning job ended Failed.
     """
-    if plan.name in _ENGINES and not _ENGINES[plan.name].done.is_set() or exists(plan.name):
+    key = record_path(plan.name)
+    if key in _ENGINES and not _ENGINES[key].done.is_set() or exists(plan.name):
         raise JobError(
             f"A local tuning job named {plan.name!r} exists already ({record_path(plan.name)}). "
             "SageMaker refuses a duplicate tuning job name, and so does a local run. Accepted: "
@@ -884,7 +887,7 @@ def start(
     stage()
     _keep_code(plan, engine.dir)
     engine._save()
-    _ENGINES[plan.name] = engine
+    _ENGINES[key] = engine
     logger.info(
         "Started local tuning job %s: %s strategy, up to %s training jobs, %d at once",
         plan.name, plan.strategy, plan.max_jobs or "every grid", engine.parallel,
