@@ -363,6 +363,9 @@ def test_ctrl_c_stops_an_upload(s3: Any, tmp_path: Path) -> None:
         files.append((str(tmp_path / f"u{i}"), f"u/{i}", 1))
 
     s3.meta.events.register("before-call.s3.PutObject", ctrl_c_once())
+    # Each upload takes a moment (40 one-byte uploads to a local server otherwise all end
+    # before a loaded machine's main thread handles the Ctrl-C they raced with).
+    s3.meta.events.register("before-call.s3.PutObject", lambda **_: time.sleep(0.1))
     with pytest.raises(KeyboardInterrupt):
         transfer.upload_files(s3, BUCKET, files, limits=Limits(workers=3), progress=False)
     assert len(transfer.list_objects(s3, BUCKET, "u/")) < 40
