@@ -38,9 +38,9 @@ from typing import Any, TextIO
 
 from launchbay._home import local_dir, local_home
 from launchbay.backends import backend_for_plan
-from launchbay.backends.local import signals as _signals
 from launchbay.backends.local.capacity import local_capacity, split_gpus
 from launchbay.backends.local.record import CLIENT_ID, client_pid
+from launchbay.backends.local.signals import SigintFlag, sigterm_received
 from launchbay.backends.plan import JobPlan, plan_request
 from launchbay.errors import JobError
 from launchbay.metrics import MetricsReader
@@ -248,7 +248,7 @@ class _Engine:
             limit = self.plan.max_runtime_in_seconds
             while True:
                 self._refresh()
-                if _signals._sigterm["stopping"] and not self.stop_requested.is_set():
+                if sigterm_received() and not self.stop_requested.is_set():
                     # SIGTERM to this process stops its local jobs (launchbay.backends.local.signals)
                     self.stop_reason = "the client process received SIGTERM"
                     self.stop_requested.set()
@@ -668,7 +668,7 @@ class LocalTuningJob(NamedTuningJob):
             else:
                 time.sleep(poll)
 
-        with _signals._SigintFlag() as interrupts:
+        with SigintFlag() as interrupts:
             return follow(
                 self.name,
                 self.describe,

@@ -1,7 +1,8 @@
 """What a local job's client process does about signals, its own exit and its own death.
 
-* Ctrl-C while waiting (:class:`_SigintFlag`) and SIGTERM to the client stop
-  every running job like Ctrl-C (:func:`_on_sigterm`);
+* Ctrl-C while waiting (:class:`SigintFlag`) and SIGTERM to the client stop
+  every running job like Ctrl-C (:func:`_on_sigterm`; :func:`sigterm_received` tells
+  other control loops, such as a local tuning job's, that it came);
 * at interpreter exit, jobs still running are stopped, then killed
   (:func:`_stop_all_at_exit`);
 * a watchdog process (:func:`start_watchdog`, :mod:`launchbay.backends.local.watchdog`)
@@ -27,7 +28,7 @@ from launchbay.backends.local.record import LocalJob
 logger = logging.getLogger("launchbay.backends.local")
 
 
-class _SigintFlag:
+class SigintFlag:
     """Turns SIGINT into a flag while a caller waits (main thread only).
 
     A KeyboardInterrupt raised at an arbitrary bytecode can land between a
@@ -42,7 +43,7 @@ class _SigintFlag:
         self._previous: Any = None
         self._installed = False
 
-    def __enter__(self) -> _SigintFlag:
+    def __enter__(self) -> SigintFlag:
         if threading.current_thread() is threading.main_thread():
             try:
                 self._previous = signal.signal(signal.SIGINT, self._handler)
@@ -66,6 +67,10 @@ class _SigintFlag:
         return False
 
 
+#: The name this module's own users knew it by.
+_SigintFlag = SigintFlag
+
+
 # Every job started in this interpreter, by job directory (for atexit and other backends).
 _JOBS: dict[str, LocalJob] = {}
 _JOBS_LOCK = threading.Lock()
@@ -86,6 +91,12 @@ def _register(job: LocalJob) -> None:
 # hosts get SIGTERM, checkpoints and outputs are saved, it ends Stopped), then the
 # process dies of SIGTERM as it was told to. Installed only over the default action.
 _sigterm = {"installed": False, "stopping": False, "exit": False}
+
+
+def sigterm_received() -> bool:
+    """Whether this process got SIGTERM and is stopping its local jobs (so should any other
+    control loop it runs: a local tuning job starts no trial more and stops those running)."""
+    return bool(_sigterm["stopping"])
 
 
 def _install_sigterm_handler() -> None:
