@@ -25,6 +25,13 @@ or a container would reach it.
   down (detached jobs count until the test stops them), with a short grace wait; only the
   test's own home counts, so parallel workers and Ray's object store are never counted.
   Leftover processes are killed, and the test fails naming them.
+* tiers and workers: every test carries the marker of its tier (``unit``, ``integration``,
+  ``docker``, ``ray``; ``pytest -m unit`` runs the fast tier alone). The suite runs on
+  every core (``-n auto --dist loadgroup`` in setup.cfg, pytest-xdist); the Docker and the Ray
+  tests each form one ``xdist_group`` that one worker runs in order (one engine's images and
+  one Ray cluster, started once, are theirs), and these two groups are handed out first so
+  that the longest chains start at once. Every other fixture is safe beside another worker:
+  servers take free ports, jobs their own names and ``LAUNCHBAY_HOME``.
 * every test: no SageMaker SDK defaults file of this machine is read
   (``SAGEMAKER_ADMIN_CONFIG_OVERRIDE`` / ``SAGEMAKER_USER_CONFIG_OVERRIDE`` name one
   empty file, ``LAUNCHBAY_SAGEMAKER_LOCAL_CONFIG`` a missing one); tests about those
@@ -50,6 +57,32 @@ if TYPE_CHECKING:
     from launchbay.session import Session
 
 MOTO_REGION = "us-west-2"
+
+TESTS = Path(__file__).resolve().parent
+
+#: The tier of each folder of tests/ (a marker of the same name; setup.cfg describes them).
+_TIERS = {"unit": "unit", "compat": "unit", "amazon": "unit", "docker": "docker", "ray": "ray"}
+#: Tiers whose tests share one machine-wide resource: one xdist worker runs each, in order.
+_ONE_WORKER = ("docker", "ray")
+
+
+def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
+    """Marks each test with its tier; the one-worker tiers form xdist groups, handed out first."""
+    for item in items:
+        try:
+            folder = Path(item.path).resolve().relative_to(TESTS).parts[0]
+        except ValueError:
+            continue
+        tier = _TIERS.get(folder, "integration")
+        item.add_marker(getattr(pytest.mark, tier))
+        if tier in _ONE_WORKER:
+            item.add_marker(pytest.mark.xdist_group(tier))
+
+    def first_the_long_chains(item: pytest.Item) -> int:
+        groups = [m.args[0] for m in item.iter_markers("xdist_group") if m.args]
+        return _ONE_WORKER.index(groups[0]) if groups and groups[0] in _ONE_WORKER else 2
+
+    items.sort(key=first_the_long_chains)  # stable: the order within each part is kept
 
 
 def _aws_env(url: str, tmp_dir: str) -> dict[str, str]:

@@ -1,6 +1,6 @@
 """Fixtures for the tests against the real Docker engine (everything under tests/docker).
 
-Every test here carries the ``docker`` marker. They never skip for want of an engine: an
+Every test here carries the ``docker`` marker and runs on one xdist worker (tests/conftest.py). They never skip for want of an engine: an
 engine that cannot be reached FAILS them, with the message saying how to start it
 (``.ci/run`` installs and starts one).
 
@@ -38,12 +38,6 @@ TRANSFORMERS_VERSION = "5.24.0"
 SKLEARN_VERSION = "1.2-1"
 XGBOOST_VERSION = "1.7-1"
 HERE = Path(__file__).resolve().parent
-
-
-def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    for item in items:
-        if HERE in Path(item.path).resolve().parents:
-            item.add_marker(pytest.mark.docker)
 
 
 @pytest.fixture(scope="session")
