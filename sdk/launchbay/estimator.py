@@ -482,6 +482,55 @@ class EstimatorBase(Rules, AfterTraining):
         """
         return _attach.attach(cls, training_job_name, sagemaker_session, model_channel_name)
 
+    def replay(
+        self,
+        instance_type: str = LOCAL_PROCESS,
+        instance_count: int | None = None,
+        inputs: Any = None,
+        wait: bool = True,
+        logs: str | bool | None = "All",
+        job_name: str | None = None,
+    ) -> Any:
+        """Run the attached SageMaker job again on this machine (docs/rehearsing.md).
+
+        ``Estimator.attach(JOB_NAME).replay()``: the job's code archive, entry point,
+        hyperparameters, environment, distribution and channels (or ``inputs``), run
+        as a local job (:mod:`launchbay.replay`). This estimator stays attached to the
+        SageMaker job; the local job's handle is returned.
+
+        Args:
+            instance_type: ``local_process`` (default), ``local`` or ``local_gpu``.
+            instance_count: Hosts to run (default: the job's).
+            inputs: Channels instead of the job's: ``{"train": "s3://..."}`` (a local
+                path or ``file://`` URI works too); a new name adds a channel.
+            wait: Follow the job to its end; ``False`` runs it detached.
+            logs: As ``fit(logs=...)``.
+            job_name: The local job's name (default ``<job>-replay-<timestamp>``).
+
+        Raises:
+            ConfigurationError: no job is attached, or the replay's arguments are wrong.
+            JobFailedError: with ``wait``, the replayed script failed (its traceback is shown).
+        """
+        if self.latest_training_job is None:
+            raise ConfigurationError.invalid(
+                "latest_training_job", None, "a job attached with Estimator.attach(JOB_NAME) first"
+            )
+        from launchbay import replay  # same layer, loaded only to replay
+
+        show_logs(logs)  # a bad value fails before anything is downloaded
+        job = self.latest_training_job
+        return replay.replay(
+            job.name,
+            sagemaker_session=self.sagemaker_session,
+            description=job.describe(),
+            instance_type=instance_type,
+            instance_count=instance_count,
+            inputs=inputs,
+            job_name=job_name,
+            wait=wait,
+            logs=logs,
+        )
+
     # -- job specs (YAML) ----------------------------------------------------------
 
     @classmethod

@@ -262,6 +262,8 @@ LAYERS = {
     # metrics read from log lines (standard library) and the tables of SDK v2's sagemaker.analytics
     "launchbay.metrics": 2,
     "launchbay.analytics": 4,
+    # a SageMaker job replayed here (docs/rehearsing.md)
+    "launchbay.replay": 4,
     "launchbay.tuner": 5,
     # 6: the command line
     "launchbay.cli": 6,
