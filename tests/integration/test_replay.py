@@ -290,3 +290,39 @@ def test_replay_of_an_unknown_job_says_so(session, home):
     with pytest.raises(JobError, match="no-such-job"):
         replay("no-such-job", sagemaker_session=session)
     assert not os.path.exists(home / "jobs" / "no-such-job")
+
+
+def test_replay_of_a_network_isolated_job_reads_its_code_channel(session, home, code, capsys):
+    est = PyTorch(
+        entry_point="train.py",
+        source_dir="src",
+        role=ROLE,
+        instance_count=1,
+        instance_type="ml.c5.xlarge",
+        framework_version="2.3",
+        py_version="py311",
+        hyperparameters=HYPERPARAMETERS,
+        environment=ENVIRONMENT,
+        enable_network_isolation=True,
+        sagemaker_session=session,
+    )
+    est.fit({"train": f"s3://{BUCKET}/data/train"}, wait=False, job_name="iso-replay-1")
+    set_moto_environment("iso-replay-1", ENVIRONMENT)
+    description = session.sagemaker_client.describe_training_job(TrainingJobName="iso-replay-1")
+
+    job = replay("iso-replay-1", sagemaker_session=session, job_name="iso-here")
+    (record,) = seen(capsys.readouterr().out).values()
+    assert job.describe()["TrainingJobStatus"] == "Completed"
+    assert_same_as_described(record, description)
+    # The submit directory is the description's own, inside the code channel (which a
+    # local_process host sees under its own tree, where SageMaker has /opt/ml).
+    assert description["HyperParameters"]["sagemaker_submit_directory"] == (
+        '"/opt/ml/input/data/code/sourcedir.tar.gz"'
+    )
+    assert record["hps"]["sagemaker_submit_directory"].endswith(
+        '/iso-here/algo-1/input/data/code/sourcedir.tar.gz"'
+    )
+    (code_channel,) = [c for c in job.describe()["InputDataConfig"] if c["ChannelName"] == "code"]
+    assert code_channel["DataSource"]["S3DataSource"]["S3Uri"].startswith(
+        "file://" + str(home / "source")
+    )
