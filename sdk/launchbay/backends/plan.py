@@ -45,6 +45,7 @@ from launchbay.runtime.names import (
     LOCAL_INSTANCE_TYPES,
     LOCAL_PROCESS,
     RAY,
+    THIS_MACHINE_INSTANCE_TYPES,
 )
 
 #: How a request names its processes per host, when no estimator argument does.
@@ -74,13 +75,24 @@ class Placement:
     """Which backend runs a job, and the instance type its backend is made for.
 
     ``instance_type`` is the local type every host has (``local_process``,
-    ``local``, ``local_gpu``), the one ``ml.*`` type, or ``None`` for ``ml.*``
+    ``local``, ``local_gpu``, ``ray``), the one ``ml.*`` type, or ``None`` for ``ml.*``
     instance groups (SageMaker takes each group's own type).
+
+    Two facts, never one: ``client_driven`` (the job's control loop runs in this
+    process: processes, containers, a Ray cluster; SageMaker's runs on SageMaker) and
+    ``on_this_machine`` (its hosts run here, so this machine's capacity and GPUs
+    limit it: not so for a Ray cluster's nodes).
     """
 
     backend: str
     instance_type: str | None
-    local: bool
+    client_driven: bool
+    on_this_machine: bool = False
+
+    @property
+    def local(self) -> bool:
+        """``client_driven``, by the name the estimator's ``is_local`` and the rules use."""
+        return self.client_driven
 
 
 @dataclass(frozen=True)
@@ -220,8 +232,13 @@ class JobPlan(JobFields):
 
     @property
     def local(self) -> bool:
-        """True when the job runs on this machine."""
-        return self.placement.local
+        """True when the job is client-driven (its control loop runs in this process)."""
+        return self.placement.client_driven
+
+    @property
+    def on_this_machine(self) -> bool:
+        """True when the job's hosts run on this machine (its capacity and GPUs apply)."""
+        return self.placement.on_this_machine
 
 
 #: Instance type -> backend name for the types of this machine (the registry adds
@@ -270,7 +287,12 @@ def place(instance_type: str | None, instance_groups: Sequence[Any] | None) -> P
                 argument="instance_type",
             )
         backend = backend_name_for(instance_type)
-        return Placement(backend, instance_type, instance_type in LOCAL_INSTANCE_TYPES)
+        return Placement(
+            backend,
+            instance_type,
+            instance_type in LOCAL_INSTANCE_TYPES,
+            instance_type in THIS_MACHINE_INSTANCE_TYPES,
+        )
     groups = [(_group_field(g, "name"), _group_field(g, "type")) for g in instance_groups]
     types = [t for _, t in groups]
     backends = {t: backend_name_for(t) for t in types}
@@ -293,7 +315,8 @@ def place(instance_type: str | None, instance_groups: Sequence[Any] | None) -> P
                 argument="instance_groups",
                 value=described,
             )
-        return Placement(backends[local[0]], local[0], True)
+        here = local[0] in THIS_MACHINE_INSTANCE_TYPES
+        return Placement(backends[local[0]], local[0], True, here)
     names = set(backends.values())
     if len(names) != 1:
         raise ConfigurationError(
@@ -367,7 +390,7 @@ def resolve_resources(
     gpus = None
     # A Ray job's hosts are the cluster's nodes, not this machine: the Ray backend
     # checks the cluster's nodes and resources instead (docs/ray.md).
-    on_this_machine = placement.local and placement.instance_type not in (None, RAY)
+    on_this_machine = placement.on_this_machine
     if on_this_machine and placement.instance_type is not None:
         # The local wing's capacity rules, imported for a local job only.
         from launchbay.backends.local.capacity import check_local_ranks, split_gpus

@@ -25,6 +25,7 @@ __all__ = [
     "LOCAL",
     "LOCAL_GPU",
     "LOCAL_INSTANCE_TYPES",
+    "THIS_MACHINE_INSTANCE_TYPES",
     "LOCAL_PROCESS",
     "MAX_LOG_LINE",
     "RAY",
@@ -50,9 +51,13 @@ LOCAL_PROCESS = "local_process"  # each host a process group
 LOCAL = "local"  # each host a Docker container
 LOCAL_GPU = "local_gpu"  # each host a Docker container with GPUs
 RAY = "ray"  # each host a Ray actor on its own node of a Ray cluster (docs/ray.md)
-# The types launchbay runs itself, without SageMaker: on this machine, or on a Ray
-# cluster through the same local control loop (file:// URIs, no IAM role needed).
+# The types launchbay runs itself, without SageMaker ("client-driven": the control loop
+# runs in this process): on this machine, or on a Ray cluster through the same local control
+# loop (file:// URIs, no IAM role needed).
 LOCAL_INSTANCE_TYPES = (LOCAL, LOCAL_GPU, LOCAL_PROCESS, RAY)
+# The types whose hosts run on this machine: its capacity (ranks, GPUs) limits them. A Ray
+# job's hosts are the cluster's nodes: the Ray backend checks the cluster instead.
+THIS_MACHINE_INSTANCE_TYPES = (LOCAL, LOCAL_GPU, LOCAL_PROCESS)
 DOCKER_INSTANCE_TYPES = (LOCAL, LOCAL_GPU)
 
 # -------------------------------------------------------------- log lines

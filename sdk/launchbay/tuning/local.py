@@ -206,6 +206,8 @@ class _Engine:
         hosts: tuple[str, ...] = ()
         all_gpus: list[str] = []
         for base in self.bases.values():
+            if not base.on_this_machine:  # a Ray cluster's nodes: its backend checks them
+                continue
             ranks = len(base.hosts) * (base.processes_per_host or 1)
             limit = local_capacity()
             if ranks * parallel > limit.max_ranks:
