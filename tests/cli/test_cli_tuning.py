@@ -18,7 +18,7 @@ from pathlib import Path
 import boto3
 import pytest
 
-from launchbay import _summary, cli, cli_tuning
+from launchbay.cli import jobs, output, tuning
 
 from .test_cli_local import leftovers
 
@@ -308,9 +308,9 @@ def test_validate_checks_the_tuning_section_without_running_anything(run_cli, pr
 def test_training_and_tuning_json_come_from_one_printer(capsys):
     """One ``--output json`` writer for both: dates as ISO 8601 (boto3 gives datetimes),
     anything else JSON has no form for as its ``str``."""
-    assert cli.print_json is cli_tuning.print_json is _summary.print_json
+    assert jobs.print_json is tuning.print_json is output.print_json
     when = datetime.datetime(2026, 1, 2, 3, 4, 5, tzinfo=datetime.timezone.utc)
-    _summary.print_json({"created": when, "day": when.date(), "path": Path("/x")})
+    output.print_json({"created": when, "day": when.date(), "path": Path("/x")})
     assert json.loads(capsys.readouterr().out) == {
         "created": "2026-01-02T03:04:05+00:00",
         "day": "2026-01-02",

@@ -144,7 +144,7 @@ def test_the_graph_reader_sees_a_cycle():
     assert find_cycle({"launchbay.a": {"launchbay.b"}, "launchbay.b": set()}) is None
     edges = import_graph()
     assert "launchbay.backends.registry" in edges["launchbay.backends"]
-    assert {"launchbay.backends", "launchbay.backends.registry"} <= edges["launchbay.cli"]
+    assert {"launchbay.backends", "launchbay.backends.registry"} <= edges["launchbay.cli.jobs"]
     assert "launchbay.backends" not in edges["launchbay.backends.docker"]  # its own package
 
 
@@ -267,8 +267,6 @@ LAYERS = {
     "launchbay.tuner": 5,
     # 6: the command line
     "launchbay.cli": 6,
-    "launchbay.cli_tuning": 6,
-    "launchbay._summary": 6,
 }
 
 

@@ -24,7 +24,8 @@ from collections.abc import Callable, Mapping
 from typing import Any, TextIO
 
 from launchbay._home import local_home
-from launchbay._summary import iso_time, print_json
+from launchbay.cli.console import EXIT_FAILED, EXIT_OK
+from launchbay.cli.output import iso_time, print_json
 from launchbay.errors import ConfigurationError, JobError, JobFailedError, LaunchbayError
 from launchbay.tuning import local
 from launchbay.tuning.sagemaker import TuningJob, counts
@@ -41,7 +42,6 @@ __all__ = [
     "tuner_from_spec",
 ]
 
-EXIT_OK, EXIT_FAILED, EXIT_USAGE = 0, 1, 2
 _TERMINAL = ("Completed", "Failed", "Stopped")
 
 

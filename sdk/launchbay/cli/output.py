@@ -1,8 +1,8 @@
 """What ``launchbay`` prints about jobs: the summary of one job (text and ``--output json``),
 the table of ``launchbay list`` and the JSON every ``--output json`` writes
 (:func:`print_json`, for training and tuning jobs alike). Pure functions of
-DescribeTrainingJob / ListTrainingJobs dicts; :mod:`launchbay.cli` and
-:mod:`launchbay.cli_tuning` own the commands.
+DescribeTrainingJob / ListTrainingJobs dicts; :mod:`launchbay.cli.jobs` and
+:mod:`launchbay.cli.tuning` own the commands.
 """
 
 from __future__ import annotations
@@ -23,6 +23,7 @@ __all__ = [
     "iso_time",
     "json_default",
     "print_json",
+    "report",
 ]
 
 
@@ -150,3 +151,20 @@ def job_table(jobs: list[dict[str, Any]]) -> Iterator[str]:
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     for row in rows:
         yield "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
+
+
+def report(
+    summary: Mapping[str, Any], stdout: TextIO, json_mode: bool, submitted: bool = False
+) -> None:
+    """A training job's summary on ``stdout``: one JSON object, or the text (with how to
+    follow it when it was just ``submitted``)."""
+    if json_mode:
+        print_json(summary, stdout)
+        return
+    if submitted:
+        stdout.write(
+            f"Submitted {summary['job_name']}: follow it with `launchbay logs "
+            f"{summary['job_name']} --follow`, see it with `launchbay status "
+            f"{summary['job_name']}`.\n"
+        )
+    print_summary(summary, stdout)
