@@ -38,7 +38,6 @@ from typing import Any, TextIO
 
 from launchbay._home import local_dir, local_home
 from launchbay.backends import backend_for_plan
-from launchbay.backends.local.capacity import local_capacity, split_gpus
 from launchbay.backends.local.record import CLIENT_ID, client_pid
 from launchbay.backends.local.signals import SigintFlag, sigterm_received
 from launchbay.backends.plan import JobPlan, plan_request
@@ -47,8 +46,9 @@ from launchbay.metrics import MetricsReader
 from launchbay.runtime.for_client import is_alive
 from launchbay.tuning.plan import TuningPlan
 from launchbay.tuning.sagemaker import NamedTuningJob, follow
+from launchbay.tuning.scheduler import plan_slots
 from launchbay.tuning.search import Searcher, make_searcher
-from launchbay.tuning.stopping import better, hyperband_stops, median_rule_stops
+from launchbay.tuning.stopping import CONVERGENCE_WINDOW, Stopper, better, make_stopper
 
 __all__ = ["LocalTuningJob", "start", "record_path", "exists", "CONVERGENCE_WINDOW"]
 
@@ -59,10 +59,6 @@ _TICK = 0.2
 #: Seconds the engine waits for a trial's metrics file to be final once the trial ended (the
 #: local backend ends a job only after its recorder ended: a safety net, not a schedule).
 _METRICS_WAIT = 5.0
-#: Convergence (``CompleteOnConvergence``): this many trials in a row (at least; twice
-#: ``max_parallel_jobs`` when larger) that improve the best by less than CONVERGENCE_TOLERANCE.
-CONVERGENCE_WINDOW = 5
-CONVERGENCE_TOLERANCE = 1e-4
 
 
 def record_path(name: str) -> str:
@@ -176,6 +172,7 @@ class _Engine:
         self.history = history
         self.parents_best = parents_best
         self.searcher: Searcher = make_searcher(plan, history)
+        self.stopper: Stopper = make_stopper(plan)
         self.trials: list[_Trial] = []
         self.lock = threading.RLock()
         self.stop_requested = threading.Event()
@@ -185,60 +182,15 @@ class _Engine:
         self.created = _now()
         self.ended: _dt.datetime | None = None
         self.exhausted = False
-        self.not_improving = 0
-        self.no_gain = 0
         self.stop_reason: str | None = None
         self.bases = {d.name: plan_request(d.training_request) for d in plan.definitions}
-        self.parallel, self.slots = self._capacity()
-        self.free = list(range(self.parallel))
+        self.slots = plan_slots(plan.name, plan.max_parallel_jobs, self.bases.values())
+        self.parallel = self.slots.parallel
         self.stoppers: list[threading.Thread] = []
         self.thread = threading.Thread(target=self._run, name=f"launchbay-tuning-{plan.name}",
                                        daemon=True)  # fmt: skip
         self._at_exit = False
         self.dir = local_dir("tuning", plan.name)
-
-    # -- capacity -------------------------------------------------------------------
-    def _capacity(self) -> tuple[int, list[dict[str, list[str]] | None]]:
-        """``(trials at once, each slot's GPUs by host)``: max_parallel_jobs within this machine."""
-        parallel = self.plan.max_parallel_jobs
-        reasons = []
-        need_gpus = 0
-        hosts: tuple[str, ...] = ()
-        all_gpus: list[str] = []
-        for base in self.bases.values():
-            if not base.on_this_machine:  # a Ray cluster's nodes: its backend checks them
-                continue
-            ranks = len(base.hosts) * (base.processes_per_host or 1)
-            limit = local_capacity()
-            if ranks * parallel > limit.max_ranks:
-                parallel = max(1, limit.max_ranks // ranks)
-                reasons.append(f"{limit.max_ranks} ranks at once ({limit.reason})")
-            if base.gpus is not None and base.placement.instance_type is not None:
-                found = split_gpus(base.placement.instance_type, 1) or [[]]
-                all_gpus = list(found[0])
-                need = len(base.hosts) * (base.processes_per_host or 1)
-                if need > need_gpus:
-                    need_gpus, hosts = need, base.hosts
-        if need_gpus:
-            by_gpus = max(1, len(all_gpus) // need_gpus)
-            if by_gpus < parallel:
-                parallel = by_gpus
-                reasons.append(f"{len(all_gpus)} GPU(s), {need_gpus} per trial")
-        if parallel < self.plan.max_parallel_jobs:
-            logger.warning(
-                "Tuning job %s runs %d trial(s) at once, not max_parallel_jobs=%d: this machine "
-                "runs %s.", self.plan.name, parallel, self.plan.max_parallel_jobs,
-                " and ".join(reasons),
-            )  # fmt: skip
-        slots: list[dict[str, list[str]] | None] = []
-        for i in range(parallel):
-            if not need_gpus:
-                slots.append(None)
-                continue
-            ids = all_gpus[i * need_gpus : (i + 1) * need_gpus]
-            per_host = need_gpus // len(hosts)
-            slots.append({h: ids[j * per_host : (j + 1) * per_host] for j, h in enumerate(hosts)})
-        return parallel, slots
 
     # -- the loop ---------------------------------------------------------------------
     def start(self) -> None:
@@ -301,23 +253,10 @@ class _Engine:
         return not self._criteria_met()
 
     def _criteria_met(self) -> bool:
-        criteria = self.plan.completion_criteria or {}
         best = self._best()
-        target = criteria.get("TargetObjectiveMetricValue")
-        if target is not None and best is not None:
-            if not better(float(target), best.value, self.plan.objective_type):  # type: ignore[arg-type]  # best has a value
-                self.stop_reason = f"TargetObjectiveMetricValue {target} reached"
-                return True
-        patience = (criteria.get("BestObjectiveNotImproving") or {}).get(
-            "MaxNumberOfTrainingJobsNotImproving"
-        )
-        if patience and self.not_improving >= int(patience):
-            self.stop_reason = f"{patience} training jobs in a row did not improve the best"
-            return True
-        convergence = (criteria.get("ConvergenceDetected") or {}).get("CompleteOnConvergence")
-        window = max(CONVERGENCE_WINDOW, 2 * self.plan.max_parallel_jobs)
-        if convergence == "Enabled" and self.no_gain >= window:
-            self.stop_reason = f"converged ({window} trials without a gain)"
+        reason = self.stopper.stops_search(None if best is None else best.value)
+        if reason is not None:
+            self.stop_reason = reason
             return True
         return False
 
@@ -346,9 +285,9 @@ class _Engine:
         number = len(self.trials) + 1
         encoded = self.plan.encode(values, definition)
         request = self.plan.trial_request(encoded, number, definition=definition)
-        slot = self.free.pop(0)
+        slot = self.slots.take()
         trial = _Trial(number, request["TrainingJobName"], definition, encoded, key, slot=slot)
-        trial.gpus = self.slots[slot]
+        trial.gpus = self.slots.gpus[slot]
         base = self.bases[definition]
         gpus = None if trial.gpus is None else {h: tuple(g) for h, g in trial.gpus.items()}
         job_plan: JobPlan = base.with_request(request, gpus=gpus)
@@ -401,7 +340,7 @@ class _Engine:
                     time.sleep(0.05)
                 metric = plan.definition(trial.definition).objective_metric_name
                 trial.steps = reader.values.get(metric, [])  # grows with the reader's reads
-                if plan.strategy == "Hyperband" or plan.early_stopping_type == "Auto":
+                if self.stopper.watches_trials:
                     self._check_stopping(trial)  # the rules look at every value in turn
                 if final and (reader.incomplete or not reader.final):
                     # the last value read is not the job's last: no objective, and why
@@ -420,22 +359,12 @@ class _Engine:
                     )
 
     def _check_stopping(self, trial: _Trial) -> None:
-        plan = self.plan
-        config = (plan.strategy_config or {}).get("HyperbandStrategyConfig") or {}
         while trial.checked < len(trial.steps) and not trial.stopping:
             trial.checked += 1
-            steps = trial.steps[: trial.checked]
-            stop = False
-            if plan.strategy == "Hyperband":
-                others = [t.steps for t in self.trials if t is not trial]
-                stop = hyperband_stops(
-                    steps, others, plan.objective_type,
-                    int(config.get("MinResource") or 1), int(config.get("MaxResource") or 10**9),
-                )  # fmt: skip
-            elif plan.early_stopping_type == "Auto":
-                finished = [t.steps for t in self.trials if t.status in _TERMINAL and t.steps]
-                stop = median_rule_stops(steps, finished, plan.objective_type)
-            if stop:
+            others = [t for t in self.trials if t is not trial]
+            ended = [t.steps for t in others if t.status in _TERMINAL]
+            running = [t.steps for t in others if t.status not in _TERMINAL]
+            if self.stopper.stops_trial(trial.steps[: trial.checked], ended, running):
                 logger.info("Stopping training job %s early at step %d", trial.name, trial.checked)
                 trial.stopping = trial.early_stopped = True
                 self._stop_trial(trial)
@@ -453,24 +382,13 @@ class _Engine:
             trial.failure = failure if status == "Failed" else None
             trial.value = trial.steps[-1] if trial.steps and status != "Failed" else None
             if trial.slot is not None:
-                self.free.append(trial.slot)
-                self.free.sort()
+                self.slots.give_back(trial.slot)
                 trial.slot = None
         self.searcher.tell(trial.key, trial.value)
         if status == "Failed":
             logger.warning("Training job %s failed: %s", trial.name, failure)
         previous = self._best(exclude=trial)
-        if trial.value is None:
-            return
-        if previous is None or better(trial.value, previous.value, self.plan.objective_type):  # type: ignore[arg-type]  # best has a value
-            gain = None if previous is None else abs(trial.value - previous.value)  # type: ignore[operator]  # best has a value
-            scale = max(abs(previous.value), 1e-12) if previous is not None else 1.0  # type: ignore[arg-type]  # best has a value
-            self.not_improving = 0
-            small = gain is not None and gain <= CONVERGENCE_TOLERANCE * scale
-            self.no_gain = self.no_gain + 1 if small else 0
-        else:
-            self.not_improving += 1
-            self.no_gain += 1
+        self.stopper.trial_ended(trial.value, None if previous is None else previous.value)
 
     def _best(self, exclude: _Trial | None = None) -> _Trial | None:
         best = None

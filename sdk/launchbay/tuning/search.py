@@ -1,19 +1,24 @@
 """The local tuner's search strategies: which hyperparameter values the next trial gets.
 
-Each searcher answers :meth:`Searcher.ask` with ``(definition name, values, key)``
-(plain Python values, encoded by ``TuningPlan.encode``) or ``None`` when it has
-nothing more to try, and learns each trial's final objective through
-:meth:`Searcher.tell` with that key (``None``: the trial failed or logged no objective).
+:class:`Searcher` is the interface (as Optuna's ``Sampler`` and Ray Tune's ``Searcher``
+are small objects chosen by configuration): :meth:`Searcher.ask` answers
+``(definition name, values, key)`` (plain Python values, encoded by
+``TuningPlan.encode``) or ``None`` when it has nothing more to try, and
+:meth:`Searcher.tell` learns each trial's final objective with that key (``None``:
+the trial failed or logged no objective). :func:`make_searcher` picks the strategy
+of ``plan.strategy`` (:data:`SEARCHERS`); when a running trial stops is not the
+searcher's business but the stoppers' (:mod:`launchbay.tuning.stopping`).
 
-* ``Random``: each value drawn independently within its range, on its scale
-  (:func:`sample`); seeded by ``random_seed``.
-* ``Grid``: every combination of the categorical values, in the order the ranges
-  and values are listed (:func:`grid`); SageMaker's grid takes categorical ranges only.
-* ``Bayesian``: Optuna's TPE sampler (``pip install 'launchbay[tuning]'``), one
-  study per training definition, seeded by ``random_seed``; warm start parents'
+* :class:`RandomSearcher`: each value drawn independently within its range, on its
+  scale (:func:`sample`); seeded by ``random_seed``.
+* :class:`GridSearcher`: every combination of the categorical values, in the order
+  the ranges and values are listed (:func:`grid`); SageMaker's grid takes categorical
+  ranges only.
+* :class:`BayesianSearcher`: Optuna's TPE sampler (``pip install 'launchbay[tuning]'``),
+  one study per training definition, seeded by ``random_seed``; warm start parents'
   trials are added to the study before the first ask.
-* ``Hyperband``: values drawn as ``Random``; the engine stops trials at the rungs
-  (:mod:`launchbay.tuning.stopping`).
+* :class:`HyperbandSearcher`: values drawn as ``Random``; the Hyperband rungs
+  (:class:`launchbay.tuning.stopping.HyperbandRungs`) stop trials.
 
 Scaling types: ``Linear`` (and ``Auto``) uniform; ``Logarithmic`` uniform in
 ``log(x)``; ``ReverseLogarithmic`` uniform in ``log(1 - x)`` (dense near 1).
@@ -22,6 +27,7 @@ Integers are drawn on the same scale and rounded into the range.
 
 from __future__ import annotations
 
+import abc
 import itertools
 import math
 import random
@@ -32,7 +38,23 @@ from launchbay.errors import MissingDependencyError
 from launchbay.tuning.parameter import CategoricalParameter, IntegerParameter, ParameterRange
 from launchbay.tuning.plan import TuningPlan
 
-__all__ = ["Searcher", "make_searcher", "sample", "grid", "scale", "unscale"]
+__all__ = [
+    "Searcher",
+    "RandomSearcher",
+    "GridSearcher",
+    "BayesianSearcher",
+    "HyperbandSearcher",
+    "SEARCHERS",
+    "Suggestion",
+    "make_searcher",
+    "sample",
+    "grid",
+    "scale",
+    "unscale",
+]
+
+#: What :meth:`Searcher.ask` answers: ``(definition name, values, key for tell())``.
+Suggestion = tuple[str | None, dict[str, Any], Any]
 
 
 def scale(parameter: ParameterRange, value: float) -> float:
@@ -79,46 +101,68 @@ def grid(ranges: Mapping[str, ParameterRange]) -> Iterator[dict[str, str]]:
         yield dict(zip(names, combination, strict=True))
 
 
-class Searcher:
-    """Random search over every definition in turn (the base of the others)."""
+class Searcher(abc.ABC):
+    """The interface of a search strategy: :meth:`ask` for a trial's values, :meth:`tell` its result.
+
+    ``history``: warm start trials (``definition``, ``values``, ``value``) a strategy
+    may learn from before its first ask. Definitions take turns, one trial each.
+    """
 
     def __init__(self, plan: TuningPlan, history: Sequence[Mapping[str, Any]] = ()) -> None:
         self.plan = plan
-        self.rng = random.Random(plan.random_seed)
         self.turn = itertools.cycle([d.name for d in plan.definitions])
         self.history = list(history)
 
-    def _ranges(self, definition: str | None) -> Mapping[str, ParameterRange]:
+    def ranges(self, definition: str | None) -> Mapping[str, ParameterRange]:
+        """The ranges the definition tunes."""
         return self.plan.definition(definition).ranges or {}
 
-    def _auto(self, definition: str | None) -> dict[str, str]:
+    def auto(self, definition: str | None) -> dict[str, str]:
+        """The definition's autotuned values (``autotune=True``), given to every trial."""
         return dict(self.plan.definition(definition).auto_parameters or {})
 
-    def ask(self) -> tuple[str | None, dict[str, Any], Any] | None:
+    @abc.abstractmethod
+    def ask(self) -> Suggestion | None:
         """``(definition name, values, key)`` of the next trial, or ``None``: nothing left."""
-        definition = next(self.turn)
-        values = {n: sample(p, self.rng) for n, p in self._ranges(definition).items()}
-        values.update(self._auto(definition))
-        return definition, values, None
 
-    def tell(self, key: Any, value: float | None) -> None:
+    def tell(self, key: Any, value: float | None) -> None:  # noqa: B027  # learning is optional
         """The final objective of the trial :meth:`ask` gave ``key`` (``None``: none)."""
 
 
+class RandomSearcher(Searcher):
+    """Random search over every definition in turn."""
+
+    def __init__(self, plan: TuningPlan, history: Sequence[Mapping[str, Any]] = ()) -> None:
+        super().__init__(plan, history)
+        self.rng = random.Random(plan.random_seed)
+
+    def ask(self) -> Suggestion | None:
+        definition = next(self.turn)
+        values = {n: sample(p, self.rng) for n, p in self.ranges(definition).items()}
+        values.update(self.auto(definition))
+        return definition, values, None
+
+
+class HyperbandSearcher(RandomSearcher):
+    """Hyperband's draws: random values; its rungs stop trials (``stopping.HyperbandRungs``)."""
+
+
 class GridSearcher(Searcher):
+    """Every combination of each definition's categorical values, then nothing more."""
+
     def __init__(self, plan: TuningPlan, history: Sequence[Mapping[str, Any]] = ()) -> None:
         super().__init__(plan, history)
         self.points = iter(
             [(d.name, values) for d in plan.definitions for values in grid(d.ranges or {})]
         )
 
-    def ask(self) -> tuple[str | None, dict[str, Any], Any] | None:
+    def ask(self) -> Suggestion | None:
         found = next(self.points, None)
         if found is None:
             return None
         definition, values = found
         values = dict(values)
-        values.update(self._auto(definition))
+        values.update(self.auto(definition))
         return definition, values, None
 
 
@@ -169,7 +213,7 @@ class BayesianSearcher(Searcher):
         definition = old.get("definition")
         if definition not in self.studies or old.get("value") is None:
             return
-        ranges = self._ranges(definition)
+        ranges = self.ranges(definition)
         params: dict[str, Any] = {}
         distributions = self.distributions[definition]
         for name, parameter in ranges.items():
@@ -190,16 +234,16 @@ class BayesianSearcher(Searcher):
         )
         self.studies[definition].add_trial(trial)
 
-    def ask(self) -> tuple[str | None, dict[str, Any], Any] | None:
+    def ask(self) -> Suggestion | None:
         definition = next(self.turn)
         trial = self.studies[definition].ask(self.distributions[definition])
         values: dict[str, Any] = {}
-        for name, parameter in self._ranges(definition).items():
+        for name, parameter in self.ranges(definition).items():
             value = trial.params[name]
             if getattr(parameter, "scaling_type", None) == "ReverseLogarithmic":
                 value = min(max(1.0 - value, parameter.min_value), parameter.max_value)
             values[name] = value
-        values.update(self._auto(definition))
+        values.update(self.auto(definition))
         return definition, values, (definition, trial)
 
     def tell(self, key: Any, value: float | None) -> None:
@@ -232,10 +276,15 @@ def _decode(parameter: ParameterRange, raw: str) -> Any:
     return parameter.cast_to_type(raw)
 
 
+#: Each strategy's searcher, by ``plan.strategy``.
+SEARCHERS: dict[str, type[Searcher]] = {
+    "Random": RandomSearcher,
+    "Grid": GridSearcher,
+    "Bayesian": BayesianSearcher,
+    "Hyperband": HyperbandSearcher,
+}
+
+
 def make_searcher(plan: TuningPlan, history: Sequence[Mapping[str, Any]] = ()) -> Searcher:
     """The searcher of ``plan.strategy``; ``history``: warm start trials (``definition``, ``values``, ``value``)."""
-    if plan.strategy == "Grid":
-        return GridSearcher(plan, history)
-    if plan.strategy == "Bayesian":
-        return BayesianSearcher(plan, history)
-    return Searcher(plan, history)  # Random, and Hyperband's draws
+    return SEARCHERS.get(plan.strategy, RandomSearcher)(plan, history)
