@@ -15,6 +15,10 @@ the same name (``role``, ``instance_type``, ``hyperparameters`` ...), plus:
   submission or a dry run, not by ``validate``;
 * ``tuning``: a hyperparameter tuning job over this training job (the tuner's
   arguments, :mod:`launchbay.tuning.spec`), which ``launchbay submit`` runs instead;
+* ``rehearse: {interruptions: "60s,120s"}`` (or a list of items): what SageMaker will do
+  to a local job, rehearsed (spot interruptions, host losses:
+  :mod:`launchbay.backends.local.rehearsal`); it becomes the job's
+  ``LAUNCHBAY_REHEARSE_INTERRUPTIONS`` environment variable, and only a local job takes it;
 * ``x-*`` keys are ignored: a place for YAML anchors (``x-defaults: &defaults``).
 
 Loading a spec (:func:`load`) goes through these steps, each reporting every
@@ -70,8 +74,11 @@ from launchbay._specyaml import (  # reading the text; JobSpecError, Problem, ..
     scalar_from_text,
     substitute,
 )
+from launchbay.backends.local import rehearsal
+from launchbay.backends.local.rehearsal import SETTING_NAME
 from launchbay.errors import ConfigurationError, ProvisioningError, suggestion
 from launchbay.inputs import FileSystemInput, TrainingInput
+from launchbay.runtime.names import LOCAL_INSTANCE_TYPES
 
 if TYPE_CHECKING:  # pragma: no cover
     pass
@@ -92,7 +99,7 @@ logger = logging.getLogger("launchbay.jobspec")
 
 
 #: Keys that are not estimator arguments.
-SPEC_ONLY_KEYS = ("framework", "inputs", "job_name", "vpc", "tuning")
+SPEC_ONLY_KEYS = ("framework", "inputs", "job_name", "vpc", "tuning", "rehearse")
 #: TrainingInput / FileSystemInput fields of a channel mapping.
 TRAINING_INPUT_FIELDS = (
     "s3_data",
@@ -447,6 +454,12 @@ class JobSpec:
         )
         if "instance_groups" not in kwargs:
             kwargs.setdefault("instance_count", 1)
+        interruptions = rehearse_setting(self.data)
+        if interruptions is not None:  # the local backends read it from the job's environment
+            kwargs["environment"] = {
+                **(kwargs.get("environment") or {}),
+                SETTING_NAME: interruptions,
+            }
         return kwargs
 
     def inputs(self) -> Any:
@@ -681,8 +694,39 @@ def _check(spec: JobSpec) -> None:
                         "instance_groups or instance_type/instance_count",
                     )
                 )
+    problems.extend(_rehearse_problems(spec))
     if problems:
         raise JobSpecError(problems)
+
+
+def rehearse_setting(data: Mapping[str, Any]) -> str | None:
+    """``rehearse.interruptions`` as the setting's text (a list's items joined), or None."""
+    value = (data.get("rehearse") or {}).get("interruptions")
+    if value is None:
+        return None
+    return ",".join(str(v) for v in value) if isinstance(value, list) else str(value)
+
+
+def _rehearse_problems(spec: JobSpec) -> list[Problem]:
+    """``rehearse:`` is for local jobs, and its items are the setting's."""
+    setting = rehearse_setting(spec.data)
+    if setting is None:
+        return []
+    path: KeyPath = ("rehearse", "interruptions")
+    if spec.instance_type not in LOCAL_INSTANCE_TYPES:
+        accepted = ", ".join(LOCAL_INSTANCE_TYPES)
+        return [
+            spec.problem(
+                path,
+                f"rehearse applies to local jobs (instance_type {accepted}); this job's "
+                f"instance_type is {spec.instance_type!r}",
+            )
+        ]
+    try:
+        rehearsal.parse(setting, "rehearse.interruptions")
+    except ConfigurationError as exc:
+        return [spec.problem(path, str(exc))]
+    return []
 
 
 def _resolve_paths(spec: JobSpec, base_dir: str) -> None:

@@ -155,6 +155,11 @@ class JobFields:
     hyperparameters: Mapping[str, str] = field(default_factory=dict)
     #: ``StoppingCondition.MaxRuntimeInSeconds`` (``None``: no limit).
     max_run: int | None = None
+    #: ``EnableManagedSpotTraining``, ``StoppingCondition.MaxWaitTimeInSeconds`` (``None``:
+    #: none) and ``RetryStrategy.MaximumRetryAttempts`` (0: no retry).
+    spot: bool = False
+    max_wait: int | None = None
+    max_retries: int = 0
     #: ``AlgorithmSpecification``: the image, the job's input mode, metric definitions.
     image: str = ""
     input_mode: str = "File"
@@ -504,6 +509,8 @@ def request_fields(request: Mapping[str, Any]) -> dict[str, Any]:
         return Synced(str(config.get(uri_key) or ""), path, given)
 
     max_run = (request.get("StoppingCondition") or {}).get("MaxRuntimeInSeconds")
+    max_wait = (request.get("StoppingCondition") or {}).get("MaxWaitTimeInSeconds")
+    retries = (request.get("RetryStrategy") or {}).get("MaximumRetryAttempts")
     hyperparameters = {str(k): str(v) for k, v in (request.get("HyperParameters") or {}).items()}
     raw_code = hyperparameters.get(HP.SUBMIT_DIRECTORY)
     try:
@@ -523,6 +530,9 @@ def request_fields(request: Mapping[str, Any]) -> dict[str, Any]:
         "environment": {str(k): str(v) for k, v in (request.get("Environment") or {}).items()},
         "hyperparameters": hyperparameters,
         "max_run": max_run if isinstance(max_run, int) and not isinstance(max_run, bool) else None,
+        "spot": request.get("EnableManagedSpotTraining") is True,
+        "max_wait": max_wait if _is_int(max_wait) else None,
+        "max_retries": retries if _is_int(retries) else 0,
         "image": str(algorithm.get("TrainingImage") or ""),
         "input_mode": job_mode,
         "metric_definitions": tuple(algorithm.get("MetricDefinitions") or ()),
@@ -532,6 +542,10 @@ def request_fields(request: Mapping[str, Any]) -> dict[str, Any]:
         "profiler_rules": tuple(request.get("ProfilerRuleConfigurations") or ()),
         "profiler": request.get("ProfilerConfig") or None,
     }
+
+
+def _is_int(value: object) -> bool:
+    return isinstance(value, int) and not isinstance(value, bool)
 
 
 def _debug_hook(hook: Mapping[str, Any] | None) -> Synced | None:

@@ -22,6 +22,7 @@ from launchbay.runtime._confine import (
     unlink_beneath,
 )
 from launchbay.runtime._hostnames import namespace_problem, write_hosts_file
+from launchbay.runtime._linux import libc
 from launchbay.runtime._netns import (
     GATEWAY,
     HOLDER_ENV,
@@ -44,6 +45,7 @@ __all__ = [
     "fit_lines",
     "host_address",
     "is_alive",
+    "libc",
     "namespace_problem",
     "open_regular",
     "proxy_environment",

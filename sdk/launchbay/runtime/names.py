@@ -106,6 +106,9 @@ class SETTING:
     # detached (default: its own runner process, it outlives the caller) | attached (it runs
     # in the caller and stops when the caller exits). Read by the estimator only.
     LOCAL_NO_WAIT = "LAUNCHBAY_LOCAL_NO_WAIT"
+    # What SageMaker will do to a local job, rehearsed (docs/local.md): spot interruptions and
+    # host losses, one per attempt, e.g. "60s,host-loss:30s" (launchbay.backends.local.rehearsal).
+    REHEARSE_INTERRUPTIONS = "LAUNCHBAY_REHEARSE_INTERRUPTIONS"
 
 
 # ------------------------------------------------------ hyperparameter keys

@@ -17,6 +17,9 @@ has one job::
     staging.py          input channels (file://, s3:// through the S3 cache)
     outputs.py          checkpoints, model and output archives, published
     capacity.py         what one job may take of this machine: ranks and GPU shares
+    attempts.py         a job's attempts: spot interruptions (rehearsed), retries, max_wait
+    rehearsal.py        the LAUNCHBAY_REHEARSE_INTERRUPTIONS setting: what happens to each attempt
+    checkpoint_watch.py whether a restarted script read its restored checkpoints (inotify)
 
 The backends themselves are :class:`launchbay.backends.process.ProcessBackend`
 and :class:`launchbay.backends.docker.DockerBackend`. Nothing is imported here:

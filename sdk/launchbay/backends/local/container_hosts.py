@@ -77,6 +77,7 @@ from launchbay.backends.local.endpoints import client_endpoints, on_client
 from launchbay.backends.local.hosts import RUNTIME_MARGIN
 from launchbay.backends.local.layout import JobLayout, file_uri_path
 from launchbay.backends.local.logs import join_readers, start_reader
+from launchbay.backends.local.pip_cache import CONTAINER_PIP_CACHE, pip_cache_dir, wants_pip_cache
 from launchbay.backends.local.record import CLIENT_ID, LocalJob, client_pid, job_arn
 from launchbay.backends.plan import JobFields
 from launchbay.errors import DockerError, ImageNotFoundError, JobError
@@ -119,6 +120,8 @@ class HostSpec:
     secret_names: list[str]
     #: The GPU device ids this container gets (``local_gpu``), else None.
     gpu_ids: list[str] | None = None
+    #: The entrypoint, where it is not the image's own (see ``_add_pip_cache``).
+    entrypoint: list[str] | None = None
 
 
 @dataclass
@@ -223,6 +226,12 @@ class ContainerHosts:
         self._client = client
         self._client_lock = threading.Lock()
         self.owner = owner if owner is not None else (os.getuid(), os.getgid())
+        self._background = concurrent.futures.ThreadPoolExecutor(
+            max_workers=4, thread_name_prefix="launchbay-docker"
+        )
+        self._network_made: dict[str, concurrent.futures.Future[None]] = {}
+        self._image_ids: dict[str, str] = {}  # image -> its engine id, as check_can_run saw it
+        self._image_configs: dict[str, dict[str, Any]] = {}  # image -> its Config (Env, Entrypoint)
 
     @property
     def client(self) -> Any:
@@ -241,7 +250,9 @@ class ContainerHosts:
     def _ensure_image(self, image: str) -> None:
         errors = docker_errors()
         try:
-            self.client.images.get(image)
+            found = self.client.images.get(image)
+            self._image_ids[image] = found.id
+            self._image_configs[image] = found.attrs.get("Config") or {}
             return
         except errors.ImageNotFound:
             pass
@@ -311,6 +322,9 @@ class ContainerHosts:
     # -- the job's hosts ----------------------------------------------------------------
     def prepare(self, job: LocalJob) -> None:
         request, layout = job.request, job.layout
+        # The engine makes the job's network (tens of ms of iptables work) while the hosts'
+        # trees are written: start() waits for it, teardown too (nothing made after removal).
+        self._network_made[layout.job_dir] = self._background.submit(self._make_network, job)
         job.host_request = _without_local_paths(request)
         # Each LocalPath is mounted from its default place in the host's tree.
         job.host_plan = job.plan.host_view()
@@ -337,8 +351,30 @@ class ContainerHosts:
             grace=job.grace,
             gpus=job.gpus,
         )
+        self._add_pip_cache(job.plan.image, specs)
         job.procs = {s.host: _Container(s) for s in specs}
         self.write_compose_file(job, specs)
+
+    def _add_pip_cache(self, image: str, specs: list[HostSpec]) -> None:
+        """Mount the image's pip cache in every container (:mod:`.pip_cache`)."""
+        if not specs or not wants_pip_cache(specs[0].environment):
+            return
+        if image not in self._image_ids:
+            found = self.client.api.inspect_image(image)
+            self._image_ids[image] = found["Id"]
+            self._image_configs[image] = found.get("Config") or {}
+        cache = pip_cache_dir(self._image_ids[image])
+        config = self._image_configs.get(image) or {}
+        # SageMaker's images (and launchbay's) set PIP_NO_CACHE_DIR=1 to keep their layers
+        # small; any value of it turns pip's cache off, and a container's environment can
+        # only add to the image's: `env -u` before the image's entrypoint takes it away.
+        unset = any(str(e).startswith("PIP_NO_CACHE_DIR=") for e in config.get("Env") or ())
+        entrypoint = ["env", "-u", "PIP_NO_CACHE_DIR", *(config.get("Entrypoint") or [])]
+        for spec in specs:
+            spec.binds[cache] = _bind(CONTAINER_PIP_CACHE, "rw")
+            spec.environment["PIP_CACHE_DIR"] = CONTAINER_PIP_CACHE
+            if unset:
+                spec.entrypoint = list(entrypoint)
 
     def host_specs(
         self,
@@ -475,18 +511,12 @@ class ContainerHosts:
         }
         return {k: v for k, v in found.items() if v}
 
-    def start(self, job: LocalJob) -> None:
-        specs = [entry.spec for entry in job.procs.values()]
-        image = job.plan.image
-        api = self.client.api
-        isolated = self._isolated(job.plan)
-        labels = {
-            LABEL_JOB: job.name,
-            LABEL_JOB_DIR: job.layout.job_dir,
-            LABEL_CLIENT: CLIENT_ID,
-        }
+    def _make_network(self, job: LocalJob) -> None:
+        """Create the job's network ``launchbay-<job>`` (a leftover of that name is replaced)."""
         network = network_name(job.name)
+        isolated = self._isolated(job.plan)
         errors = docker_errors()
+        api = self.client.api
 
         def create_network() -> None:
             api.create_network(
@@ -494,7 +524,7 @@ class ContainerHosts:
                 driver="bridge",
                 internal=isolated,
                 options=_ISOLATED_OPTIONS if isolated else None,
-                labels=labels,
+                labels=self._labels(job),
                 check_duplicate=True,
             )
 
@@ -508,6 +538,28 @@ class ContainerHosts:
                 create_network()
         except errors.APIError as exc:
             raise DockerError(f"Could not create the Docker network {network!r}: {exc}") from exc
+
+    def _network_ready(self, job: LocalJob) -> None:
+        """Wait for the network prepare() started (make it now if prepare() did not run)."""
+        made = self._network_made.pop(job.layout.job_dir, None)
+        if made is None:
+            self._make_network(job)
+        else:
+            made.result()
+
+    @staticmethod
+    def _labels(job: LocalJob) -> dict[str, str]:
+        return {LABEL_JOB: job.name, LABEL_JOB_DIR: job.layout.job_dir, LABEL_CLIENT: CLIENT_ID}
+
+    def start(self, job: LocalJob) -> None:
+        specs = [entry.spec for entry in job.procs.values()]
+        image = job.plan.image
+        api = self.client.api
+        isolated = self._isolated(job.plan)
+        labels = self._labels(job)
+        network = network_name(job.name)
+        errors = docker_errors()
+        self._network_ready(job)
         secrets = self._credentials(specs, job.stager)
 
         def create_and_start(spec: HostSpec) -> None:
@@ -520,6 +572,7 @@ class ContainerHosts:
             )
             options = dict(
                 command=["train"],
+                entrypoint=spec.entrypoint,
                 name=spec.container_name,
                 hostname=spec.host,
                 environment={**spec.environment, **secrets},
@@ -584,6 +637,11 @@ class ContainerHosts:
 
     def teardown(self, job: LocalJob) -> None:
         """Hand files back to the caller, remove containers and network, let the log readers finish."""
+        made = self._network_made.pop(job.layout.job_dir, None)
+        if (
+            made is not None
+        ):  # prepare() failed or the job stopped before start(): made, then removed
+            concurrent.futures.wait([made])
         try:
             self._give_back_files(job)
         finally:
@@ -637,20 +695,31 @@ class ContainerHosts:
 
     def _give_back_files(self, job: LocalJob) -> None:
         """``chown`` what the containers wrote to :attr:`owner` (nothing to do for root)."""
-        self._give_back(job.plan.image, job.layout.job_dir, job.name)
+        caches = [
+            source
+            for entry in job.procs.values()
+            for source, bind in entry.spec.binds.items()
+            if bind["bind"] == CONTAINER_PIP_CACHE
+        ]
+        self._give_back(job.plan.image, job.layout.job_dir, job.name, caches[:1])
 
-    def _give_back(self, image: str, job_dir: str, name: str) -> None:
+    def _give_back(
+        self, image: str, job_dir: str, name: str, caches: list[str] | None = None
+    ) -> None:
         uid, gid = self.owner
         if (uid, gid) == (0, 0):
             return
-        command = ["chown", "-R", "-h", f"{uid}:{gid}", "/job"]
+        volumes = {job_dir: {"bind": "/job", "mode": "rw"}}
+        for cache in caches or ():
+            volumes[cache] = {"bind": "/pip-cache", "mode": "rw"}
+        command = ["chown", "-R", "-h", f"{uid}:{gid}", *(v["bind"] for v in volumes.values())]
         try:
             self.client.containers.run(
                 image,
                 command,
                 entrypoint=[],
                 user="0",
-                volumes={job_dir: {"bind": "/job", "mode": "rw"}},
+                volumes=volumes,
                 network_disabled=True,
                 remove=True,
                 labels={LABEL_JOB_DIR: job_dir, LABEL_JOB: name},
@@ -795,6 +864,7 @@ def compose_document(
             "image": image,
             "hostname": spec.host,
             "command": ["train"],
+            **({"entrypoint": list(spec.entrypoint)} if spec.entrypoint else {}),
             "init": True,
             "shm_size": "1g",
             "environment": [f"{k}={v}" for k, v in spec.environment.items()]

@@ -48,7 +48,7 @@ from launchbay import metrics, transfer
 from launchbay._home import unusable_home_error, usable_local_home
 from launchbay.backends.base import DetachedRun, InProcessBackend
 from launchbay.backends.events import Event, JobEnded, JobHosts, LogLines
-from launchbay.backends.local import detached, tensorboard
+from launchbay.backends.local import attempts, detached, rehearsal, tensorboard
 from launchbay.backends.local.finish import failure_reason, finish_job, orphan_outcome
 from launchbay.backends.local.hosts import POLL, RUNTIME_MARGIN, HostRunner
 from launchbay.backends.local.layout import (
@@ -252,6 +252,7 @@ class LocalBackend(InProcessBackend):
         check_request(plan)
         tensorboard.check_request(plan)
         grace_from(plan, self.grace_seconds)
+        rehearsal.check(plan, plan.hosts)
 
     def run(self, plan: JobPlan) -> TrainingJob:
         """Check the plan, start the job in the background and return its handle at once.
@@ -268,7 +269,10 @@ class LocalBackend(InProcessBackend):
         self.check(plan)
         request = copy.deepcopy(dict(plan.request))
         name = plan.name
-        grace = grace_from(plan, self.grace_seconds)
+        # 120 s when spot interruptions are rehearsed and no grace is set, as SageMaker gives
+        grace = rehearsal.interruption_grace(plan, self.grace_seconds) or grace_from(
+            plan, self.grace_seconds
+        )
         hosts = list(plan.hosts)
         gpus = {h: list(ids) for h, ids in plan.gpus.items()} if plan.gpus is not None else None
         self.runner.check_can_run(request, hosts)
@@ -797,19 +801,26 @@ class LocalBackend(InProcessBackend):
                 job.release_name()
 
     def _run_job(self, job: LocalJob) -> tuple[str, str | None]:
+        # Spot interruptions (rehearsed) and retries run the job again: docs/local.md.
+        return attempts.run_attempts(job, self._run_attempt, self._teardown)
+
+    def _run_attempt(self, job: LocalJob) -> tuple[str, str | None]:
         job._set_secondary("Downloading", "Downloading input data")
         with transfer.cancelled_by(job.stop_requested, "the job was stopped"):
             self.runner.prepare(job)  # channel and checkpoint downloads stop with the job
+        job.attempts.restored(job)  # a restart watches whether its script reads them
         if job.stop_requested.is_set():
             return STOPPED, None
         job._set_secondary("Training", "Training image download completed. Training in progress.")
         with job.lock:
-            job.start_time = _now()
+            # the first attempt's Training transition (TrainingStartTime, as SageMaker)
+            job.start_time = job.start_time or job.transitions[-1]["StartTime"]
         self.runner.start(job)
         job.save()
         sync = _start_tensorboard_sync(job)
         # Debugger rules and system metrics (docs/debugger.md); StopTraining stops as stop() does.
-        job.rules = start_rules(job, lambda reason: self._request_stop(job, reason))
+        if job.rules is None:  # once per job, whatever its attempts
+            job.rules = start_rules(job, lambda reason: self._request_stop(job, reason))
         try:
             return self._monitor(job)
         finally:
@@ -819,13 +830,16 @@ class LocalBackend(InProcessBackend):
     def _monitor(self, job: LocalJob) -> tuple[str, str | None]:
         """Watch the hosts until the job ends; returns ``(status, failure reason)``."""
         max_run = job.plan.max_run
-        started = time.monotonic()
+        started = time.monotonic() - attempts.earlier_training(job)  # all attempts count
         while True:
             if job.stop_requested.is_set():
                 job.status = STOPPING
                 job._set_secondary("Stopping", f"Stopping the training job: {job.stop_reason}")
                 self._terminate(job, self._running_hosts(job))
                 return STOPPED, None
+            ended = job.attempts.rehearse(job, self.runner, self._terminate)
+            if ended is not None:  # a rehearsed interruption, a host lost, max_wait
+                return ended
             if max_run and time.monotonic() - started > float(max_run):
                 job._set_secondary("MaxRuntimeExceeded", "Training job reached MaxRuntimeInSeconds")
                 running = self._running_hosts(job)

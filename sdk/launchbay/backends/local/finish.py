@@ -42,6 +42,8 @@ _FAILURE_CAUSE_ORDER = {
 #: Reports of a host that ended because of another's failure: stopped by the job's end
 #: ("the job received SIGTERM"), or naming another host's failure.
 _FALLOUT_CAUSES = ("signal", "host")
+#: The secondary statuses of a job stopped by a limit (its last one too).
+_LIMITS = ("MaxRuntimeExceeded", "MaxWaitTimeExceeded")
 
 
 def _signal_death(code: int | None) -> bool:
@@ -168,6 +170,8 @@ def finish_job(job: LocalJob, status: str, reason: str | None) -> None:
     ``Completed`` job whose checkpoints or outputs could not be written ends
     ``Failed``, naming what failed; then the end time and the final record.
     """
+    # A job stopped by a limit keeps it as its last secondary status, as on SageMaker.
+    limit = job.secondary if job.secondary in _LIMITS and status == STOPPED else None
     if job.stop_requested.is_set() and status != COMPLETED:
         status = STOPPED
         reason = reason or (f"The job was stopped: {job.stop_reason}" if job.stop_reason else None)
@@ -189,7 +193,7 @@ def finish_job(job: LocalJob, status: str, reason: str | None) -> None:
         logger.error("Writing the outputs of job %s failed: %s", job.name, exc)
         if status == COMPLETED:
             status, reason = FAILED, f"ClientError: writing the outputs failed: {exc}"
-    job._set_secondary(status, _final_message(status, reason))
+    job._set_secondary(limit or status, _final_message(status, reason))
     with job.lock:
         job.end_time = job.transitions[-1]["StartTime"]
         job.transitions[-1]["EndTime"] = job.end_time

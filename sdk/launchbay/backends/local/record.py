@@ -202,6 +202,10 @@ class LocalJob:
         #: The Debugger rules' statuses by describe() key, and what runs them (.rules).
         self.rule_statuses: dict[str, list[dict[str, Any]]] = {}
         self.rules: Any = None
+        #: The job's attempts while it runs here (launchbay.backends.local.attempts), and
+        #: how each ended (``LocalAttempts``: spot interruptions rehearsed, retries).
+        self.attempts: Any = None
+        self.attempt_log: list[dict[str, Any]] = []
         if record is None:
             self._set_secondary("Starting", "Preparing the instances for training")
         else:
@@ -232,6 +236,9 @@ class LocalJob:
                 if s.get("RuleEvaluationStatus") == "InProgress" else dict(s)
                 for s in record.get(key) or [] if isinstance(s, Mapping)
             ]  # fmt: skip
+        attempts = record.get("LocalAttempts")
+        if isinstance(attempts, list):
+            self.attempt_log = [dict(a) for a in attempts if isinstance(a, Mapping)]
         ending = record.get("LocalEnding")
         if isinstance(ending, Mapping):
             reason = ending.get("FailureReason")
@@ -274,6 +281,9 @@ class LocalJob:
                 if self.start_time:
                     seconds = int((self.end_time - self.start_time).total_seconds())
                     described["TrainingTimeInSeconds"] = seconds
+                    described["BillableTimeInSeconds"] = billable_seconds(
+                        self.transitions, self.start_time, self.end_time
+                    )
             if self.failed_host:
                 described["LocalFailedHost"] = self.failed_host
             if self.failure_reason:
@@ -281,6 +291,8 @@ class LocalJob:
             if self.model_artifacts:
                 described["ModelArtifacts"] = {"S3ModelArtifacts": self.model_artifacts}
             described.update(copy.deepcopy({k: v for k, v in self.rule_statuses.items() if v}))
+            if self.attempt_log:
+                described["LocalAttempts"] = copy.deepcopy(self.attempt_log)
             if self.ending is not None and self.status not in TERMINAL_STATUSES:
                 described["LocalEnding"] = {
                     "Status": self.ending[0],
@@ -354,6 +366,23 @@ class LocalJob:
         self.changed.set()
         with self.lock:
             self.lock.notify_all()
+
+
+def billable_seconds(
+    transitions: list[dict[str, Any]], start: _dt.datetime, end: _dt.datetime
+) -> int:
+    """``BillableTimeInSeconds`` as SageMaker counts it: the time the job's instances ran
+    from ``TrainingStartTime`` to ``TrainingEndTime``, without the time spent waiting for
+    new ones (``Starting`` after a spot interruption or before a retry). For a job run
+    once it equals ``TrainingTimeInSeconds``."""
+    waited = 0.0
+    for transition in transitions:
+        began, ended = transition.get("StartTime"), transition.get("EndTime") or end
+        if transition.get("Status") != "Starting" or not isinstance(began, _dt.datetime):
+            continue
+        if isinstance(ended, _dt.datetime) and began >= start:
+            waited += max((min(ended, end) - began).total_seconds(), 0.0)
+    return max(int((end - start).total_seconds() - waited), 0)
 
 
 def _to_json(value: Any) -> Any:
