@@ -7,6 +7,7 @@ import os
 import subprocess
 import sys
 import tarfile
+import time
 from pathlib import Path
 
 import pytest
@@ -348,3 +349,55 @@ def test_containers_each_install_into_their_own_interpreter(tmp_path: Path) -> N
     _hosts_prepare(tmp_path, local=False)
     assert (tmp_path / "bin" / "runs").read_text() == "run\nrun\n"
     assert not (tmp_path / "shared").exists()
+
+
+def _one_host_prepare(tmp_path: Path, job: str, requirements: str) -> str:
+    code_dir = tmp_path / job / "code"
+    code_dir.mkdir(parents=True)
+    (code_dir / "train.py").write_text("")
+    (code_dir / "requirements.txt").write_text(requirements)
+    args = [str(code_dir), str(tmp_path / "bin" / "python"), "1", str(tmp_path / job / "shared")]
+    done = subprocess.run(
+        [sys.executable, "-c", "import logging; logging.basicConfig(level=20)\n" + PREPARE, *args],
+        capture_output=True,
+        text=True,
+        timeout=60,
+    )
+    return done.stdout + done.stderr
+
+
+def test_local_process_skips_pip_for_requirements_it_installed_and_nothing_changed(
+    tmp_path: Path, home: Path
+) -> None:
+    """issue 36 item 3: a second job's already-satisfied requirements.txt costs no pip run;
+    an install or removal in the environment since (site-packages changed), other
+    requirements, or a requirements.txt with an option or a path runs pip again."""
+    python = tmp_path / "bin" / "python"
+    python.parent.mkdir()
+    python.write_text(FAKE_PYTHON)
+    python.chmod(0o755)
+    site = tmp_path / "lib" / "python3.11" / "site-packages"
+    site.mkdir(parents=True)
+    runs = tmp_path / "bin" / "runs"
+
+    _one_host_prepare(tmp_path, "job-1", "tiny==1.0\n")
+    assert runs.read_text() == "run\n"
+    out = _one_host_prepare(tmp_path, "job-2", "tiny==1.0\n")
+    assert runs.read_text() == "run\n", out  # no pip run at all
+    assert "already installed" in out and "FAILED" not in out
+
+    (site / "other-1.0.dist-info").mkdir()  # something installed since: pip runs again
+    time.sleep(0.01)
+    _one_host_prepare(tmp_path, "job-3", "tiny==1.0\n")
+    assert runs.read_text() == "run\n" * 2
+    _one_host_prepare(tmp_path, "job-4", "tiny==1.0\n")
+    assert runs.read_text() == "run\n" * 2
+
+    _one_host_prepare(tmp_path, "job-5", "tiny==2.0\n")  # other requirements
+    assert runs.read_text() == "run\n" * 3
+    for job in ("job-6", "job-7"):  # a path can change under the same text: pip always runs
+        _one_host_prepare(tmp_path, job, "-e ./pkg\n")
+    assert runs.read_text() == "run\n" * 5
+    markers = [p for p in (home / "locks").rglob("*") if p.parent.name.endswith(".satisfied")]
+    assert markers and all(p.stat().st_mode & 0o077 == 0 for p in markers)
+    assert all(p.parent.stat().st_mode & 0o077 == 0 for p in markers)

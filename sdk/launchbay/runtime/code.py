@@ -303,8 +303,19 @@ def _run_pip(args: list[str], cwd: str, python: str, *, shared: bool = False) ->
     """
     command = [python, "-m", "pip", "install", *args]
     with _interpreter_lock(python) if shared else contextlib.nullcontext():
+        marker = _satisfied_marker(args, cwd, python) if shared else None
+        if marker is not None and _still_satisfied(marker, python):
+            logger.info(
+                "requirements.txt is already installed into %s (unchanged since pip installed "
+                "it; %s): pip does not run",
+                _prefix_of(python),
+                marker,
+            )
+            return None
         logger.info("Installing: %s", " ".join(command))
         result = subprocess.run(command, cwd=cwd, capture_output=True, text=True)
+        if marker is not None and result.returncode == 0:
+            _record_satisfied(marker, python)
     sys.stdout.write(result.stdout)
     sys.stderr.write(result.stderr)
     sys.stdout.flush()
@@ -334,6 +345,72 @@ def _prefix_of(python: str) -> str:
     if os.path.isfile(os.path.join(folder, "pyvenv.cfg")):
         return folder
     return os.path.dirname(os.path.dirname(os.path.realpath(python)))
+
+
+def _site_fingerprint(python: str) -> list[list[object]]:
+    """The folders pip writes in ``python``'s environment, with their change times.
+
+    Installing or removing a distribution adds or removes entries there, which
+    changes the folder's mtime: an unchanged fingerprint means nothing was
+    installed or removed since it was taken.
+    """
+    prefix = _prefix_of(python)
+    found: list[list[object]] = []
+    for lib in ("lib", "lib64"):
+        with contextlib.suppress(OSError):
+            for entry in sorted(os.listdir(os.path.join(prefix, lib))):
+                site = os.path.join(prefix, lib, entry, "site-packages")
+                with contextlib.suppress(OSError):
+                    found.append([site, os.stat(site).st_mtime_ns])
+    return found
+
+
+def _satisfied_marker(args: list[str], cwd: str, python: str) -> str | None:
+    """``<pip lock>.satisfied/<key>``: where a successful ``pip install -r requirements.txt``
+    of these exact requirements into ``python``'s environment is recorded.
+
+    ``key`` is the interpreter, the pip arguments and requirements.txt's bytes. Only
+    a requirements.txt of plain ``name<specifier>`` lines has one: an option
+    (``-r``, ``-e``, ``--index-url``), a path or a URL can change without its text
+    changing, so pip always runs for those.
+    """
+    if args != ["-r", "requirements.txt"]:
+        return None
+    try:
+        with open(os.path.join(cwd, "requirements.txt"), "rb") as f:
+            content = f.read()
+    except OSError:
+        return None
+    text = content.decode("utf-8", errors="replace")
+    lines = [ln.split(" #", 1)[0].strip() for ln in text.splitlines()]
+    lines = [ln for ln in lines if ln and not ln.startswith("#")]
+    if len(parse_requirements(text)) != len(lines):
+        return None
+    what = json.dumps([os.path.abspath(python), args]).encode() + b"\0" + content
+    key = hashlib.sha256(what).hexdigest()[:32]
+    return os.path.join(interpreter_lock_path(python)[: -len(".lock")] + ".satisfied", key)
+
+
+def _still_satisfied(marker: str, python: str) -> bool:
+    try:
+        with open(marker, encoding="utf-8") as f:
+            recorded = json.load(f)
+    except (OSError, ValueError):
+        return False
+    return bool(recorded) and recorded == _site_fingerprint(python)
+
+
+def _record_satisfied(marker: str, python: str) -> None:
+    """Remember that pip succeeded (0600 file in a 0700 folder, as the lock); best effort."""
+    try:
+        os.makedirs(os.path.dirname(marker), mode=0o700, exist_ok=True)
+        tmp = f"{marker}.{os.getpid()}.tmp"
+        fd = os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC | os.O_NOFOLLOW, 0o600)
+        with os.fdopen(fd, "w", encoding="utf-8") as f:
+            json.dump(_site_fingerprint(python), f)
+        os.replace(tmp, marker)
+    except OSError as exc:
+        logger.debug("Could not record the installed requirements (%s): %s", marker, exc)
 
 
 def interpreter_lock_path(python: str = sys.executable) -> str:
