@@ -14,7 +14,9 @@ from __future__ import annotations
 import json
 import logging
 import os
+import subprocess
 import sys
+import time
 from pathlib import Path
 
 import boto3
@@ -326,3 +328,82 @@ def test_replay_of_a_network_isolated_job_reads_its_code_channel(session, home, 
     assert code_channel["DataSource"]["S3DataSource"]["S3Uri"].startswith(
         "file://" + str(home / "source")
     )
+
+
+def launchbay(*args: str) -> subprocess.CompletedProcess:
+    """The real command, in a process of its own, with this test's moto and home."""
+    return subprocess.run(
+        [sys.executable, "-m", "launchbay.cli", *args],
+        capture_output=True,
+        text=True,
+        timeout=300,
+        env=dict(os.environ, NO_COLOR="1", PYTHONUNBUFFERED="1"),
+    )
+
+
+def test_the_command_replays_an_sdk_v2_job_and_exits_1_with_the_traceback(
+    session, home, code, tmp_path
+):
+    v2_job("v2-replay-cli")
+    description = session.sagemaker_client.describe_training_job(TrainingJobName="v2-replay-cli")
+
+    result = launchbay("replay", "v2-replay-cli", "--output", "json", "--job-name", "cli-here")
+    assert result.returncode == 1, result.stderr
+    assert result.stdout.strip(), result.stderr
+    summary = json.loads(result.stdout)  # one JSON object on stdout; logs on stderr
+    assert (summary["job_name"], summary["status"]) == ("cli-here", "Failed")
+    assert "algo-2 | [rank 1] ValueError: replayed failure on algo-2" in result.stderr
+    assert "launchbay: error: Training job cli-here ended with status Failed" in result.stderr
+    assert (
+        "launchbay: warning: Replay of v2-replay-cli: ml.p4d.24xlarge has 8 GPU(s) per host"
+        in result.stderr
+    )
+    hosts = seen(result.stderr)
+    assert sorted(hosts) == ["algo-1", "algo-2"]
+    for record in hosts.values():
+        assert_same_as_described(record, description)
+
+    local_data = tmp_path / "one-host"
+    local_data.mkdir()
+    (local_data / "c.csv").write_text("5,6\n")
+    result = launchbay(
+        "replay", "v2-replay-cli", "--instance-count", "1", "--input", f"train={local_data}"
+    )
+    assert result.returncode == 0, result.stderr
+    (record,) = seen(result.stdout).values()
+    assert record["data"] == ["c.csv"]
+    assert "Completed" in result.stdout
+
+
+def test_the_command_refuses_bad_arguments_naming_them(session, home, code):
+    v2_job("v2-replay-bad")
+    result = launchbay("replay", "v2-replay-bad", "--input", "train")
+    assert result.returncode == 2
+    assert "Invalid --input='train'" in result.stderr and "CHANNEL=URI" in result.stderr
+    result = launchbay("replay", "v2-replay-bad", "--instance-type", "ml.c5.xlarge")
+    assert result.returncode == 2
+    assert "invalid choice: 'ml.c5.xlarge'" in result.stderr and "local_process" in result.stderr
+    result = launchbay("replay", "no-such-job")
+    assert result.returncode == 1 and "no-such-job" in result.stderr
+    assert not (home / "jobs").exists() or not any((home / "jobs").iterdir())
+
+
+def test_the_command_with_no_wait_runs_the_replay_detached(session, home, code):
+    v2_job("v2-replay-detached")
+    result = launchbay(
+        "replay", "v2-replay-detached", "--instance-count", "1", "--no-wait", "--job-name", "det-1"
+    )
+    assert result.returncode == 0, result.stderr
+    assert "Submitted det-1" in result.stdout
+    deadline = time.monotonic() + 120
+    status = None
+    while time.monotonic() < deadline:
+        shown = launchbay("status", "det-1", "--output", "json")
+        status = json.loads(shown.stdout)["status"] if shown.returncode == 0 else None
+        if status in ("Completed", "Failed", "Stopped"):
+            break
+        time.sleep(1)
+    assert status == "Completed"
+    logs = launchbay("logs", "det-1")
+    (record,) = seen(logs.stdout).values()
+    assert record["hps"]["epochs"] == "3"

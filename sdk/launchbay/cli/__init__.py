@@ -10,6 +10,9 @@
     launchbay logs JOB [--follow]
     launchbay stop JOB
     launchbay list [--max N] [--status STATUS] [--backend all|local_process|docker|sagemaker]
+    launchbay replay JOB [--instance-type local_process|local|local_gpu] [--instance-count N]
+                         [--input CHANNEL=URI ...] [--job-name NAME] [--no-wait]
+                         [--output text|json]
     launchbay vpc up|down|show [--stack NAME] [--region R] [--cidr C]
                                [--interface-endpoints] [--timeout S] [--output text|json]
     launchbay images build pytorch|tensorflow|huggingface|sklearn|xgboost
@@ -47,6 +50,7 @@ at its seams:
 
 * :mod:`~launchbay.cli.parser`: every command and option (``args.func`` runs it);
 * :mod:`~launchbay.cli.jobs`: training jobs (submit, validate, status, logs, stop, list);
+* :mod:`~launchbay.cli.replay`: ``replay``, a SageMaker job run again here (docs/rehearsing.md);
 * :mod:`~launchbay.cli.tuning`: tuning jobs (a spec with ``tuning:``, ``list --tuning``);
 * :mod:`~launchbay.cli.lookup`: what a job name names, and which backend knows it;
 * :mod:`~launchbay.cli.vpc`, :mod:`~launchbay.cli.images`, :mod:`~launchbay.cli.config`:

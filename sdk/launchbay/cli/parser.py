@@ -2,6 +2,7 @@
 
 Each command's function (``args.func``) lives in the module of its seam:
 :mod:`~launchbay.cli.jobs` (training jobs, and tuning jobs through them),
+:mod:`~launchbay.cli.replay` (a SageMaker job run again here),
 :mod:`~launchbay.cli.vpc`, :mod:`~launchbay.cli.images` and :mod:`~launchbay.cli.config`.
 """
 
@@ -15,6 +16,7 @@ from launchbay.backends import registry
 from launchbay.cli import config as config_commands
 from launchbay.cli import images as images_commands
 from launchbay.cli import jobs
+from launchbay.cli import replay as replay_commands
 from launchbay.cli import vpc as vpc_commands
 from launchbay.runtime.names import JOB_STATUSES
 
@@ -86,6 +88,14 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="on Ctrl-C, stop the SageMaker job too (local jobs are always stopped)",
     )
+    submit.add_argument(
+        "--interrupt-after",
+        metavar="ITEMS",
+        help="rehearse what SageMaker does to a local job, one item per attempt: 60s,120s "
+        "(spot interruptions that many seconds into training; use_spot_instances jobs), "
+        "host-loss:30s (a host lost, retried up to max_retry_attempts); the spec's "
+        "rehearse.interruptions, LAUNCHBAY_REHEARSE_INTERRUPTIONS (docs/local.md)",
+    )
     submit.set_defaults(func=jobs.cmd_submit)
 
     validate = commands.add_parser(
@@ -129,6 +139,7 @@ def build_parser() -> argparse.ArgumentParser:
     )
     output_option(listing)
     listing.set_defaults(func=jobs.cmd_list)
+    replay_commands.add_parser(commands, positive_int)  # a SageMaker job run here
 
     vpc = commands.add_parser(
         "vpc",
