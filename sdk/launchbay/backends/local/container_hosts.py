@@ -54,7 +54,6 @@ ends, so deleting a job directory never fails on them.
 
 from __future__ import annotations
 
-import codecs
 import concurrent.futures
 import contextlib
 import copy
@@ -62,21 +61,23 @@ import json
 import logging
 import os
 import posixpath
-import re
 import shlex
 import signal
 import threading
 import time
-from collections.abc import Iterable, Iterator, Mapping
+from collections.abc import Mapping
 from dataclasses import dataclass, field
+from functools import partial
 from typing import Any
 
 from launchbay import _sagemaker_config
 from launchbay._docker import docker_client, docker_errors
+from launchbay.backends.local import warm_pool
 from launchbay.backends.local.endpoints import client_endpoints, on_client
 from launchbay.backends.local.hosts import RUNTIME_MARGIN
 from launchbay.backends.local.layout import JobLayout, file_uri_path
 from launchbay.backends.local.logs import join_readers, start_reader
+from launchbay.backends.local.logs import split_lines as _split_lines
 from launchbay.backends.local.pip_cache import CONTAINER_PIP_CACHE, pip_cache_dir, wants_pip_cache
 from launchbay.backends.local.record import CLIENT_ID, LocalJob, client_pid, job_arn
 from launchbay.backends.plan import JobFields
@@ -87,7 +88,7 @@ from launchbay.runtime.contract import (
     write_host_config,
 )
 from launchbay.runtime.for_client import is_alive
-from launchbay.runtime.names import ENV, HP, MAX_LOG_LINE
+from launchbay.runtime.names import ENV, HP
 from launchbay.runtime.settings import RuntimeSettings
 from launchbay.s3uri import is_file_uri, is_s3_uri
 
@@ -172,39 +173,6 @@ def _write_text_atomic(path: str, text: str) -> None:
     os.replace(tmp, path)
 
 
-def _split_lines(chunks: Iterable[bytes]) -> Iterator[str]:
-    """Lines of a byte stream whose chunks may end mid-line (or mid-character).
-
-    A carriage return ends a line too (``\r\n`` is one end), so a progress bar is
-    shown as it moves, as the ``local_process`` log reader does. A line never
-    grows past :data:`~launchbay.runtime.names.MAX_LOG_LINE` characters: a
-    longer one comes out in pieces of that size, so a container that prints
-    hundreds of megabytes without a newline costs the client no more memory
-    than short lines.
-    """
-    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
-    pending = ""
-    carriage = False  # the last chunk ended with "\r": a "\n" next is the same end
-    for chunk in chunks:
-        text = decoder.decode(chunk)
-        if carriage and text.startswith("\n"):
-            text = text[1:]
-        carriage = text.endswith("\r")
-        pending += text
-        *lines, pending = _LINE_ENDS.split(pending)
-        yield from lines
-        while len(pending) > MAX_LOG_LINE:
-            yield pending[:MAX_LOG_LINE]
-            pending = pending[MAX_LOG_LINE:]
-    pending += decoder.decode(b"", final=True)
-    if pending:
-        yield pending
-
-
-#: What ends a line of a container's output.
-_LINE_ENDS = re.compile("\r\n|\r|\n")
-
-
 class ContainerHosts:
     """Runs each host of a local job as a Docker container (a :class:`~launchbay.backends.local.hosts.HostRunner`).
 
@@ -231,6 +199,8 @@ class ContainerHosts:
         )
         self._network_made: dict[str, concurrent.futures.Future[None]] = {}
         self._image_ids: dict[str, str] = {}  # image -> its engine id, as check_can_run saw it
+        self._warm: dict[str, warm_pool.PoolPlan] = {}  # job dir -> the pool its hosts run in
+        self._pools: warm_pool.Pools | None = None
         self._image_configs: dict[str, dict[str, Any]] = {}  # image -> its Config (Env, Entrypoint)
 
     @property
@@ -317,6 +287,7 @@ class ContainerHosts:
                 removed += 1
         for network in networks:
             self._remove_network(network)
+        warm_pool.sweep(self.client)  # pools past their period, or whose containers are gone
         return removed
 
     # -- the job's hosts ----------------------------------------------------------------
@@ -324,7 +295,10 @@ class ContainerHosts:
         request, layout = job.request, job.layout
         # The engine makes the job's network (tens of ms of iptables work) while the hosts'
         # trees are written: start() waits for it, teardown too (nothing made after removal).
-        self._network_made[layout.job_dir] = self._background.submit(self._make_network, job)
+        # A job that asks for a warm pool runs on the pool's network instead.
+        keep_alive = warm_pool.keep_alive_of(request)
+        if not keep_alive:
+            self._network_made[layout.job_dir] = self._background.submit(self._make_network, job)
         job.host_request = _without_local_paths(request)
         # Each LocalPath is mounted from its default place in the host's tree.
         job.host_plan = job.plan.host_view()
@@ -354,6 +328,8 @@ class ContainerHosts:
         self._add_pip_cache(job.plan.image, specs)
         job.procs = {s.host: _Container(s) for s in specs}
         self.write_compose_file(job, specs)
+        if keep_alive:
+            self._plan_warm(job, specs, keep_alive)
 
     def _add_pip_cache(self, image: str, specs: list[HostSpec]) -> None:
         """Mount the image's pip cache in every container (:mod:`.pip_cache`)."""
@@ -551,7 +527,94 @@ class ContainerHosts:
     def _labels(job: LocalJob) -> dict[str, str]:
         return {LABEL_JOB: job.name, LABEL_JOB_DIR: job.layout.job_dir, LABEL_CLIENT: CLIENT_ID}
 
+    # -- warm pools (launchbay.backends.local.warm_pool) ---------------------------------
+    def _plan_warm(self, job: LocalJob, specs: list[HostSpec], keep_alive: int) -> None:
+        image = job.plan.image
+        if image not in self._image_ids:
+            self._image_ids[image] = self.client.api.inspect_image(image)["Id"]
+        isolated = self._isolated(job.plan)
+        options = host_config_args(specs[0], "", isolated, container_options(for_docker=True))
+        config = self._image_configs.get(image) or {}
+        entrypoint = specs[0].entrypoint or list(config.get("Entrypoint") or [])
+        plan, why = warm_pool.plan_pool(
+            specs,
+            job.layout.job_dir,
+            image=image,
+            image_id=self._image_ids[image],
+            isolated=isolated,
+            host_config=options,
+            entrypoint=entrypoint,
+            keep_alive=keep_alive,
+            fixed_targets=(CONTAINER_PIP_CACHE,),
+        )
+        if plan is None:
+            logger.info("Job %s runs without a warm pool: %s", job.name, why)
+            self._network_made[job.layout.job_dir] = self._background.submit(
+                self._make_network, job
+            )
+            return
+        self._warm[job.layout.job_dir] = plan
+
+    @property
+    def pools(self) -> warm_pool.Pools:
+        client = self.client
+        with self._client_lock:
+            if self._pools is None:
+                self._pools = warm_pool.Pools(client)
+            return self._pools
+
+    def _start_warm(self, job: LocalJob, plan: warm_pool.PoolPlan) -> None:
+        """Run the job in the pool's waiting containers (made now if the pool has none)."""
+        api = self.client.api
+        try:
+            waiting, reused = self.pools.take(plan, job.name)
+        except docker_errors().APIError as exc:
+            raise DockerError(f"Could not make the warm pool's containers: {exc}") from exc
+        link = {"pool": plan.directory, "key": plan.key, "containers": waiting, "reused": reused}
+        _write_text_atomic(os.path.join(job.layout.job_dir, warm_pool.JOB_FILE), json.dumps(link))
+        secrets = self._credentials([e.spec for e in job.procs.values()], job.stager)
+        slot_of = partial(self.pools.slot_dir, plan)
+
+        def go(host: str) -> None:
+            entry: _Container = job.procs[host]
+            entry.id = waiting[host]
+            warm_pool.move_in(plan, slot_of, job.layout.host_dir(host), host)
+            if job.stop_requested.is_set():
+                return
+            stream = api.logs(entry.id, stream=True, follow=True)
+            env = {**entry.spec.environment, **secrets}
+            fifo = os.path.join(slot_of(host, "control"), "go")
+            warm_pool.send_go(fifo, {"env": env, "argv": [*plan.entrypoint, "train"]})
+            entry.started = True
+            start_reader(job, host, _split_lines(stream))
+            threading.Thread(
+                target=self._wait_for,
+                args=(job, entry),
+                name=f"launchbay-wait-{job.name}-{host}",
+                daemon=True,
+            ).start()
+
+        with concurrent.futures.ThreadPoolExecutor(max_workers=min(len(waiting), 8)) as pool:
+            futures = [pool.submit(go, host) for host in job.procs]
+        failures = [error for error in (f.exception() for f in futures) if error is not None]
+        if failures:
+            raise DockerError(f"Could not start the job in its warm hosts: {failures[0]}")
+
+    def _end_warm(self, job: LocalJob, plan: warm_pool.PoolPlan) -> None:
+        """The job's containers removed, its files back in its tree, the pool kept or ended."""
+        slots = {
+            host: {kind: self.pools.slot_dir(plan, host, kind) for kind in plan.mounts}
+            for host in job.procs
+        }  # before give_back moves the pool on to its other slot
+        self.pools.give_back(plan, job.name, keep=not job.force_kill.is_set())
+        for host in job.procs:
+            warm_pool.move_out(plan, lambda h, k: slots[h][k], job.layout.host_dir(host), host)
+
     def start(self, job: LocalJob) -> None:
+        plan = self._warm.get(job.layout.job_dir)
+        if plan is not None:
+            self._start_warm(job, plan)
+            return
         specs = [entry.spec for entry in job.procs.values()]
         image = job.plan.image
         api = self.client.api
@@ -638,10 +701,11 @@ class ContainerHosts:
     def teardown(self, job: LocalJob) -> None:
         """Hand files back to the caller, remove containers and network, let the log readers finish."""
         made = self._network_made.pop(job.layout.job_dir, None)
-        if (
-            made is not None
-        ):  # prepare() failed or the job stopped before start(): made, then removed
+        if made is not None:  # prepare() failed or the job stopped: made, then removed
             concurrent.futures.wait([made])
+        plan = self._warm.pop(job.layout.job_dir, None)
+        if plan is not None and warm_pool.read_job_pool(job.layout.job_dir) is not None:
+            self._end_warm(job, plan)
         try:
             self._give_back_files(job)
         finally:
@@ -685,12 +749,24 @@ class ContainerHosts:
         logger.warning("Could not remove Docker network %s", network)
 
     def hard_kill(self, job: LocalJob) -> None:
+        self._end_pool_of(job.layout.job_dir)
         self._remove_job(job.name, job.layout.job_dir)
+
+    def _end_pool_of(self, job_dir: str) -> None:
+        """End the warm pool job ``job_dir`` runs in (its client is gone or exiting)."""
+        link = warm_pool.read_job_pool(job_dir)
+        if link is not None:
+            warm_pool.stop_pools(self.client, str(link.get("key") or ""), now=True)
 
     def hosts_left(self, job_dir: str) -> bool:
         found = self.client.api.containers(
             filters={"label": f"{LABEL_JOB_DIR}={job_dir}", "status": "running"}
         )
+        link = warm_pool.read_job_pool(job_dir)
+        if link is not None and not found:
+            ids = set((link.get("containers") or {}).values())
+            running = self.client.api.containers(filters={"status": "running"})
+            found = [c for c in running if c["Id"] in ids]
         return bool(found)
 
     def _give_back_files(self, job: LocalJob) -> None:
@@ -747,6 +823,10 @@ class ContainerHosts:
         errors = docker_errors()
         found = api.containers(all=True, filters={"label": f"{LABEL_JOB_DIR}={layout.job_dir}"})
         timeout = int(grace + RUNTIME_MARGIN + 0.999)
+        link = warm_pool.read_job_pool(layout.job_dir)
+        if link is not None:  # a warm pool's containers carry no job label
+            ids = set((link.get("containers") or {}).values())
+            found += [c for c in api.containers(all=True) if c["Id"] in ids]
 
         def stop(container: dict[str, Any]) -> None:
             with contextlib.suppress(errors.APIError):
@@ -769,6 +849,8 @@ class ContainerHosts:
                 continue
             text = "\n".join(_split_lines([data]))
             _write_text_atomic(layout.log_file(host), text + "\n" if text else "")
+        if link is not None:
+            self._end_pool_of(layout.job_dir)
         if image:
             self._give_back(image, layout.job_dir, name)
         self._remove_job(name, layout.job_dir)

@@ -85,6 +85,7 @@ from launchbay.backends.local.signals import (
 )
 from launchbay.backends.local.staging import LocalStager, check_request
 from launchbay.backends.local.tensorboard import TensorBoardSync
+from launchbay.backends.local.warm_pool import pool_status_of_job
 from launchbay.backends.plan import JobFields, JobPlan, plan_request
 from launchbay.errors import ConfigurationError, JobError, LaunchbayError
 from launchbay.job import LogTail, TrainingJob
@@ -452,9 +453,9 @@ class LocalBackend(InProcessBackend):
     def describe(self, name: str) -> dict[str, Any]:
         """The job's DescribeTrainingJob-shaped description (plus ``LocalJobDir``)."""
         job = self._find(name)
-        if job is not None:
-            return job.describe()
-        return self._reconcile(name, self._load(name))
+        found = job.describe() if job is not None else self._reconcile(name, self._load(name))
+        warm = pool_status_of_job(self.job_dir(name), name)  # a job with a warm pool (Docker)
+        return {**found, "WarmPoolStatus": warm} if warm else found
 
     def events(
         self, name: str, *, lines: bool = True, status: bool = True, follow: bool = True

@@ -257,3 +257,36 @@ def join_readers(job: LocalJob) -> None:
     """Let the log reader threads finish (each at most a few seconds)."""
     for reader in job.readers:
         reader.join(_READER_JOIN)
+
+
+def split_lines(chunks: Iterable[bytes]) -> Iterator[str]:
+    """Lines of a byte stream whose chunks may end mid-line (or mid-character).
+
+    A carriage return ends a line too (``\r\n`` is one end), so a progress bar is
+    shown as it moves, as the ``local_process`` log reader does. A line never
+    grows past :data:`~launchbay.runtime.names.MAX_LOG_LINE` characters: a
+    longer one comes out in pieces of that size, so a container that prints
+    hundreds of megabytes without a newline costs the client no more memory
+    than short lines.
+    """
+    decoder = codecs.getincrementaldecoder("utf-8")(errors="replace")
+    pending = ""
+    carriage = False  # the last chunk ended with "\r": a "\n" next is the same end
+    for chunk in chunks:
+        text = decoder.decode(chunk)
+        if carriage and text.startswith("\n"):
+            text = text[1:]
+        carriage = text.endswith("\r")
+        pending += text
+        *lines, pending = LINE_ENDS.split(pending)
+        yield from lines
+        while len(pending) > MAX_LOG_LINE:
+            yield pending[:MAX_LOG_LINE]
+            pending = pending[MAX_LOG_LINE:]
+    pending += decoder.decode(b"", final=True)
+    if pending:
+        yield pending
+
+
+#: What ends a line of a container's output.
+LINE_ENDS = re.compile("\r\n|\r|\n")
