@@ -19,7 +19,7 @@ from typing import Any, TextIO
 from launchbay import jobspec
 from launchbay.backends import registry
 from launchbay.backends.base import InProcessBackend
-from launchbay.cli import tuning
+from launchbay.cli import tuning, warm_pools
 from launchbay.cli.console import (
     EXIT_FAILED,
     EXIT_OK,
@@ -254,6 +254,13 @@ def cmd_logs(args: argparse.Namespace) -> int:
 
 
 def cmd_stop(args: argparse.Namespace) -> int:
+    if args.warm_pool:
+        return warm_pools.cmd_stop_pools(args)
+    if not args.job:
+        raise ConfigurationError(
+            "launchbay stop: JOB is missing. Accepted: a job's or tuning job's name, or "
+            "--warm-pool to end the warm pools."
+        )
     found = tuning_job(args.job)
     if found is not None:
         return tuning.stop(found, args.output)
@@ -313,10 +320,13 @@ def cmd_list(args: argparse.Namespace) -> int:
                         "detached": bool(j.get("LocalDetached")),  # a detached runner runs it
                     }
                     for j in jobs
-                ]
+                ],
+                "warm_pools": warm_pools.live_pools() if args.backend in ("all", "docker") else [],
             }
         )
         return EXIT_OK
     for line in job_table(jobs):
         print(line)
+    if args.backend in ("all", "docker") and args.status is None:
+        warm_pools.print_pools(warm_pools.live_pools())
     return EXIT_OK

@@ -111,7 +111,13 @@ def build_parser() -> argparse.ArgumentParser:
     logs.set_defaults(func=jobs.cmd_logs)
 
     stop = commands.add_parser("stop", help="stop a running job (or tuning job)")
-    stop.add_argument("job", metavar="JOB", help="the job's (or tuning job's) name")
+    stop.add_argument("job", metavar="JOB", nargs="?", help="the job's (or tuning job's) name")
+    stop.add_argument(
+        "--warm-pool",
+        action="store_true",
+        help="end this LAUNCHBAY_HOME's warm pools (keep_alive_period_in_seconds) instead; "
+        "JOB, if given, names one pool as `launchbay list` shows it",
+    )
     output_option(stop)
     stop.set_defaults(func=jobs.cmd_stop)
 
