@@ -407,3 +407,23 @@ def test_the_command_with_no_wait_runs_the_replay_detached(session, home, code):
     logs = launchbay("logs", "det-1")
     (record,) = seen(logs.stdout).values()
     assert record["hps"]["epochs"] == "3"
+
+
+def test_a_replayed_keras2_era_sagemaker_tensorflow_job_gets_keras2(tmp_path):
+    # A SageMaker TensorFlow 2.13 job keeps SageMaker's own image name in its replay; its
+    # local_process hosts get TF_USE_LEGACY_KERAS=1 as a local TensorFlow 2.13 job's do.
+    pytest.importorskip("tf_keras", reason="tf-keras: .ci/run installs it")
+    from launchbay.backends.local.keras import legacy_keras_environment
+
+    image = "763104351884.dkr.ecr.us-west-2.amazonaws.com/tensorflow-training:2.13.0-cpu-py310"
+    request = {
+        "TrainingJobName": "tf-job",
+        "AlgorithmSpecification": {"TrainingImage": image, "TrainingInputMode": "File"},
+        "ResourceConfig": {"InstanceType": "ml.c5.xlarge", "InstanceCount": 1},
+    }
+    new, _ = replay_request(request, home=str(tmp_path))
+    assert new["AlgorithmSpecification"]["TrainingImage"] == image
+    assert legacy_keras_environment(new, {}) == {"TF_USE_LEGACY_KERAS": "1"}
+    assert legacy_keras_environment(new, {"TF_USE_LEGACY_KERAS": "0"}) == {}  # yours wins
+    newer = {**new, "AlgorithmSpecification": {"TrainingImage": image.replace("2.13.0", "2.19.0")}}
+    assert legacy_keras_environment(newer, {}) == {}

@@ -10,8 +10,9 @@ The user's own ``TF_USE_LEGACY_KERAS`` (in this process's environment or in
 hosts of this machine get the setting.
 
 The framework version is read from the request's image name (the TensorFlow estimator
-names ``launchbay/tensorflow-training:<version>-...`` for local jobs), so a job started
-from a stored request (``launchbay submit --no-wait``) gets the same rule.
+names ``launchbay/tensorflow-training:<version>-...`` for local jobs; a replayed SageMaker
+job keeps SageMaker's ``.../tensorflow-training:<version>-...``), so a job started from a
+stored request (``launchbay submit --no-wait``, ``launchbay replay``) gets the same rule.
 """
 
 from __future__ import annotations
@@ -19,6 +20,7 @@ from __future__ import annotations
 import importlib.metadata
 import importlib.util
 import logging
+import re
 import warnings
 from collections.abc import Mapping
 from typing import Any
@@ -46,6 +48,20 @@ def _installed_tensorflow() -> str | None:
     return None
 
 
+#: SageMaker's own TensorFlow training images (a replayed SageMaker job keeps its image):
+#: ``<account>.dkr.ecr.<region>.amazonaws.com/tensorflow-training:2.13.0-cpu-py310``.
+_SAGEMAKER_TF_IMAGE = re.compile(r"(?:^|/)tensorflow-training:(?P<version>\d+\.\d+(?:\.\d+)?)-")
+
+
+def _tensorflow_version(image: str) -> str | None:
+    """The TensorFlow version a training image names: launchbay's, or SageMaker's own."""
+    spec = parse_image_name(image)
+    if spec is not None:
+        return spec.framework_version if spec.framework == "tensorflow" else None
+    match = _SAGEMAKER_TF_IMAGE.search(image)
+    return match.group("version") if match else None
+
+
 def legacy_keras_environment(
     request: Mapping[str, Any], environment: Mapping[str, str]
 ) -> dict[str, str]:
@@ -55,10 +71,10 @@ def legacy_keras_environment(
     request's ``Environment``): a ``TF_USE_LEGACY_KERAS`` there is left as it is.
     """
     image = (request.get("AlgorithmSpecification") or {}).get("TrainingImage")
-    spec = parse_image_name(image) if isinstance(image, str) else None
-    if spec is None or spec.framework != "tensorflow" or LEGACY_KERAS in environment:
+    version = _tensorflow_version(image) if isinstance(image, str) else None
+    if version is None or LEGACY_KERAS in environment:
         return {}
-    asked = version_tuple(spec.framework_version)
+    asked = version_tuple(version)
     if not asked or asked[:2] >= KERAS3_FROM:
         return {}
     installed = _installed_tensorflow()
@@ -71,7 +87,7 @@ def legacy_keras_environment(
     if not have_tf_keras:
         minor = ".".join(str(p) for p in version_tuple(installed)[:2])
         warnings.warn(
-            f"framework_version={spec.framework_version!r} is a Keras 2 TensorFlow, but this "
+            f"framework_version={version!r} is a Keras 2 TensorFlow, but this "
             f"Python's TensorFlow {installed} has Keras 3 and no tf-keras: the script's "
             f"tf.keras is Keras 3. Install Keras 2 with: pip install --no-deps "
             f'"tf-keras~={minor}.0" (the hosts then get {LEGACY_KERAS}=1), or set '
@@ -82,7 +98,7 @@ def legacy_keras_environment(
         return {}
     logger.info(
         "TensorFlow %s asked, %s installed: the hosts run with %s=1 (tf.keras is Keras 2)",
-        spec.framework_version,
+        version,
         installed,
         LEGACY_KERAS,
     )
