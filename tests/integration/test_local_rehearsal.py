@@ -8,6 +8,7 @@ of a second.
 
 from __future__ import annotations
 
+import io
 import re
 from pathlib import Path
 
@@ -15,12 +16,13 @@ import pytest
 
 from job_outputs import file_uri
 from launchbay import JobError
+from launchbay.cli.output import print_summary, summarize
 from launchbay.pytorch import PyTorch
 
 pytestmark = pytest.mark.filterwarnings("ignore:framework_version=:UserWarning")
 
 SCRIPTS = Path(__file__).parent / "local_process_scripts"
-EPOCHS = 28
+EPOCHS = 40
 
 
 def estimator(tmp_path: Path, rehearse: str, **kwargs) -> PyTorch:
@@ -93,7 +95,7 @@ SPOT_RESTARTS = [
 def spot(tmp_path: Path, resume: bool) -> PyTorch:
     return estimator(
         tmp_path,
-        "4s,4s",
+        "5s,5s",
         hyperparameters={"resume": "true" if resume else "false"},
         use_spot_instances=True,
         max_run=600,
@@ -138,6 +140,15 @@ def test_a_script_that_ignores_its_checkpoints_starts_from_zero_and_is_named(hom
         assert attempt["RestoredCheckpointFiles"] == 2
         assert attempt["CheckpointFilesRead"] == 0, attempts
     check_times(description)
+    summary = summarize(description, "local_process")  # what launchbay submit/status print
+    assert summary["attempts"]["interruptions"] == 2
+    text = io.StringIO()
+    print_summary(summary, text)
+    expected = (
+        "2 interruptions; after each restart the script opened none of the restored "
+        "checkpoint files"
+    )
+    assert f"Attempts:  {expected}" in text.getvalue(), text.getvalue()
 
 
 def test_max_wait_counts_every_attempt_and_ends_the_job_stopped(home, tmp_path):
@@ -161,7 +172,7 @@ def test_max_wait_counts_every_attempt_and_ends_the_job_stopped(home, tmp_path):
 
 
 def test_a_lost_host_is_retried_with_the_checkpoints_restored(home, tmp_path):
-    est = estimator(tmp_path, "host-loss:2s", max_retry_attempts=2)
+    est = estimator(tmp_path, "host-loss:4s", max_retry_attempts=2)
     description = run(est, "retry-host-loss")
     assert description["TrainingJobStatus"] == "Completed", description.get("FailureReason")
     assert statuses(description) == [
@@ -174,7 +185,9 @@ def test_a_lost_host_is_retried_with_the_checkpoints_restored(home, tmp_path):
     assert attempts[0]["EndedWith"] == "Failed"
     assert attempts[0]["Reason"].startswith("InternalServerError: host algo-2 was lost")
     assert attempts[1]["StartedAfter"] == "Retry"
-    assert attempts[1]["CheckpointFilesRead"] == 2
+    # what the lost attempt saved (each host's file, unless it was lost before its script
+    # started) was restored, and the retried script read all of it
+    assert attempts[1].get("CheckpointFilesRead", 0) == attempts[1]["RestoredCheckpointFiles"]
     for host in ("algo-1", "algo-2"):  # the retry went on from the restored checkpoint
         done = [
             int(n) for n in re.findall(rf"epoch (\d+) done on {host}", host_log(description, host))

@@ -19,6 +19,7 @@ from typing import Any, TextIO
 from launchbay import jobspec
 from launchbay.backends import registry
 from launchbay.backends.base import InProcessBackend
+from launchbay.backends.local import rehearsal
 from launchbay.cli import tuning, warm_pools
 from launchbay.cli.console import (
     EXIT_FAILED,
@@ -67,7 +68,11 @@ def _backend_name(estimator: Any) -> str:
 
 
 def _load_spec(args: argparse.Namespace) -> Any:
-    values = {"instance_type": args.instance_type, "job_name": args.job_name}
+    values: dict[str, Any] = {"instance_type": args.instance_type, "job_name": args.job_name}
+    interruptions = getattr(args, "interrupt_after", None)
+    if interruptions is not None:  # submit --interrupt-after: the spec's rehearse (docs/local.md)
+        rehearsal.parse(interruptions, "--interrupt-after")  # refused naming the option
+        values["rehearse"] = {"interruptions": interruptions}
     return jobspec.load(args.spec, overrides=args.overrides, values=values)
 
 

@@ -18,6 +18,7 @@ from launchbay.job import rule_statuses
 __all__ = [
     "summarize",
     "print_summary",
+    "attempts_summary",
     "job_table",
     "created_timestamp",
     "iso_time",
@@ -85,7 +86,53 @@ def summarize(description: Mapping[str, Any], backend: str) -> dict[str, Any]:
              "details": r.get("StatusDetails")}
             for r in rules
         ]  # fmt: skip
+    attempts = attempts_summary(description)
+    if attempts is not None:  # a local job run again: spot interruptions rehearsed, retries
+        summary["attempts"] = attempts
     return summary
+
+
+def attempts_summary(description: Mapping[str, Any]) -> dict[str, Any] | None:
+    """A local job's attempts (``LocalAttempts``: spot interruptions rehearsed, retries), or
+    None for a job run once: their counts, and whether each restart's script read the
+    checkpoints restored for it, said in one line (``text``)."""
+    attempts = [a for a in description.get("LocalAttempts") or [] if isinstance(a, Mapping)]
+    if len(attempts) < 2:
+        return None
+    interruptions = sum(1 for a in attempts if a.get("EndedWith") == "Interrupted")
+    retries = sum(1 for a in attempts if a.get("StartedAfter") == "Retry")
+    counts = [
+        f"{interruptions} interruption{'s' if interruptions != 1 else ''}" if interruptions else "",
+        f"{retries} retr{'ies' if retries != 1 else 'y'}" if retries else "",
+    ]
+    parts = [", ".join(c for c in counts if c)]
+    restarts = [a for a in attempts[1:] if a.get("RestoredCheckpointFiles")]
+    watched = [a for a in restarts if "CheckpointFilesRead" in a]
+    each = "each restart" if len(attempts) > 2 else "the restart"
+    if restarts and len(watched) == len(restarts):
+        read = [int(a.get("CheckpointFilesRead") or 0) for a in watched]
+        if not any(read):
+            parts.append(f"after {each} the script opened none of the restored checkpoint files")
+        elif all(read):
+            parts.append(f"after {each} the script opened its restored checkpoint files")
+        else:
+            parts.append(
+                "the script opened none of the restored checkpoint files after restart "
+                + ", ".join(
+                    str(int(a.get("Attempt") or 1) - 1)
+                    for a in watched
+                    if not a.get("CheckpointFilesRead")
+                )
+            )
+    elif len(attempts) > 1 and not restarts:
+        parts.append("no checkpoint files were restored")
+    return {
+        "attempts": len(attempts),
+        "interruptions": interruptions,
+        "retries": retries,
+        "checkpoint_files_read": [a.get("CheckpointFilesRead") for a in attempts[1:]],
+        "text": "; ".join(p for p in parts if p),
+    }
 
 
 def print_summary(summary: Mapping[str, Any], stream: TextIO | None = None) -> None:
@@ -104,6 +151,7 @@ def print_summary(summary: Mapping[str, Any], stream: TextIO | None = None) -> N
         ("Model", summary.get("model_data")),
         ("Job dir", summary.get("local_job_dir")),
         ("Reason", summary.get("failure_reason")),
+        ("Attempts", (summary.get("attempts") or {}).get("text")),
         ("Rules", "\n".join(f"{r['name']}: {r['status']}" + (f" - {r['details']}" if r.get("details") else "")
                             for r in summary.get("rules") or []) or None),
     ]  # fmt: skip

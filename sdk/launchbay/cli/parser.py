@@ -88,6 +88,14 @@ def build_parser() -> argparse.ArgumentParser:
         action="store_true",
         help="on Ctrl-C, stop the SageMaker job too (local jobs are always stopped)",
     )
+    submit.add_argument(
+        "--interrupt-after",
+        metavar="ITEMS",
+        help="rehearse what SageMaker does to a local job, one item per attempt: 60s,120s "
+        "(spot interruptions that many seconds into training; use_spot_instances jobs), "
+        "host-loss:30s (a host lost, retried up to max_retry_attempts); the spec's "
+        "rehearse.interruptions, LAUNCHBAY_REHEARSE_INTERRUPTIONS (docs/local.md)",
+    )
     submit.set_defaults(func=jobs.cmd_submit)
 
     validate = commands.add_parser(
