@@ -584,7 +584,7 @@ class ContainerHosts:
             stream = api.logs(entry.id, stream=True, follow=True)
             env = {**entry.spec.environment, **secrets}
             fifo = os.path.join(slot_of(host, "control"), "go")
-            warm_pool.send_go(fifo, {"env": env, "argv": [*plan.entrypoint, "train"]})
+            warm_pool.send_go(fifo, warm_pool.go_message(env, plan.entrypoint))
             entry.started = True
             start_reader(job, host, _split_lines(stream))
             threading.Thread(

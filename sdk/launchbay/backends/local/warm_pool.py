@@ -66,6 +66,7 @@ __all__ = [
     "keep_alive_of",
     "LABEL_POOL",
     "WAITER",
+    "go_message",
     "PoolPlan",
     "list_pools",
     "pool_status_of_job",
@@ -84,13 +85,34 @@ CONTROL_DIR = "/run/launchbay-warm"
 JOB_FILE = "warm-pool.json"
 POOLS = "warm-pools"
 
-#: The waiting container's program: block on the FIFO, then become the job's command.
+#: The waiting container's program: import the image's runtime ahead (its start is off the
+#: job's path), block on the FIFO, then become the job's command: ``train`` in this very
+#: process where the command is the runtime's own, else ``exec`` of the command.
 WAITER = (
-    "import json,os\n"
+    "import json,os,sys\n"
+    "try:\n from launchbay.runtime.train import main as train\n"
+    "except Exception:\n train=None\n"
     f"with open('{CONTROL_DIR}/go','rb') as f: m=json.loads(f.read() or b'null')\n"
     "if not m: raise SystemExit(0)\n"
-    "os.environ.update(m['env']); os.execvp(m['argv'][0], m['argv'])\n"
+    "os.environ.update(m['env'])\n"
+    "[os.environ.pop(k,None) for k in m.get('unset',())]\n"
+    "if train is not None and m['argv']==['train']:\n sys.argv=['train']; train([])\n"
+    "os.execvp(m['argv'][0], m['argv'])\n"
 )
+
+
+def go_message(env: Mapping[str, str], entrypoint: list[str]) -> dict[str, Any]:
+    """What the waiter gets: the environment, and the command (``entrypoint`` + ``train``).
+
+    ``env -u NAME`` before the runtime (the pip cache's entrypoint) becomes ``unset``,
+    so the waiter runs the runtime it imported ahead.
+    """
+    unset: list[str] = []
+    rest = list(entrypoint)
+    if rest[:2] == ["env", "-u"] and len(rest) >= 3:
+        unset, rest = [rest[2]], rest[3:]
+    return {"env": dict(env), "unset": unset, "argv": [*rest, "train"]}
+
 
 #: The host-tree folders a pool mounts, by their place in a host's tree.
 KINDS = ("config", "data", "model", "output", "code", "checkpoints")
