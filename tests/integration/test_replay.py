@@ -427,3 +427,37 @@ def test_a_replayed_keras2_era_sagemaker_tensorflow_job_gets_keras2(tmp_path):
     assert legacy_keras_environment(new, {"TF_USE_LEGACY_KERAS": "0"}) == {}  # yours wins
     newer = {**new, "AlgorithmSpecification": {"TrainingImage": image.replace("2.13.0", "2.19.0")}}
     assert legacy_keras_environment(newer, {}) == {}
+
+
+def test_replay_keeps_the_distribution_torchrun_on_every_host(session, home, code, capsys):
+    pytest.importorskip("torch")
+    est = PyTorch(
+        entry_point="train.py",
+        source_dir="src",
+        role=ROLE,
+        instance_count=2,
+        instance_type="ml.p4d.24xlarge",
+        framework_version="2.3",
+        py_version="py311",
+        distribution={"torch_distributed": {"enabled": True}},
+        hyperparameters=HYPERPARAMETERS,
+        environment=ENVIRONMENT,
+        sagemaker_session=session,
+    )
+    est.fit({"train": f"s3://{BUCKET}/data/train"}, wait=False, job_name="ddp-replay-1")
+    set_moto_environment("ddp-replay-1", ENVIRONMENT)
+    description = session.sagemaker_client.describe_training_job(TrainingJobName="ddp-replay-1")
+    assert description["HyperParameters"]["sagemaker_torch_distributed_enabled"] == "true"
+
+    with pytest.raises(JobFailedError, match="replayed failure on algo-2"):
+        replay("ddp-replay-1", sagemaker_session=session, job_name="ddp-here")
+    out = capsys.readouterr().out
+    # The job's distribution is launched as a local torch_distributed job is (torchrun,
+    # one rank per host here: no GPU), and the failing rank is algo-2's.
+    assert "algo-1 | [launchbay] INFO torch_distributed on algo-1: " in out
+    assert "-m torch.distributed.run " in out
+    assert "algo-2 | [rank 1] ValueError: replayed failure on algo-2" in out
+    hosts = seen(out)
+    assert sorted(hosts) == ["algo-1", "algo-2"]
+    for record in hosts.values():
+        assert_same_as_described(record, description)
