@@ -32,6 +32,7 @@ from __future__ import annotations
 
 import copy
 import hashlib
+import json
 import logging
 import os
 import re
@@ -399,8 +400,6 @@ def replay_request(
 
 def _code_of(request: Mapping[str, Any]) -> str | None:
     """The ``s3://`` code archive the job ran: its submit directory, or its ``code`` channel."""
-    import json
-
     raw = (request.get("HyperParameters") or {}).get(HP.SUBMIT_DIRECTORY)
     try:
         submit = json.loads(raw) if isinstance(raw, str) else None
