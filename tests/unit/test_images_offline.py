@@ -271,3 +271,18 @@ def test_the_image_errors_are_launchbays():
 def test_every_public_name_is_on_the_package():
     for name in images.__all__:
         assert getattr(images, name) is not None, name
+
+
+# --------------------------------------------------------------------------- GPU without CUDA base
+
+
+@pytest.mark.parametrize("value", ["no", "true", ""])
+def test_install_efa_accepts_only_0_or_1(value):
+    with pytest.raises(ConfigurationError) as info:
+        images.build_image(
+            "pytorch", "2.14.1", "gpu", build_args={"INSTALL_EFA": value}, client=object()
+        )
+    message = str(info.value)
+    assert info.value.argument == "build_args"
+    assert f"INSTALL_EFA={value}" in message
+    assert "INSTALL_EFA=0" in message and "INSTALL_EFA=1" in message

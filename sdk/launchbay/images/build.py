@@ -73,7 +73,10 @@ def build_image(
             :data:`~launchbay.images.context.PINNED_PACKAGES`); for HuggingFace the
             transformers version with ``pytorch_version``, or both as the image's name has
             them (``"5.24.0-pytorch2.13.0"``).
-        processor: ``"cpu"`` or ``"gpu"`` (GPU adds the EFA pieces; not runnable without GPUs).
+        processor: ``"cpu"`` or ``"gpu"``: the framework's CUDA build, the EFA pieces unless
+            ``build_args={"INSTALL_EFA": "0"}`` (what a build FROM a plain Debian base, without
+            the CUDA base, passes: docs/images.md), and the host's driver asked for at run
+            time (``NVIDIA_VISIBLE_DEVICES=all``). On a machine without GPUs it runs on the CPU.
         base_image: The ``FROM`` image. Default: ``python:<X.Y>-slim`` for CPU,
             :data:`DEFAULT_GPU_BASE_IMAGE` for GPU. Where nothing can be pulled, use
             :func:`build_base_image`'s image. A base without Python X.Y gets it from apt.
@@ -86,7 +89,8 @@ def build_image(
             (the label ``ai.launchbay.context-hash`` matches: same Dockerfile, launchbay
             package, wheelhouse, CA bundle and build arguments). Otherwise it is rebuilt;
             Docker's layer cache keeps that quick when only the runtime changed.
-        build_args: More ``--build-arg``s (override the defaults, e.g. ``INSTALL_EFA="0"``).
+        build_args: More ``--build-arg``s (override the defaults, e.g. ``INSTALL_EFA="0"``;
+            ``INSTALL_EFA`` takes ``"0"`` or ``"1"``).
         offline: pip installs from the wheelhouse only (``--no-index``).
         nocache: Build without Docker's layer cache.
         progress: ``None`` or ``True``: a live step line in a terminal or a notebook, plain
@@ -251,6 +255,13 @@ def _build_hint(message: str, tail: list[str], step: str, base: str) -> str:
             "it (or `docker load` it) where a registry is reachable, or pass --base-image with a "
             "local image; for CPU images `launchbay images base` makes one from this machine's "
             "Debian sources."
+        )
+    if "INSTALL_EFA" in step or "efa-installer" in joined:
+        return (
+            "The AWS EFA installer could not be installed (it is downloaded from "
+            "efa-installer.amazonaws.com during the build). Without it: --build-arg "
+            "INSTALL_EFA=0 (build_args={'INSTALL_EFA': '0'}); the image then has no EFA, which "
+            "only SageMaker's multi-node EFA instances use (docs/images.md)."
         )
     if "CERTIFICATE_VERIFY_FAILED" in joined or "SSLError" in joined:
         return "pip could not verify the index's certificate: pass --ca-bundle with your CA bundle."

@@ -184,6 +184,9 @@ def _build_args_for(
         "PROCESSOR": processor,
         "INSTALL_EFA": "1" if processor == "gpu" else "0",
     }
+    if processor == "gpu":
+        # The NVIDIA container runtime mounts the host's driver into the container.
+        args["GPU_DEVICES"] = "all"
     if framework == "tensorflow" and processor == "gpu":
         args["TENSORFLOW_PACKAGE"] = "tensorflow[and-cuda]"
     if framework in PACKAGE_FRAMEWORKS:
@@ -199,6 +202,13 @@ def _build_args_for(
                 "build_args", key, "names of build arguments (letters, digits, '_')"
             )
         args[key] = str(value)
+    if args["INSTALL_EFA"] not in ("0", "1"):
+        raise ConfigurationError.invalid(
+            "build_args",
+            f"INSTALL_EFA={args['INSTALL_EFA']}",
+            "INSTALL_EFA=0 (no EFA: any base, no download) or INSTALL_EFA=1 (the AWS EFA "
+            "installer, downloaded during the build)",
+        )
     return args
 
 
