@@ -162,4 +162,4 @@ def error(message: str) -> None:
 
 def info(message: str) -> None:
     """``message`` on stderr as ``launchbay: ...``."""
-    print(f"launchbay: {message}", file=sys.stderr)
+    print(f"launchbay: {message}", file=sys.stderr, flush=True)

@@ -1,10 +1,10 @@
 """``launchbay submit|validate|status|logs|stop|list`` of training jobs.
 
 A spec with a ``tuning:`` section, and a name that names a tuning job, are handed to
-:mod:`launchbay.cli.tuning`. The job runs through the estimator and its backend, and
-every backend is driven through the same interface (:mod:`launchbay.backends.base`),
-detached local runs included; which backend knows a job is
-:mod:`launchbay.cli.lookup`'s answer.
+:mod:`launchbay.cli.tuning`: what a name names (a training job and the backend that
+knows it, or a tuning job) is :func:`launchbay.cli.lookup.find_job`'s one answer. The
+job runs through the estimator and its backend, and every backend is driven through
+the same interface (:mod:`launchbay.backends.base`), detached local runs included.
 """
 
 from __future__ import annotations
@@ -29,7 +29,7 @@ from launchbay.cli.console import (
     info,
     interrupted_code,
 )
-from launchbay.cli.lookup import job_backend, tuning_job
+from launchbay.cli.lookup import TuningJobFound, find_job, job_backend
 from launchbay.cli.output import (
     created_timestamp,
     iso_time,
@@ -48,7 +48,7 @@ from launchbay.errors import (
 )
 from launchbay.estimator import Estimator
 from launchbay.runtime.names import COMPLETED, TERMINAL_STATUSES
-from launchbay.tuning.spec import has_tuning
+from launchbay.tuning.spec import has_tuning, tuner_from_spec
 
 __all__ = [
     "cmd_validate",
@@ -93,7 +93,7 @@ def cmd_validate(args: argparse.Namespace) -> int:
         except (ConfigurationError, MissingDependencyError) as exc:
             logger.debug("Image check skipped: %s", exc)
     if has_tuning(spec):  # the tuner's own checks too (no AWS call)
-        tuner = tuning.tuner_from_spec(spec, estimator)
+        tuner = tuner_from_spec(spec, estimator)
         print(f"{args.spec}: tuning: {tuner.strategy} search of {tuner.objective_metric_name}")
     print(
         f"{args.spec}: valid ({type(estimator).__name__} on {spec.instance_type}, "
@@ -241,11 +241,10 @@ def _submit_detached(args: argparse.Namespace, spec: Any, estimator: Any, kind: 
 
 
 def cmd_status(args: argparse.Namespace) -> int:
-    found = tuning_job(args.job)
-    if found is not None:
-        return tuning.show(found, args.output)
-    backend = job_backend(args.job)
-    summary = summarize(backend.describe(args.job), backend.name)
+    found = find_job(args.job)
+    if isinstance(found, TuningJobFound):
+        return tuning.show(found.job, args.output, found.description)
+    summary = summarize(found.describe(), found.backend.name)
     if args.output == "json":
         print_json(summary)
     else:
@@ -266,11 +265,11 @@ def cmd_stop(args: argparse.Namespace) -> int:
             "launchbay stop: JOB is missing. Accepted: a job's or tuning job's name, or "
             "--warm-pool to end the warm pools."
         )
-    found = tuning_job(args.job)
-    if found is not None:
-        return tuning.stop(found, args.output)
-    backend = job_backend(args.job)
-    description = backend.describe(args.job)
+    found = find_job(args.job)
+    if isinstance(found, TuningJobFound):
+        return tuning.stop(found.job, args.output, found.description)
+    backend = found.backend
+    description = found.describe()
     status = description.get("TrainingJobStatus")
     if status in TERMINAL_STATUSES:
         info(f"training job {args.job} already ended ({status}); nothing to stop")

@@ -1,7 +1,8 @@
 """What ``launchbay`` prints about jobs: the summary of one job (text and ``--output json``),
 the table of ``launchbay list`` and the JSON every ``--output json`` writes
 (:func:`print_json`, for training and tuning jobs alike). Pure functions of
-DescribeTrainingJob / ListTrainingJobs dicts; :mod:`launchbay.cli.jobs` and
+DescribeTrainingJob / ListTrainingJobs dicts, and of DescribeHyperParameterTuningJob /
+ListHyperParameterTuningJobs dicts for tuning jobs; :mod:`launchbay.cli.jobs` and
 :mod:`launchbay.cli.tuning` own the commands.
 """
 
@@ -14,6 +15,7 @@ from collections.abc import Iterator, Mapping
 from typing import Any, TextIO
 
 from launchbay.job import rule_statuses
+from launchbay.tuning.sagemaker import counts
 
 __all__ = [
     "summarize",
@@ -25,6 +27,10 @@ __all__ = [
     "json_default",
     "print_json",
     "report",
+    "summarize_tuning",
+    "print_tuning_summary",
+    "tuning_row",
+    "tuning_table",
 ]
 
 
@@ -216,3 +222,79 @@ def report(
             f"{summary['job_name']}`.\n"
         )
     print_summary(summary, stdout)
+
+
+# --------------------------------------------------------------------------- tuning jobs
+
+
+def summarize_tuning(description: Mapping[str, Any], backend: str) -> dict[str, Any]:
+    """The tuning job in a few fields (``--output json``'s object)."""
+    best = description.get("BestTrainingJob") or {}
+    final = best.get("FinalHyperParameterTuningJobObjectiveMetric") or {}
+    config = description.get("HyperParameterTuningJobConfig") or {}
+    return {
+        "tuning_job_name": description.get("HyperParameterTuningJobName"),
+        "status": description.get("HyperParameterTuningJobStatus"),
+        "strategy": config.get("Strategy"),
+        "trials": counts(description),
+        "best_training_job": best.get("TrainingJobName"),
+        "objective_metric": final.get("MetricName"),
+        "objective_value": final.get("Value"),
+        "best_hyperparameters": best.get("TunedHyperParameters"),
+        "failure_reason": description.get("FailureReason"),
+        "stop_reason": description.get("LocalStopReason"),
+        "created": iso_time(description.get("CreationTime")),
+        "end": iso_time(description.get("HyperParameterTuningEndTime")),
+        "backend": backend,
+    }
+
+
+def print_tuning_summary(summary: Mapping[str, Any], stream: TextIO | None = None) -> None:
+    stream = stream or sys.stdout
+    trials = ", ".join(f"{n} {state}" for state, n in summary["trials"].items())
+    lines = [
+        f"Tuning job: {summary['tuning_job_name']} ({summary['backend']})",
+        f"Status:     {summary['status']}",
+        f"Trials:     {trials}",
+    ]
+    if summary["best_training_job"]:
+        lines.append(
+            f"Best:       {summary['best_training_job']} "
+            f"{summary['objective_metric']}={summary['objective_value']}"
+        )
+        values = summary.get("best_hyperparameters") or {}
+        lines.append("Values:     " + ", ".join(f"{k}={v}" for k, v in sorted(values.items())))
+    for key, label in (("failure_reason", "Reason"), ("stop_reason", "Ended by")):
+        if summary.get(key):
+            lines.append(f"{label + ':':<11} {summary[key]}")
+    stream.write("\n".join(lines) + "\n")
+    stream.flush()
+
+
+def tuning_row(description: Mapping[str, Any], backend: str) -> dict[str, Any]:
+    """A tuning job in the listing (``list --tuning --output json``'s items)."""
+    return {
+        "tuning_job_name": description.get("HyperParameterTuningJobName"),
+        "status": description.get("HyperParameterTuningJobStatus"),
+        "strategy": description.get("Strategy")
+        or (description.get("HyperParameterTuningJobConfig") or {}).get("Strategy"),
+        "trials": counts(description),
+        "created": iso_time(description.get("CreationTime")),
+        "end": iso_time(description.get("HyperParameterTuningEndTime")),
+        "backend": backend,
+    }
+
+
+def tuning_table(rows: list[tuple[dict[str, Any], str]]) -> Iterator[str]:
+    """The lines of ``launchbay list --tuning``: (description, backend) pairs as a table."""
+    table = [("NAME", "STATUS", "TRIALS", "CREATED", "BACKEND")]
+    for description, backend in rows:
+        item = tuning_row(description, backend)
+        trials = item["trials"]
+        table.append((
+            str(item["tuning_job_name"]), str(item["status"]),
+            f"{trials['completed']}/{sum(trials.values())}", str(item["created"] or "-"), backend,
+        ))  # fmt: skip
+    widths = [max(len(r[i]) for r in table) for i in range(5)]
+    for row in table:
+        yield "  ".join(c.ljust(w) for c, w in zip(row, widths, strict=True)).rstrip()
