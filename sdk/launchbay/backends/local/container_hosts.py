@@ -584,7 +584,14 @@ class ContainerHosts:
             stream = api.logs(entry.id, stream=True, follow=True)
             env = {**entry.spec.environment, **secrets}
             fifo = os.path.join(slot_of(host, "control"), "go")
-            warm_pool.send_go(fifo, warm_pool.go_message(env, plan.entrypoint))
+            gone = threading.Event()
+            if not reused:  # a new pool's waiter may still be starting, or fail to
+                threading.Thread(target=self._note_exit, args=(entry.id, gone), daemon=True).start()
+            try:
+                warm_pool.send_go(fifo, warm_pool.go_message(env, plan.entrypoint), gone)
+            except (OSError, TimeoutError):
+                warm_pool.move_out(plan, slot_of, job.layout.host_dir(host), host)
+                raise
             entry.started = True
             start_reader(job, host, _split_lines(stream))
             threading.Thread(
@@ -598,7 +605,14 @@ class ContainerHosts:
             futures = [pool.submit(go, host) for host in job.procs]
         failures = [error for error in (f.exception() for f in futures) if error is not None]
         if failures:
-            raise DockerError(f"Could not start the job in its warm hosts: {failures[0]}")
+            raise warm_pool.PoolUnusable(
+                f"Could not start the job in its warm hosts: {failures[0]}"
+            )
+
+    def _note_exit(self, container_id: str, gone: threading.Event) -> None:
+        with contextlib.suppress(Exception):
+            self.client.api.wait(container_id, timeout=None)
+        gone.set()
 
     def _end_warm(self, job: LocalJob, plan: warm_pool.PoolPlan) -> None:
         """The job's containers removed, its files back in its tree, the pool kept or ended."""
@@ -613,8 +627,16 @@ class ContainerHosts:
     def start(self, job: LocalJob) -> None:
         plan = self._warm.get(job.layout.job_dir)
         if plan is not None:
-            self._start_warm(job, plan)
-            return
+            try:
+                self._start_warm(job, plan)
+                return
+            except warm_pool.PoolUnusable as exc:  # e.g. an image without python3: a cold start
+                logger.warning("%s; job %s starts without a warm pool", exc, job.name)
+                self._warm.pop(job.layout.job_dir, None)
+                warm_pool.stop_pools(self.client, plan.key, now=True)
+                os.unlink(os.path.join(job.layout.job_dir, warm_pool.JOB_FILE))
+                for entry in job.procs.values():
+                    entry.id, entry.started = "", False
         specs = [entry.spec for entry in job.procs.values()]
         image = job.plan.image
         api = self.client.api

@@ -60,6 +60,7 @@ from dataclasses import dataclass
 from typing import Any
 
 from launchbay._home import local_dir, local_home
+from launchbay.errors import DockerError
 
 __all__ = [
     "CONTROL_DIR",
@@ -68,6 +69,7 @@ __all__ = [
     "WAITER",
     "go_message",
     "PoolPlan",
+    "PoolUnusable",
     "list_pools",
     "pool_status_of_job",
     "read_job_pool",
@@ -116,6 +118,10 @@ def go_message(env: Mapping[str, str], entrypoint: list[str]) -> dict[str, Any]:
 
 #: The host-tree folders a pool mounts, by their place in a host's tree.
 KINDS = ("config", "data", "model", "output", "code", "checkpoints")
+
+
+class PoolUnusable(DockerError):
+    """A pool's containers could not take the job (it then starts cold)."""
 
 
 @dataclass
@@ -676,11 +682,16 @@ def _link(source: str, target: str) -> None:
         shutil.copy2(source, target)
 
 
-def send_go(fifo: str, message: Mapping[str, Any], timeout: float = 30.0) -> None:
+def send_go(
+    fifo: str, message: Mapping[str, Any], gone: threading.Event, timeout: float = 60.0
+) -> None:
     """Write the job's environment and command to a waiting container's FIFO.
 
+    ``gone`` is set when the container has exited (its engine ``wait`` returned): a
+    waiter that could not start (an image without ``python3``) is known at once.
+
     Raises:
-        TimeoutError: no waiter opened the FIFO within ``timeout`` seconds.
+        TimeoutError: no waiter read the FIFO (the container ended, or ``timeout``).
     """
     data = json.dumps(message).encode()
     try:
@@ -697,6 +708,7 @@ def send_go(fifo: str, message: Mapping[str, Any], timeout: float = 30.0) -> Non
             os.close(fd)
         return
     failed: list[BaseException] = []
+    written = threading.Event()
 
     def blocking() -> None:
         try:
@@ -704,15 +716,18 @@ def send_go(fifo: str, message: Mapping[str, Any], timeout: float = 30.0) -> Non
                 f.write(data)
         except BaseException as exc:  # reported by the caller
             failed.append(exc)
+        finally:
+            written.set()
+            gone.set()  # wakes the caller
 
     writer = threading.Thread(target=blocking, daemon=True)
     writer.start()
-    writer.join(timeout)
-    if writer.is_alive():  # unblock the writer: open the read end ourselves
+    gone.wait(timeout)
+    if not written.is_set():  # unblock the writer: open the read end ourselves
         with contextlib.suppress(OSError):
             os.close(os.open(fifo, os.O_RDONLY | os.O_NONBLOCK))
         writer.join(1)
-        raise TimeoutError(f"no warm container read {fifo} within {timeout:.0f} s")
+        raise TimeoutError(f"no warm container read {fifo}: its waiter did not start")
     if failed:
         raise failed[0]
 
