@@ -593,7 +593,7 @@ class ContainerHosts:
                 warm_pool.move_out(plan, slot_of, job.layout.host_dir(host), host)
                 raise
             entry.started = True
-            start_reader(job, host, _split_lines(stream))
+            start_reader(job, host, warm_pool.without_ready(_split_lines(stream)))
             threading.Thread(
                 target=self._wait_for,
                 args=(job, entry),
@@ -633,8 +633,7 @@ class ContainerHosts:
             except warm_pool.PoolUnusable as exc:  # e.g. an image without python3: a cold start
                 logger.warning("%s; job %s starts without a warm pool", exc, job.name)
                 self._warm.pop(job.layout.job_dir, None)
-                warm_pool.stop_pools(self.client, plan.key, now=True)
-                os.unlink(os.path.join(job.layout.job_dir, warm_pool.JOB_FILE))
+                warm_pool.give_up(self.client, plan, job.layout.job_dir)
                 for entry in job.procs.values():
                     entry.id, entry.started = "", False
         specs = [entry.spec for entry in job.procs.values()]

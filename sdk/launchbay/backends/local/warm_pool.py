@@ -67,6 +67,7 @@ __all__ = [
     "keep_alive_of",
     "LABEL_POOL",
     "WAITER",
+    "give_up",
     "go_message",
     "PoolPlan",
     "PoolUnusable",
@@ -76,6 +77,7 @@ __all__ = [
     "stop_pools",
     "sweep",
     "wait_for_refills",
+    "without_ready",
 ]
 
 logger = logging.getLogger("launchbay.backends.docker")
@@ -87,6 +89,10 @@ CONTROL_DIR = "/run/launchbay-warm"
 JOB_FILE = "warm-pool.json"
 POOLS = "warm-pools"
 
+#: The line a waiter prints once its runtime is imported and it is about to wait on the
+#: FIFO: the pool is ready then (the engine's log stream says so; the job's log skips it).
+READY = "launchbay-warm-pool: waiting"
+
 #: The waiting container's program: import the image's runtime ahead (its start is off the
 #: job's path), block on the FIFO, then become the job's command: ``train`` in this very
 #: process where the command is the runtime's own, else ``exec`` of the command.
@@ -94,6 +100,7 @@ WAITER = (
     "import json,os,sys\n"
     "try:\n from launchbay.runtime.train import main as train\n"
     "except Exception:\n train=None\n"
+    f"print({READY!r}, flush=True)\n"
     f"with open('{CONTROL_DIR}/go','rb') as f: m=json.loads(f.read() or b'null')\n"
     "if not m: raise SystemExit(0)\n"
     "os.environ.update(m['env'])\n"
@@ -278,8 +285,13 @@ class Pools:
                     created=time.time(),
                     jobs={},
                 )
-                self._make_network(plan)
-                waiting = self._make_containers(plan, slot=0)
+                try:
+                    self._make_network(plan)
+                    waiting = self._make_containers(plan, slot=0)
+                except BaseException:  # nothing of the new pool is left behind
+                    _end_pool(self.client, plan.directory, state)
+                    _write(plan.directory, state)
+                    raise
                 state["slot"] = 0
             state.update(status="InUse", last_job=job_name, waiting={}, in_use=waiting)
             state["keep_alive"] = plan.keep_alive
@@ -380,6 +392,7 @@ class Pools:
                 networking_config=networking,
             )
             api.start(created["Id"])
+            _wait_ready(api, created["Id"])
             return host, created["Id"]
 
         with concurrent.futures.ThreadPoolExecutor(max_workers=min(len(plan.hosts), 8)) as pool:
@@ -423,6 +436,33 @@ class Pools:
         finally:
             log.close()
         state["reaper_pid"] = proc.pid
+
+
+def _wait_ready(api: Any, container_id: str) -> None:
+    """Follow the container's output until its waiter says it waits (or it ended)."""
+    stream = api.logs(container_id, stream=True, follow=True)
+    try:
+        for chunk in stream:
+            if READY.encode() in chunk:
+                return
+    finally:
+        with contextlib.suppress(Exception):
+            stream.close()
+    raise PoolUnusable(f"the warm container {container_id[:12]} ended before it could wait")
+
+
+def without_ready(lines: Iterator[str]) -> Iterator[str]:
+    """A warm container's output lines without its waiter's :data:`READY` line."""
+    for line in lines:
+        if line != READY:
+            yield line
+
+
+def give_up(client: Any, plan: PoolPlan, job_dir: str) -> None:
+    """End the pool a job could not start in; the job no longer names it."""
+    stop_pools(client, plan.key, now=True)
+    with contextlib.suppress(FileNotFoundError):
+        os.unlink(os.path.join(job_dir, JOB_FILE))
 
 
 def wait_for_refills() -> None:
