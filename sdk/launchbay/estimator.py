@@ -14,7 +14,8 @@ import copy
 import json
 import logging
 import os
-from collections.abc import Mapping
+from collections.abc import Callable, Mapping
+from dataclasses import dataclass
 from typing import TYPE_CHECKING, Any
 
 from launchbay import (
@@ -51,11 +52,28 @@ if TYPE_CHECKING:
     from launchbay import jobspec  # imported by the first spec read or written
     from launchbay.backends.plan import JobPlan, Placement, Resources  # by the first estimator
 
-__all__ = ["EstimatorBase", "Estimator", "Framework"]
+__all__ = ["EstimatorBase", "Estimator", "Framework", "PreparedJob"]
 
 logger = logging.getLogger("launchbay.estimator")
 
 NETWORK_ISOLATION_CODE_PATH = _request.NETWORK_ISOLATION_CODE_PATH
+
+
+@dataclass(frozen=True)
+class PreparedJob:
+    """A job resolved and checked but not started (:meth:`EstimatorBase.prepare_job`).
+
+    The seam a tuner builds its trials on: ``plan`` (the job's :class:`JobPlan`, its
+    request the base of a ``TrainingJobDefinition``), ``backend`` (the training
+    backend the plan is placed on), ``session`` (the session that backend was made
+    with: ``None`` for a client-driven job made without one) and ``stage()``, which
+    stores the job's code (and creates the default bucket it uses) once.
+    """
+
+    plan: JobPlan
+    backend: Any
+    session: Any
+    stage: Callable[[], None]
 
 
 class EstimatorBase(Rules, AfterTraining):
@@ -304,6 +322,23 @@ class EstimatorBase(Rules, AfterTraining):
 
         session = self.sagemaker_session if plan.local else self.session
         return backends.backend_for_plan(plan, session)
+
+    def prepare_job(self, inputs: Any = None, job_name: str | None = None) -> PreparedJob:
+        """The job ``fit()`` would start, resolved and checked, not started; uploads nothing.
+
+        Refuses what ``fit()`` would refuse before anything starts. ``stage()`` of the
+        result stores the code where the plan's request points.
+        """
+        plan, bundle, code_uri = self._plan(inputs, job_name)
+        backend = self._backend(plan)
+        backend.check(plan)  # the refusals fit() would meet, before anything starts
+        session = self.sagemaker_session if plan.local else self.session
+        request = dict(plan.request)
+
+        def stage() -> None:
+            self._stage(dict(request), bundle, code_uri)
+
+        return PreparedJob(plan, backend, session, stage)
 
     def create_training_job_request(
         self, inputs: Any = None, job_name: str | None = None

@@ -11,9 +11,13 @@ call, static hyperparameters and estimator class metadata included (the metadata
 names SDK v2's classes, ``sagemaker.pytorch.estimator.PyTorch``, so that either
 SDK attaches to the other's tuning jobs).
 
-Estimators on ``local_process``/``local``/``local_gpu`` tune on this machine
-through :func:`launchbay.tuning.engine.run_local` (the one hook); nothing goes to
-SageMaker then. docs/tuning.md has the whole story.
+The tuner is a facade: each estimator offers its job through its public seam
+(:meth:`~launchbay.estimator.EstimatorBase.prepare_job`: plan, backend, stage), the
+tuner resolves them into the plan, and a tuning backend
+(:mod:`launchbay.tuning.backends`) runs it: client-driven estimators
+(``local_process``, ``local``, ``local_gpu``, ``ray``) tune under this process's
+control loop (:func:`launchbay.tuning.engine.run_local`, the one hook; nothing goes
+to SageMaker then), the others on SageMaker. docs/tuning.md has the whole story.
 """
 
 from __future__ import annotations
@@ -26,10 +30,10 @@ from typing import Any
 
 from launchbay._names import base_name_from_image
 from launchbay.errors import ConfigurationError
-from launchbay.estimator import EstimatorBase, Framework
-from launchbay.tuning import engine
+from launchbay.estimator import EstimatorBase, Framework, PreparedJob
 from launchbay.tuning.analytics import HyperparameterTuningJobAnalytics
 from launchbay.tuning.attach import V2_CLASSES, estimator_from_definition
+from launchbay.tuning.backends import find_tuning_job, tuning_backend_for, tuning_backend_of
 from launchbay.tuning.configs import (
     HyperbandStrategyConfig,
     StrategyConfig,
@@ -53,7 +57,7 @@ from launchbay.tuning.plan import (
     TuningPlan,
     build_plan,
 )
-from launchbay.tuning.sagemaker import TuningJob, create_tuning_job
+from launchbay.tuning.sagemaker import TuningJob
 from launchbay.utils import name_from_base
 
 __all__ = [
@@ -394,7 +398,7 @@ class HyperparameterTuner:
 
     def _resolve(
         self, inputs: Any, job_name: str | None, include_cls_metadata: Any, estimator_kwargs: Any
-    ) -> tuple[TuningPlan, list[tuple[EstimatorBase, Any, Any, Any]]]:
+    ) -> tuple[TuningPlan, list[PreparedJob]]:
         estimators = self._estimators()
         names = [n for n, _ in estimators if n is not None]
         if self.estimator_dict is not None:
@@ -442,9 +446,8 @@ class HyperparameterTuner:
                     f"estimator_kwargs[{name!r}]", estimator_kwargs[name],
                     "{} (SDK v2 passes these only to Amazon algorithm estimators)",
                 )  # fmt: skip
-            job_plan, bundle, code_uri = estimator._plan(ins, job_name)
-            estimator._backend(job_plan).check(job_plan)
-            request = job_plan.request
+            prepared = estimator.prepare_job(ins, job_name)
+            request = prepared.plan.request
             static, auto = self._static(estimator, request, ranges, cls_meta, keep, keep_arg)
             assert objective is not None, "checked at construction"
             definitions.append(
@@ -460,13 +463,13 @@ class HyperparameterTuner:
                     json_values=isinstance(estimator, Framework),
                 )
             )
-            staging.append((estimator, request, bundle, code_uri))
+            staging.append(prepared)
         first = estimators[0][1]
         if job_name is None:
             base = self.base_tuning_job_name or base_name_from_image(first.training_image_uri())
             job_name = name_from_base(base, max_length=self.TUNING_JOB_NAME_MAX_LENGTH, short=True)
         tags = list(self.tags) if self.tags is not None else None
-        for tag in staging[0][1].get("Tags") or []:
+        for tag in staging[0].plan.request.get("Tags") or []:
             tags = [] if tags is None else tags
             if tag not in tags:
                 tags.append(dict(tag))
@@ -523,7 +526,8 @@ class HyperparameterTuner:
     ) -> None:
         """Stage the code and start the tuning job; with ``wait``, follow it to its end.
 
-        Local estimators run through :func:`launchbay.tuning.engine.run_local`.
+        The plan's tuning backend runs it (:func:`launchbay.tuning.backends.tuning_backend_for`):
+        client-driven estimators through :func:`launchbay.tuning.engine.run_local`.
 
         Raises:
             ConfigurationError: as :meth:`create_tuning_job_request`.
@@ -539,24 +543,15 @@ class HyperparameterTuner:
         plan, staging = self._resolve(inputs, job_name, include_cls_metadata, estimator_kwargs)
 
         def stage() -> None:
-            for estimator, request, bundle, code_uri in staging:
-                estimator._stage(dict(request), bundle, code_uri)
+            for prepared in staging:
+                prepared.stage()
 
         self._current_job_name = plan.name
-        if plan.local:  # kept before following it: a failed or interrupted job can be looked at
-            self.latest_tuning_job = self._run_locally(plan, stage=stage, wait=False)
-            if wait:
-                self.latest_tuning_job.wait()
-            return
-        stage()
-        self.latest_tuning_job = create_tuning_job(self.sagemaker_session, plan.request)
+        # kept before following it: a failed or interrupted job can be looked at
+        backend = tuning_backend_for(plan)
+        self.latest_tuning_job = backend.start(plan, stage=stage, session=staging[0].session)
         if wait:
             self.latest_tuning_job.wait()
-
-    def _run_locally(self, plan: TuningPlan, *, stage: Any, wait: bool) -> Any:
-        """THE LOCAL HOOK: hand the plan to the local engine (docs/tuning.md)."""
-        session = self._estimators()[0][1].sagemaker_session
-        return engine.run_local(plan, stage=stage, session=session, wait=wait)
 
     def _ensure_last_tuning_job(self) -> Any:
         if self.latest_tuning_job is None:
@@ -587,27 +582,15 @@ class HyperparameterTuner:
 
     def best_estimator(self, best_training_job: Mapping[str, Any] | None = None) -> EstimatorBase:
         """The estimator attached to the best trial (``Estimator.attach``; a local trial: its record)."""
-        best = best_training_job or self._ensure_last_tuning_job().best_training_job()
+        job = self._ensure_last_tuning_job()
+        best = best_training_job or job.best_training_job()
         if self.estimator is not None:
             estimator = self.estimator
         else:
             assert self.estimator_dict is not None
             estimator = self.estimator_dict[best["TrainingJobDefinitionName"]]
-        job = self._ensure_last_tuning_job()
-        if not isinstance(job, TuningJob):  # a local tuning job: its trial, with the kept code
-            from launchbay.tuning import local
-            from launchbay.tuning.attach import local_trial_estimator
-
-            details = local.attachable(job.describe())
-            definition = details.get("TrainingJobDefinition") or next(
-                d for d in details["TrainingJobDefinitions"]
-                if d.get("DefinitionName") == best.get("TrainingJobDefinitionName")
-            )  # fmt: skip
-            return local_trial_estimator(
-                type(estimator), best["TrainingJobName"], definition, estimator.sagemaker_session
-            )
-        return type(estimator).attach(
-            best["TrainingJobName"], sagemaker_session=estimator.sagemaker_session
+        return tuning_backend_of(job).best_estimator(
+            job, type(estimator), best, estimator.sagemaker_session
         )
 
     def deploy(self, *args: Any, **kwargs: Any) -> Any:
@@ -622,9 +605,7 @@ class HyperparameterTuner:
     def analytics(self) -> HyperparameterTuningJobAnalytics:
         """The latest tuning job's trials as a table (``.dataframe()``)."""
         job = self._ensure_last_tuning_job()
-        if isinstance(job, TuningJob):
-            return HyperparameterTuningJobAnalytics(job.name, self.sagemaker_session)
-        return HyperparameterTuningJobAnalytics(job.name, tuning_job=job)  # a local tuning job
+        return tuning_backend_of(job).analytics(job, lambda: self.sagemaker_session)
 
     # -- several estimators -------------------------------------------------------------------
     @classmethod
@@ -738,22 +719,11 @@ class HyperparameterTuner:
         hyperparameters (SDK v2's class names map to launchbay's), else the generic
         :class:`~launchbay.estimator.Estimator`.
         """
-        handle: Any = None
-        if job_details is None and sagemaker_session is None:
-            from launchbay.tuning import local  # a local tuning job of that name is attached here
-
-            if local.exists(tuning_job_name):
-                handle = local.LocalTuningJob(tuning_job_name)
-                job_details = handle.describe()
-        if sagemaker_session is None:
-            from launchbay.session import Session
-
-            sagemaker_session = Session()
-        if job_details is None:
-            job_details = TuningJob(sagemaker_session, tuning_job_name).describe()
-        details = copy.deepcopy(dict(job_details))
-        if handle is not None:  # each estimator's code: the folder the local tuning job kept
-            details = local.attachable(details)
+        # a local tuning job of that name here (neither a session nor details given), else
+        # SageMaker's; a local job's estimators keep no session and need no AWS region (none
+        # may be configured), as local estimators made without one
+        found = find_tuning_job(tuning_job_name, sagemaker_session, job_details)
+        details, region, estimator_session = found.details, found.region, found.session
         config = details["HyperParameterTuningJobConfig"]
         limits = config.get("ResourceLimits") or {}
         params: dict[str, Any] = {
@@ -775,12 +745,6 @@ class HyperparameterTuner:
         stamp = tuning_job_name.rsplit("-", 2)
         if len(stamp) == 3 and len(stamp[1]) == 6 and stamp[1].isdigit():
             params["base_tuning_job_name"] = stamp[0]
-        # a local tuning job needs no AWS region (none may be configured): its estimators
-        # keep no session, as local estimators made without one
-        region = (
-            None if handle is not None else getattr(sagemaker_session, "boto_region_name", None)
-        )
-        estimator_session = None if handle is not None else sagemaker_session
         if details.get("TrainingJobDefinition"):
             definition = details["TrainingJobDefinition"]
             objective = config.get("HyperParameterTuningJobObjective") or {}
@@ -828,7 +792,7 @@ class HyperparameterTuner:
                 objective_type=by_name[names[0]]["TuningObjective"]["Type"],
                 **params,
             )  # fmt: skip
-        tuner.latest_tuning_job = handle or TuningJob(sagemaker_session, tuning_job_name)
+        tuner.latest_tuning_job = found.job
         tuner._current_job_name = tuning_job_name
         return tuner
 

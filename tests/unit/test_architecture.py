@@ -259,6 +259,7 @@ LAYERS = {
     "launchbay.tuning.plan": 2,
     "launchbay.tuning.attach": 5,
     "launchbay.tuning.spec": 5,
+    "launchbay.tuning.backends": 5,  # the tuner's backends rebuild estimators, as attach does
     # metrics read from log lines (standard library) and the tables of SDK v2's sagemaker.analytics
     "launchbay.metrics": 2,
     "launchbay.analytics": 4,

@@ -6,7 +6,12 @@
   once, and the CreateHyperParameterTuningJob request built from it (pure);
 * :mod:`~launchbay.tuning.sagemaker`: tuning jobs on SageMaker (create, follow, stop);
 * :mod:`~launchbay.tuning.analytics`: the trials as a table;
-* :mod:`~launchbay.tuning.engine`: the one hook where local tuning runs.
+* :mod:`~launchbay.tuning.engine`: the one hook where local tuning runs;
+* :mod:`~launchbay.tuning.backends`: the tuning backends (local, SageMaker) the tuner hands
+  a plan to, and the one lookup of what a tuning job's name is;
+* :mod:`~launchbay.tuning.local`: the local engine's control loop, over
+  :mod:`~launchbay.tuning.search` (searchers), :mod:`~launchbay.tuning.stopping`
+  (stoppers) and :mod:`~launchbay.tuning.scheduler` (slots).
 
 Nothing is imported here: ``import launchbay.tuner`` loads only what it uses.
 """

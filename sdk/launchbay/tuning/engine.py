@@ -1,7 +1,8 @@
 """THE LOCAL TUNING HOOK: where a tuning job of local estimators runs.
 
-``HyperparameterTuner.fit()`` on ``local_process``/``local``/``local_gpu``
-estimators sends nothing to SageMaker: it calls :func:`run_local` with the
+``HyperparameterTuner.fit()`` on client-driven estimators (``local_process``,
+``local``, ``local_gpu``, ``ray``) sends nothing to SageMaker: its tuning backend
+(:class:`launchbay.tuning.backends.LocalTuning`) calls :func:`run_local` with the
 :class:`~launchbay.tuning.plan.TuningPlan` and nothing else. The local engine,
 :mod:`launchbay.tuning.local`, runs it (docs/tuning.md, "Locally").
 :class:`LocalTuningNotAvailable` is kept for callers that catch it.

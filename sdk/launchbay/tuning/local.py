@@ -517,6 +517,9 @@ class LocalTuningJob(NamedTuningJob):
     (``<LAUNCHBAY_HOME>/tuning/<name>/tuning.json``).
     """
 
+    #: The tuning backend it came from (:func:`launchbay.tuning.backends.tuning_backend_of`).
+    tuning_backend = "local"
+
     def __init__(self, name: str, *, stream: TextIO | None = None) -> None:
         self.name = name
         self.stream = stream

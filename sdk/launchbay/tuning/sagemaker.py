@@ -141,6 +141,9 @@ class TuningJob(NamedTuningJob):
         sleep: Waits between polls (injectable for tests).
     """
 
+    #: The tuning backend it came from (:func:`launchbay.tuning.backends.tuning_backend_of`).
+    tuning_backend = "sagemaker"
+
     def __init__(
         self,
         sagemaker_session: Any,
