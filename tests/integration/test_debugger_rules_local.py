@@ -14,7 +14,7 @@ from pathlib import Path
 
 import pytest
 
-from job_outputs import file_uri
+from factories import estimator as make_estimator
 from launchbay import CollectionConfig, DebuggerHookConfig, JobFailedError
 from launchbay.debugger import ProfilerConfig, ProfilerRule, Rule, rule_configs
 from launchbay.pytorch import PyTorch
@@ -30,16 +30,12 @@ def estimator(out: Path, rules, hosts: int = 1, **kwargs) -> PyTorch:
     distribution = (
         {"torch_distributed": {"enabled": True, "processes_per_host": 1}} if hosts > 1 else None
     )
-    return PyTorch(
-        entry_point="smdebug_rules.py",
-        source_dir=str(SCRIPTS),
-        role=None,
-        instance_type="local_process",
+    return make_estimator(
+        "smdebug_rules.py",
+        SCRIPTS,
+        out=out,
         instance_count=hosts,
-        framework_version="2.8.0",
-        py_version="py312",
         distribution=distribution,
-        output_path=file_uri(out),
         hyperparameters=hyperparameters,
         debugger_hook_config=DebuggerHookConfig(
             hook_parameters={"include_workers": "all", **EVERY_STEP}

@@ -12,7 +12,8 @@ from pathlib import Path
 
 import pytest
 
-from job_outputs import archive_members, file_uri, rank_reports
+from factories import estimator as make_estimator
+from job_outputs import archive_members, rank_reports
 from launchbay import CollectionConfig, ConfigurationError, DebuggerHookConfig
 from launchbay.pytorch import PyTorch
 
@@ -22,16 +23,12 @@ SCRIPTS = Path(__file__).parent / "local_process_scripts"
 
 
 def estimator(out: Path, hook: DebuggerHookConfig | None) -> PyTorch:
-    return PyTorch(
-        entry_point="smdebug_ddp.py",
-        source_dir=str(SCRIPTS),
-        role=None,
-        instance_type="local_process",
+    return make_estimator(
+        "smdebug_ddp.py",
+        SCRIPTS,
+        out=out,
         instance_count=2,
-        framework_version="2.8.0",
-        py_version="py312",
         distribution={"torch_distributed": {"enabled": True, "processes_per_host": 2}},
-        output_path=file_uri(out),
         debugger_hook_config=hook,
     )
 

@@ -8,9 +8,9 @@ import re
 import boto3
 import pytest
 
+from factories import sagemaker_estimator
 from launchbay import ConfigurationError, Estimator, JobFailedError
 from launchbay.inputs import FileSystemInput, TrainingInput
-from launchbay.pytorch import PyTorch
 from launchbay.tensorflow import TensorFlow
 
 ROLE = "arn:aws:iam::123456789012:role/SageMakerRole"
@@ -19,19 +19,13 @@ BUCKET = "sagemaker-us-west-2-123456789012"
 
 def torch_estimator(session, **overrides):
     kwargs = dict(
-        entry_point="train.py",
-        source_dir="src",
-        role=ROLE,
         instance_count=2,
         instance_type="ml.p4d.24xlarge",
-        framework_version="2.3",
-        py_version="py311",
         distribution={"torch_distributed": {"enabled": True}},
         hyperparameters={"epochs": 3, "name": "abc"},
         sagemaker_session=session,
     )
-    kwargs.update(overrides)
-    return PyTorch(**kwargs)
+    return sagemaker_estimator(**{**kwargs, **overrides})
 
 
 def record_create_calls(session):

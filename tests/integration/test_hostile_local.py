@@ -17,6 +17,7 @@ from pathlib import Path
 
 import pytest
 
+from factories import estimator
 from launchbay import InputError
 from launchbay.backends.local.layout import JobLayout
 from launchbay.backends.local.staging import LocalStager
@@ -51,18 +52,7 @@ print("probed", sorted(seen), flush=True)
 
 
 def _estimator(src: Path, entry: str, out: Path, **kwargs) -> PyTorch:
-    options = dict(
-        entry_point=entry,
-        source_dir=str(src),
-        role=None,
-        instance_type="local_process",
-        instance_count=2,
-        framework_version="2.8.0",
-        py_version="py312",
-        output_path=f"file://{out}",
-    )
-    options.update(kwargs)
-    return PyTorch(**options)
+    return estimator(entry, src, out=out, **{"instance_count": 2, **kwargs})
 
 
 def _files_holding(root: Path, needle: bytes) -> list[Path]:

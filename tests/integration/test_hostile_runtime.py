@@ -25,6 +25,7 @@ from pathlib import Path
 
 import pytest
 
+from factories import estimator
 from job_outputs import file_uri
 from launchbay import ConfigurationError, JobFailedError
 from launchbay.backends.plan import plan_request
@@ -37,17 +38,7 @@ MB = 1 << 20
 
 
 def pytorch(entry_point: str, source_dir: Path, **kwargs) -> PyTorch:
-    options = dict(
-        entry_point=entry_point,
-        source_dir=str(source_dir),
-        role=None,
-        instance_type="local_process",
-        instance_count=1,
-        framework_version="2.8.0",
-        py_version="py312",
-    )
-    options.update(kwargs)
-    return PyTorch(**options)
+    return estimator(entry_point, source_dir, **kwargs)
 
 
 def source(tmp_path: Path, files: dict[str, str]) -> Path:

@@ -8,7 +8,8 @@ import warnings
 
 import pytest
 
-from launchbay.pytorch import PyTorch
+from factories import OMIT
+from factories import estimator as make_estimator
 
 
 @pytest.fixture
@@ -26,10 +27,8 @@ def local_env(tmp_path, monkeypatch):
 
 
 def estimator(src, **kw):
-    args = dict(entry_point="noop.py", source_dir=str(src), instance_type="local_process",
-                instance_count=1, framework_version="2.13", py_version="py311")  # fmt: skip
-    args.update(kw)
-    return PyTorch(**args)
+    options = dict(role=OMIT, framework_version="2.13", py_version="py311")
+    return make_estimator("noop.py", src, **{**options, **kw})
 
 
 def test_dry_run_needs_no_aws_and_points_at_local_code(local_env):

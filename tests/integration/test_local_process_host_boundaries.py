@@ -30,7 +30,8 @@ from pathlib import Path
 
 import pytest
 
-from job_outputs import archive_members, file_uri
+from factories import estimator
+from job_outputs import archive_members
 from launchbay import JobFailedError
 from launchbay.pytorch import PyTorch
 
@@ -38,17 +39,7 @@ pytestmark = pytest.mark.filterwarnings("ignore:framework_version=:UserWarning")
 
 
 def _estimator(src: Path, entry_point: str, out: Path, **kwargs) -> PyTorch:
-    return PyTorch(
-        entry_point=entry_point,
-        source_dir=str(src),
-        role=None,
-        instance_type="local_process",
-        instance_count=kwargs.pop("instance_count", 2),
-        framework_version="2.8.0",
-        py_version="py312",
-        output_path=file_uri(out),
-        **kwargs,
-    )
+    return estimator(entry_point, src, out=out, **{"instance_count": 2, **kwargs})
 
 
 def _model(out: Path, est: PyTorch) -> dict[str, bytes]:

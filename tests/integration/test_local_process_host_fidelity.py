@@ -15,6 +15,7 @@ from pathlib import Path
 
 import pytest
 
+from factories import estimator
 from job_outputs import archive_members, file_uri
 from launchbay import JobFailedError
 from launchbay.backends.local import process_hosts
@@ -28,18 +29,8 @@ NETWORKS = ["own", "shared"]
 
 def _estimator(entry_point: str, out: Path, network: str = "own", **kwargs) -> PyTorch:
     environment = {"LAUNCHBAY_HOST_NETWORK": network, **kwargs.pop("environment", {})}
-    return PyTorch(
-        entry_point=entry_point,
-        source_dir=str(SCRIPTS),
-        role=None,
-        instance_type="local_process",
-        instance_count=kwargs.pop("instance_count", 2),
-        framework_version="2.8.0",
-        py_version="py312",
-        output_path=file_uri(out),
-        environment=environment,
-        **kwargs,
-    )
+    kwargs = {"instance_count": 2, **kwargs}
+    return estimator(entry_point, SCRIPTS, out=out, environment=environment, **kwargs)
 
 
 def _marks(tmp_path: Path) -> dict[str, str]:

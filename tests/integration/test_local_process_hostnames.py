@@ -12,6 +12,7 @@ from pathlib import Path
 
 import pytest
 
+from factories import estimator
 from job_outputs import archive_members, file_uri
 from launchbay.pytorch import PyTorch
 
@@ -25,17 +26,7 @@ def _mounts() -> str:
 
 
 def _estimator(entry_point: str, out: Path, **kwargs) -> PyTorch:
-    return PyTorch(
-        entry_point=entry_point,
-        source_dir=str(SCRIPTS),
-        role=None,
-        instance_type="local_process",
-        instance_count=2,
-        framework_version="2.8.0",
-        py_version="py312",
-        output_path=file_uri(out),
-        **kwargs,
-    )
+    return estimator(entry_point, SCRIPTS, out=out, **{"instance_count": 2, **kwargs})
 
 
 # auto: each host its own network (runtime._netns), algo-N at 10.213.0.N; namespace: the

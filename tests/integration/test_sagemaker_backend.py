@@ -26,6 +26,7 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
+from factories import sagemaker_estimator
 from launchbay import ConfigurationError, JobError, JobFailedError
 from launchbay._logs import LogPrinter, show_logs
 from launchbay.backends.plan import plan_request
@@ -195,18 +196,8 @@ def _colours(monkeypatch):
 
 
 def torch_estimator(session, **overrides):
-    kwargs = dict(
-        entry_point="train.py",
-        source_dir="src",
-        role=ROLE,
-        instance_count=2,
-        instance_type="ml.c5.xlarge",
-        framework_version="2.3",
-        py_version="py311",
-        sagemaker_session=session,
-    )
-    kwargs.update(overrides)
-    return PyTorch(**kwargs)
+    kwargs = dict(instance_count=2, instance_type="ml.c5.xlarge", sagemaker_session=session)
+    return sagemaker_estimator(**{**kwargs, **overrides})
 
 
 # --------------------------------------------------------------------------- submission (moto)

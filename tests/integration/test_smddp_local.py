@@ -22,9 +22,9 @@ from pathlib import Path
 import pytest
 
 import job_venv
+from factories import estimator
 from job_outputs import archive_members, check_ranks, file_uri, rank_reports
 from launchbay import JobFailedError
-from launchbay.pytorch import PyTorch
 from launchbay.tensorflow import TensorFlow
 from smddp_checks import check_training
 
@@ -35,19 +35,9 @@ SMDDP = {"smdistributed": {"dataparallel": {"enabled": True, "processes_per_host
 
 
 def pytorch(entry_point, out, **kwargs):
-    options = dict(
-        entry_point=entry_point,
-        source_dir=str(SCRIPTS),
-        role=None,
-        instance_type="local_process",
-        instance_count=2,
-        framework_version="2.2.0",  # a version SDK v2 accepts with smdistributed dataparallel
-        py_version="py310",
-        distribution=SMDDP,
-        output_path=file_uri(out),
-    )
-    options.update(kwargs)
-    return PyTorch(**options)
+    # 2.2.0 on py310: a version SDK v2 accepts with smdistributed dataparallel
+    options = dict(framework_version="2.2.0", py_version="py310", distribution=SMDDP)
+    return estimator(entry_point, SCRIPTS, out=out, instance_count=2, **{**options, **kwargs})
 
 
 def leftovers(directory) -> list:

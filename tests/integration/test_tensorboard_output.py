@@ -16,6 +16,7 @@ from pathlib import Path
 
 import pytest
 
+from factories import estimator as make_estimator
 from job_outputs import file_uri
 from launchbay import JobFailedError
 from launchbay.backends.local import tensorboard
@@ -30,19 +31,10 @@ BUCKET = "tensorboard-local"
 
 
 def estimator(tmp_path: Path, destination: str, **kwargs) -> PyTorch:
-    options = dict(
-        entry_point="tensorboard_writer.py",
-        source_dir=str(SCRIPTS),
-        role=None,
-        instance_type="local_process",
-        instance_count=2,
-        framework_version="2.8.0",
-        py_version="py312",
-        output_path=file_uri(tmp_path / "out"),
-        tensorboard_output_config=TensorBoardOutputConfig(destination),
+    options = dict(instance_count=2, tensorboard_output_config=TensorBoardOutputConfig(destination))
+    return make_estimator(
+        "tensorboard_writer.py", SCRIPTS, out=tmp_path / "out", **options | kwargs
     )
-    options.update(kwargs)
-    return PyTorch(**options)
 
 
 def wait_until(found: Callable[[], bool], job, what: str, seconds: float = 120) -> None:

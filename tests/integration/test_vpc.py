@@ -19,8 +19,8 @@ import textwrap
 import boto3
 import pytest
 
+from factories import sagemaker_estimator
 from launchbay import ProvisioningError, vpc
-from launchbay.pytorch import PyTorch
 
 REGION = "us-west-2"
 STACK = "lb-test-vpc"
@@ -170,14 +170,10 @@ def test_template_failure_is_reported_then_times_out_quickly(aws, tmp_path):
 def test_training_request_carries_the_provisioned_vpc(session, tmp_path):
     config = vpc.provision(STACK, session=session, progress=False)
     (tmp_path / "train.py").write_text("print('hi')\n")
-    est = PyTorch(
-        entry_point="train.py",
-        source_dir=str(tmp_path),
-        role=ROLE,
+    est = sagemaker_estimator(
+        source_dir=tmp_path,
         instance_count=2,
         instance_type="ml.g5.12xlarge",
-        framework_version="2.3",
-        py_version="py311",
         sagemaker_session=session,
         vpc_config=config,
         distribution={"torch_distributed": {"enabled": True}},

@@ -13,29 +13,19 @@ import subprocess
 import sys
 import tarfile
 import time
+from functools import partial
 from pathlib import Path
 
 import pytest
 from ray_cluster_helpers import SCRIPTS, left_running, wait_none_left
 
+from factories import estimator
 from launchbay import ConfigurationError, JobFailedError
-from launchbay.pytorch import PyTorch
 
 pytestmark = pytest.mark.filterwarnings("ignore:framework_version=:UserWarning")
 
 
-def pytorch(entry_point, **kwargs):
-    options = dict(
-        entry_point=entry_point,
-        source_dir=str(SCRIPTS),
-        role=None,
-        instance_type="ray",
-        instance_count=2,
-        framework_version="2.8.0",
-        py_version="py312",
-    )
-    options.update(kwargs)
-    return PyTorch(**options)
+pytorch = partial(estimator, source_dir=SCRIPTS, instance_type="ray", instance_count=2)
 
 
 def job_dir(home, name) -> Path:

@@ -6,25 +6,15 @@ import warnings
 
 import pytest
 
+from factories import sagemaker_estimator
 from launchbay import ConfigurationError, Estimator, UnknownArgumentError
-from launchbay.pytorch import PyTorch
 from launchbay.tensorflow import TensorFlow
 
 ROLE = "arn:aws:iam::123456789012:role/SageMakerRole"
 
 
 def pytorch(**overrides):
-    kwargs = dict(
-        entry_point="train.py",
-        source_dir="src",
-        role=ROLE,
-        instance_count=1,
-        instance_type="ml.m5.xlarge",
-        framework_version="2.3",
-        py_version="py311",
-    )
-    kwargs.update(overrides)
-    return PyTorch(**kwargs)
+    return sagemaker_estimator(**overrides)
 
 
 def test_valid_estimator_builds(src):

@@ -13,28 +13,21 @@ import json
 
 import pytest
 
+from factories import OMIT
+from factories import estimator as make_estimator
 from launchbay import ConfigurationError
 from launchbay.backends.docker import DockerBackend, compose_document, host_config_args
 from launchbay.backends.local.capacity import split_gpus
 from launchbay.backends.plan import plan_request
 from launchbay.backends.process import ProcessBackend
-from launchbay.pytorch import PyTorch
 
 TORCHRUN = {"torch_distributed": {"enabled": True}}
 
 
 def estimator(src, **kwargs):
-    args = dict(
-        entry_point="train.py",
-        source_dir=str(src),
-        framework_version="2.13",
-        py_version="py311",
-        instance_type="local_process",
-        instance_count=2,
-        distribution=TORCHRUN,
-    )
-    args.update(kwargs)
-    return PyTorch(**args)
+    options = dict(framework_version="2.13", py_version="py311", instance_count=2)
+    options.update(distribution=TORCHRUN, role=OMIT)
+    return make_estimator("train.py", src, **{**options, **kwargs})
 
 
 def test_each_host_gets_floor_gpus_over_hosts_contiguous(fake_gpus):

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 import pytest
 
+from factories import OMIT
+from factories import estimator as make_estimator
 from launchbay import ConfigurationError
 from launchbay.estimator import Estimator
 from launchbay.pytorch import PyTorch
@@ -26,15 +28,8 @@ BAD_NAMES = ["my train.py", "-train.py", "$(touch pwned).py", "bin/run me.sh"]
 
 
 def estimator(**kwargs) -> PyTorch:
-    options = dict(
-        role="arn:aws:iam::123456789012:role/SageMakerRole",
-        instance_type="local_process",
-        instance_count=1,
-        framework_version="2.8.0",
-        py_version="py312",
-    )
-    options.update(kwargs)
-    return PyTorch(**options)
+    kwargs = {"role": "arn:aws:iam::123456789012:role/SageMakerRole", **kwargs}
+    return make_estimator(kwargs.pop("entry_point", OMIT), **kwargs)
 
 
 @pytest.fixture

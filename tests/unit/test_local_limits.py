@@ -12,6 +12,8 @@ import os
 
 import pytest
 
+from factories import OMIT
+from factories import estimator as make_estimator
 from launchbay import ConfigurationError
 from launchbay.backends.local.capacity import (
     MAX_RANKS_ENV,
@@ -33,16 +35,9 @@ def src(tmp_path):
 
 
 def estimator(src, **kwargs):
-    args = dict(
-        entry_point="train.py",
-        source_dir=str(src),
-        framework_version="2.13",
-        py_version="py311",
-        instance_type="local_process",
-        instance_count=1,
+    return make_estimator(
+        "train.py", src, role=OMIT, framework_version="2.13", py_version="py311", **kwargs
     )
-    args.update(kwargs)
-    return PyTorch(**args)
 
 
 def test_capacity_follows_the_machine(monkeypatch):

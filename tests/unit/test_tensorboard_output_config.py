@@ -19,6 +19,7 @@ from pathlib import Path
 
 import pytest
 
+from factories import sagemaker_estimator
 from launchbay import ConfigurationError
 from launchbay.backends.local import tensorboard
 from launchbay.backends.local.layout import JobLayout
@@ -38,18 +39,7 @@ def _region(monkeypatch):
 
 
 def pytorch(**kwargs) -> PyTorch:
-    options = dict(
-        entry_point="train.py",
-        source_dir="src",
-        role=ROLE,
-        instance_type="ml.m5.xlarge",
-        instance_count=1,
-        framework_version="2.3",
-        py_version="py311",
-        output_path="s3://bucket/out",
-    )
-    options.update(kwargs)
-    return PyTorch(**options)
+    return sagemaker_estimator(**{"output_path": "s3://bucket/out", **kwargs})
 
 
 # --------------------------------------------------------------------------- the class

@@ -9,8 +9,8 @@ import boto3
 import pytest
 from botocore.stub import Stubber
 
+from factories import sagemaker_estimator
 from launchbay import ConfigurationError, ProvisioningError, vpc
-from launchbay.pytorch import PyTorch
 from launchbay.vpc import VpcConfig
 
 ROLE = "arn:aws:iam::123456789012:role/SageMakerRole"
@@ -19,17 +19,7 @@ STACK_ID = "arn:aws:cloudformation:us-west-2:123456789012:stack/net/1"
 
 def pytorch(tmp_path, **overrides):
     (tmp_path / "train.py").write_text("print('hi')\n")
-    kwargs = dict(
-        entry_point="train.py",
-        source_dir=str(tmp_path),
-        role=ROLE,
-        instance_count=1,
-        instance_type="ml.m5.xlarge",
-        framework_version="2.3",
-        py_version="py311",
-    )
-    kwargs.update(overrides)
-    return PyTorch(**kwargs)
+    return sagemaker_estimator(source_dir=tmp_path, **overrides)
 
 
 def test_vpc_config_values():

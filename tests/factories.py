@@ -1,0 +1,85 @@
+"""The one estimator factory of the tests (importable: ``tests/`` is on ``sys.path``).
+
+``estimator(entry_point, source_dir, ...)`` makes a framework estimator for a local job:
+PyTorch 2.8.0 on py312 (TensorFlow 2.19.0 with ``framework=TensorFlow``), no role, one
+``local_process`` host. ``out`` sets ``output_path`` to ``file://<out>``. Every other keyword
+is the estimator's own and wins over these defaults; a keyword given as ``OMIT`` is not
+passed at all (the estimator's own default applies).
+
+``sagemaker_estimator(...)`` makes one for a SageMaker job (a request, or moto): PyTorch 2.3
+on py311 (TensorFlow 2.14 on py310), ``train.py`` in ``src``, the role ``ROLE``, one
+``ml.m5.xlarge``; its keywords work the same way.
+
+Test files bind what all their estimators share once, e.g.
+``pytorch = functools.partial(estimator, source_dir=SCRIPTS, instance_count=2)``.
+"""
+
+from __future__ import annotations
+
+from pathlib import Path
+from typing import Any
+
+from launchbay.pytorch import PyTorch
+from launchbay.tensorflow import TensorFlow
+
+#: A keyword's value that means: do not pass this keyword.
+OMIT: Any = object()
+
+#: The role of the SageMaker jobs of the tests.
+ROLE = "arn:aws:iam::123456789012:role/SageMakerRole"
+
+#: The framework and Python versions of each framework's estimators, for a SageMaker job.
+SAGEMAKER_VERSIONS: dict[type, tuple[str, str]] = {
+    PyTorch: ("2.3", "py311"),
+    TensorFlow: ("2.14", "py310"),
+}
+
+#: The framework and Python versions each framework's estimators get unless told otherwise.
+VERSIONS: dict[type, tuple[str, str]] = {
+    PyTorch: ("2.8.0", "py312"),
+    TensorFlow: ("2.19.0", "py312"),
+}
+
+
+def estimator(
+    entry_point: str = "train.py",
+    source_dir: str | Path | None = None,
+    *,
+    framework: type = PyTorch,
+    out: str | Path | None = None,
+    **kwargs: Any,
+) -> Any:
+    """A ``framework`` estimator for a local job (the module's docstring says the defaults)."""
+    framework_version, py_version = VERSIONS[framework]
+    options: dict[str, Any] = dict(
+        entry_point=entry_point,
+        role=None,
+        instance_type="local_process",
+        instance_count=1,
+        framework_version=framework_version,
+        py_version=py_version,
+    )
+    if source_dir is not None:
+        options["source_dir"] = str(source_dir)
+    if out is not None:
+        options["output_path"] = f"file://{out}"
+    options.update(kwargs)
+    return framework(**{k: v for k, v in options.items() if v is not OMIT})
+
+
+def sagemaker_estimator(
+    entry_point: str = "train.py",
+    source_dir: str | Path = "src",
+    *,
+    framework: type = PyTorch,
+    **kwargs: Any,
+) -> Any:
+    """A ``framework`` estimator for a SageMaker job (the module's docstring says the defaults)."""
+    framework_version, py_version = SAGEMAKER_VERSIONS[framework]
+    options: dict[str, Any] = dict(
+        role=ROLE,
+        instance_type="ml.m5.xlarge",
+        framework_version=framework_version,
+        py_version=py_version,
+    )
+    return estimator(entry_point, source_dir, framework=framework, **options | kwargs)
