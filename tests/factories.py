@@ -67,19 +67,27 @@ def estimator(
     return framework(**{k: v for k, v in options.items() if v is not OMIT})
 
 
-def sagemaker_estimator(
+def sagemaker_arguments(
     entry_point: str = "train.py",
     source_dir: str | Path = "src",
     *,
     framework: type = PyTorch,
     **kwargs: Any,
-) -> Any:
-    """A ``framework`` estimator for a SageMaker job (the module's docstring says the defaults)."""
-    framework_version, py_version = SAGEMAKER_VERSIONS[framework]
+) -> dict[str, Any]:
+    """The keywords of :func:`sagemaker_estimator` as a dict, for tests that pass them on."""
+    framework_version, py_version = SAGEMAKER_VERSIONS.get(framework, (OMIT, OMIT))
     options: dict[str, Any] = dict(
+        entry_point=entry_point,
+        source_dir=str(source_dir),
         role=ROLE,
+        instance_count=1,
         instance_type="ml.m5.xlarge",
         framework_version=framework_version,
         py_version=py_version,
     )
-    return estimator(entry_point, source_dir, framework=framework, **options | kwargs)
+    return {k: v for k, v in (options | kwargs).items() if v is not OMIT}
+
+
+def sagemaker_estimator(*args: Any, framework: type = PyTorch, **kwargs: Any) -> Any:
+    """A ``framework`` estimator for a SageMaker job (the module's docstring says the defaults)."""
+    return framework(**sagemaker_arguments(*args, framework=framework, **kwargs))

@@ -18,6 +18,7 @@ import logging
 import pytest
 from botocore.stub import Stubber
 
+from factories import sagemaker_arguments
 from launchbay import ConfigurationError, Estimator, JobError
 from launchbay.debugger import CollectionConfig, DebuggerHookConfig
 from launchbay.inputs import InstanceGroup, TrainingInput
@@ -66,31 +67,13 @@ def attach_from(session, cls, request: dict, status: str = "InProgress"):
 
 
 def torch_kwargs(**overrides):
-    kwargs = dict(
-        entry_point="train.py",
-        source_dir="src",
-        role=ROLE,
-        instance_count=2,
-        instance_type="ml.p4d.24xlarge",
-        framework_version="2.3",
-        py_version="py311",
-    )
-    kwargs.update(overrides)
-    return kwargs
+    kwargs = dict(role=ROLE, instance_count=2, instance_type="ml.p4d.24xlarge")
+    return sagemaker_arguments(framework=PyTorch, **kwargs | overrides)
 
 
 def tf_kwargs(**overrides):
-    kwargs = dict(
-        entry_point="train.py",
-        source_dir="src",
-        role=ROLE,
-        instance_count=2,
-        instance_type="ml.c5.xlarge",
-        framework_version="2.14",
-        py_version="py310",
-    )
-    kwargs.update(overrides)
-    return kwargs
+    kwargs = dict(role=ROLE, instance_count=2, instance_type="ml.c5.xlarge")
+    return sagemaker_arguments(framework=TensorFlow, **kwargs | overrides)
 
 
 HPS = {"epochs": 3, "name": "abc", "lr": 0.1, "layers": [64, 32], "opts": {"amp": True}, "x": None}

@@ -18,6 +18,7 @@ from pathlib import Path
 
 import pytest
 
+from factories import sagemaker_arguments
 from launchbay import ConfigurationError, Estimator, UnknownArgumentError, arguments, jobspec
 from launchbay._attach import init_params_from_description
 from launchbay.arguments import MISSING, Argument, Bool
@@ -30,17 +31,8 @@ ROOT = Path(__file__).resolve().parents[2]
 
 
 def _base(cls: type) -> dict:
-    kwargs = dict(
-        entry_point="train.py",
-        source_dir="src",
-        role=ROLE,
-        instance_count=1,
-        instance_type="ml.m5.xlarge",
-        output_path="s3://bucket/out",
-        framework_version="2.3" if cls is PyTorch else "2.16",
-        py_version="py311" if cls is PyTorch else "py310",
-    )
-    return kwargs
+    versions = {"framework_version": "2.16"} if cls is not PyTorch else {}
+    return sagemaker_arguments(framework=cls, output_path="s3://bucket/out", **versions)
 
 
 def _class(argument: Argument) -> type:

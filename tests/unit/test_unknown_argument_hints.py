@@ -11,19 +11,14 @@ from __future__ import annotations
 
 import pytest
 
+from factories import OMIT, sagemaker_arguments
 from launchbay import Estimator, UnknownArgumentError, arguments
 from launchbay.errors import MEANT_ARGUMENTS, suggestion
 from launchbay.pytorch import PyTorch
 from launchbay.tensorflow import TensorFlow
 
 ROLE = "arn:aws:iam::123456789012:role/SageMakerRole"
-COMMON = dict(
-    entry_point="train.py",
-    source_dir="src",
-    role=ROLE,
-    instance_count=1,
-    instance_type="ml.m5.xlarge",
-)
+COMMON = sagemaker_arguments(role=ROLE, framework_version=OMIT, py_version=OMIT)
 
 
 def test_env_is_dropped_as_v2_drops_it_and_envs_suggests_environment(src):
