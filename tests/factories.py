@@ -91,3 +91,11 @@ def sagemaker_arguments(
 def sagemaker_estimator(*args: Any, framework: type = PyTorch, **kwargs: Any) -> Any:
     """A ``framework`` estimator for a SageMaker job (the module's docstring says the defaults)."""
     return framework(**sagemaker_arguments(*args, framework=framework, **kwargs))
+
+
+def source_dir(root: Path, train: str = "") -> Path:
+    """``root/src`` made with a ``train.py`` that holds ``train``; returns the ``src``."""
+    src = root / "src"
+    src.mkdir()
+    (src / "train.py").write_text(train)
+    return src

@@ -11,6 +11,7 @@ import pytest
 from hypothesis import HealthCheck, given, settings
 from hypothesis import strategies as st
 
+from factories import source_dir
 from launchbay import LaunchbayError
 from launchbay.pytorch import PyTorch
 from launchbay.tensorflow import TensorFlow
@@ -56,10 +57,7 @@ instance_types = st.sampled_from(
 
 @pytest.fixture(scope="module")
 def src(tmp_path_factory):
-    root = tmp_path_factory.mktemp("fuzz") / "src"
-    root.mkdir()
-    (root / "train.py").write_text("")
-    return root
+    return source_dir(tmp_path_factory.mktemp("fuzz"), "")
 
 
 @settings(

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from factories import source_dir
 from launchbay import ConfigurationError, Estimator
 from launchbay import _request_rules as rules
 from launchbay.backends.sagemaker import check_request as sagemaker_check_request
@@ -27,10 +28,7 @@ ROOT = Path(__file__).resolve().parents[2]
 
 @pytest.fixture(scope="module")
 def src(tmp_path_factory):
-    root = tmp_path_factory.mktemp("rules") / "src"
-    root.mkdir()
-    (root / "train.py").write_text("print('hi')\n")
-    return root
+    return source_dir(tmp_path_factory.mktemp("rules"), "print('hi')\n")
 
 
 def torch(src, **kwargs):
