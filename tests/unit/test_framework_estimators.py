@@ -6,11 +6,10 @@ The requests themselves are compared with SDK v2 in tests/compat (framework_case
 from __future__ import annotations
 
 import inspect
-import subprocess
-import sys
 
 import pytest
 
+from fresh_interpreter import loaded_after
 from launchbay import ConfigurationError, DistributionError, arguments
 from launchbay._attach import init_params_from_description
 from launchbay.huggingface import HuggingFace
@@ -31,14 +30,12 @@ def _region(monkeypatch):
 
 
 def test_import_launchbay_loads_no_new_framework():
-    code = (
-        "import sys, launchbay, launchbay.estimator; "
-        "print(sorted(m for m in sys.modules if m.split('.')[:2] in "
-        "(['launchbay', 'huggingface'], ['launchbay', 'sklearn'], ['launchbay', 'xgboost'], "
-        "['launchbay', 'mxnet']) or m in ('transformers', 'sklearn', 'xgboost', 'mxnet')))"
+    frameworks = (
+        "m.split('.')[:2] in (['launchbay', 'huggingface'], ['launchbay', 'sklearn'], "
+        "['launchbay', 'xgboost'], ['launchbay', 'mxnet']) "
+        "or m in ('transformers', 'sklearn', 'xgboost', 'mxnet')"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]"
+    assert loaded_after("import launchbay, launchbay.estimator", frameworks) == []
 
 
 def test_module_paths_are_v2s():

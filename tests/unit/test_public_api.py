@@ -6,6 +6,7 @@ import subprocess
 import sys
 
 import launchbay
+from fresh_interpreter import loaded_after
 from launchbay import errors
 
 PUBLIC = [
@@ -63,15 +64,15 @@ def test_error_tree():
 
 
 def test_import_is_lazy_and_boto3_free():
-    code = (
-        "import sys, launchbay; from launchbay.pytorch import PyTorch; "
-        "from launchbay.tensorflow import TensorFlow; "
-        "print(sorted(m for m in ('boto3', 'botocore', 'yaml', 'docker', 'torch', 'pandas', "
-        "'launchbay.analytics', 'launchbay.s3', 'launchbay.pytorch.estimator', "
-        "'launchbay.tensorflow.estimator') if m in sys.modules))"
+    names = (
+        "boto3", "botocore", "yaml", "docker", "torch", "pandas", "launchbay.analytics",
+        "launchbay.s3", "launchbay.pytorch.estimator", "launchbay.tensorflow.estimator",
+    )  # fmt: skip
+    imports = (
+        "import launchbay; from launchbay.pytorch import PyTorch; "
+        "from launchbay.tensorflow import TensorFlow"
     )
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]"
+    assert loaded_after(imports, f"m in {names!r}") == []
 
 
 def test_import_launchbay_loads_none_of_the_new_frameworks():
@@ -82,9 +83,7 @@ def test_import_launchbay_loads_none_of_the_new_frameworks():
         "launchbay.amazon", "launchbay._retrieve", "launchbay.debugger", "launchbay.local",
         "transformers", "sklearn", "xgboost", "mxnet", "smdebug_rulesconfig",
     )  # fmt: skip
-    code = f"import sys, launchbay; print(sorted(m for m in {names!r} if m in sys.modules))"
-    out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)
-    assert out.stdout.strip() == "[]"
+    assert loaded_after("import launchbay", f"m in {names!r}") == []
 
 
 def test_unknown_attribute():

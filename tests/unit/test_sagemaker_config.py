@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import logging
 import os
-import subprocess
 import sys
 from pathlib import Path
 
@@ -12,6 +11,7 @@ import pytest
 import yaml
 
 import launchbay
+from fresh_interpreter import loaded_after
 from hostile_yaml import HOSTILE, billion_laughs, run_limited
 from launchbay import _sagemaker_config as smc
 from launchbay.errors import ConfigurationError
@@ -300,16 +300,10 @@ def test_local_mode_file_refuses_what_docker_cannot_take(tmp_path, monkeypatch):
 
 
 def test_import_reads_nothing_and_imports_no_yaml_or_jsonschema():
-    code = (
-        "import sys, launchbay; "
-        "print(sorted(m for m in ('yaml', 'jsonschema', 'boto3') if m in sys.modules)); "
-        "print('launchbay._sagemaker_config' in sys.modules)"
-    )
-    out = subprocess.run(
-        [sys.executable, "-c", code], capture_output=True, text=True, check=True
-    ).stdout.split("\n")
-    assert out[0] == "[]"
-    assert out[1] == "False"
+    names = ("yaml", "jsonschema", "boto3", "launchbay._sagemaker_config")
+    loaded = loaded_after("import launchbay", f"m in {names!r}")
+    assert [m for m in loaded if m != "launchbay._sagemaker_config"] == []
+    assert "launchbay._sagemaker_config" not in loaded
 
 
 # -- issue 31 item 4: every defaults file goes through the one bounded YAML reader -----------
