@@ -8,6 +8,9 @@ or a container would reach it.
   environment at it for the whole session (fake credentials, region
   us-west-2, no shared config files), yields its URL, then restores the
   environment and stops the server.
+* ``moto_at`` (function scope): ``moto_at(address)`` starts a moto server of the test's own
+  on one address (the Docker network's gateway for containers; never all interfaces) and
+  points the AWS environment at it. Both start moto through ``_moto``, the one place that does.
 * ``aws`` (function scope): a clean moto state (``POST /moto-api/reset``) and
   the environment above for one test; yields the server URL.
 * ``session``: a ``launchbay.Session(region_name="us-west-2")`` on a clean moto.
@@ -40,13 +43,15 @@ or a container would reach it.
 
 from __future__ import annotations
 
+import logging
 import os
 import re
 import signal
 import sys
 import time
 import urllib.request
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
+from contextlib import ExitStack, contextmanager
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import TYPE_CHECKING
@@ -251,22 +256,48 @@ def _no_machine_sagemaker_config(
     )
 
 
+@contextmanager
+def _moto(address: str) -> Iterator[str]:
+    """The one way the tests start moto: a ``ThreadedMotoServer`` on ``address`` and a free
+    port while the block runs; yields its URL. werkzeug's line per request is kept quiet."""
+    from moto.server import ThreadedMotoServer
+
+    werkzeug = logging.getLogger("werkzeug")
+    saved_level = werkzeug.level
+    werkzeug.setLevel(logging.WARNING)
+    server = ThreadedMotoServer(ip_address=address, port=0, verbose=False)
+    server.start()
+    try:
+        host, port = server.get_host_and_port()
+        assert host == address, (host, address)
+        yield f"http://{host}:{port}"
+    finally:
+        server.stop()
+        werkzeug.setLevel(saved_level)
+
+
 @pytest.fixture(scope="session")
 def moto_server(tmp_path_factory: pytest.TempPathFactory) -> Iterator[str]:
     """A moto server on 127.0.0.1 for the whole test session; yields its URL."""
-    from moto.server import ThreadedMotoServer
+    with _moto("127.0.0.1") as url, pytest.MonkeyPatch.context() as mp:
+        _apply_env(mp, _aws_env(url, str(tmp_path_factory.mktemp("aws"))))
+        yield url
 
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    url = f"http://{host}:{port}"
-    env = _aws_env(url, str(tmp_path_factory.mktemp("aws")))
-    with pytest.MonkeyPatch.context() as mp:
-        _apply_env(mp, env)
-        try:
-            yield url
-        finally:
-            server.stop()
+
+@pytest.fixture
+def moto_at(tmp_path: Path, monkeypatch: pytest.MonkeyPatch) -> Iterator[Callable[[str], str]]:
+    """``moto_at(address)``: a moto server of this test alone, on ``address`` (never all
+    interfaces: a Docker network's gateway, say, for its containers), with the AWS
+    environment pointing at it; returns its URL. It stops when the test ends."""
+    with ExitStack() as servers:
+
+        def start(address: str) -> str:
+            assert address not in ("0.0.0.0", "::", ""), "moto listens on one address only"
+            url = servers.enter_context(_moto(address))
+            _apply_env(monkeypatch, _aws_env(url, str(tmp_path)))
+            return url
+
+        yield start
 
 
 def reset_moto(url: str) -> None:

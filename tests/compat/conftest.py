@@ -1,6 +1,6 @@
 """Fixtures for the request-compatibility suite (launchbay vs sagemaker==2.257.7).
 
-Both SDKs talk to one moto server started for the whole session; it is reached
+Both SDKs talk to the session's one moto server (``moto_server``); it is reached
 through ``AWS_ENDPOINT_URL`` with dummy credentials, so nothing leaves this
 machine. That environment is set around each test of this directory and
 restored after it.
@@ -9,7 +9,6 @@ restored after it.
 from __future__ import annotations
 
 import copy
-import logging
 from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
@@ -22,22 +21,9 @@ _UNSET = ("AWS_SESSION_TOKEN", "AWS_SECURITY_TOKEN", "AWS_PROFILE", "AWS_REGION"
 
 
 @pytest.fixture(scope="session")
-def moto_endpoint() -> Iterator[str]:
-    """A ThreadedMotoServer on 127.0.0.1 (free port) for the whole session; yields its URL."""
-    from moto.server import ThreadedMotoServer
-
-    # werkzeug logs every request the server answers; keep failures readable.
-    werkzeug = logging.getLogger("werkzeug")
-    saved_level = werkzeug.level
-    werkzeug.setLevel(logging.WARNING)
-    server = ThreadedMotoServer(ip_address="127.0.0.1", port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    try:
-        yield f"http://{host}:{port}"
-    finally:
-        server.stop()
-        werkzeug.setLevel(saved_level)
+def moto_endpoint(moto_server: str) -> str:
+    """The session's one moto server (``moto_server``, tests/conftest.py): its URL."""
+    return moto_server
 
 
 @pytest.fixture(scope="session")

@@ -308,32 +308,13 @@ def _host_gateway(docker_client) -> str:
 
 
 @pytest.fixture
-def open_session(tmp_path, monkeypatch, docker_client):
+def open_session(docker_client, moto_at):
     """A moto server on the containers' gateway address only (the job's containers and this
     process reach it there; nothing else on the machine's networks does), and its Session."""
-    from moto.server import ThreadedMotoServer
-
     from launchbay.session import Session
 
-    gateway = _host_gateway(docker_client)
-    server = ThreadedMotoServer(ip_address=gateway, port=0, verbose=False)
-    server.start()
-    host, port = server.get_host_and_port()
-    assert host == gateway, host
-    url = f"http://{gateway}:{port}"
-    for key, value in {
-        "AWS_ENDPOINT_URL": url,
-        "AWS_ACCESS_KEY_ID": "testing",
-        "AWS_SECRET_ACCESS_KEY": "testing",
-        "AWS_DEFAULT_REGION": "us-west-2",
-        "AWS_REGION": "us-west-2",
-    }.items():
-        monkeypatch.setenv(key, value)
-    monkeypatch.delenv("AWS_PROFILE", raising=False)
-    monkeypatch.setenv("AWS_CONFIG_FILE", str(tmp_path / "no-config"))
-    monkeypatch.setenv("AWS_SHARED_CREDENTIALS_FILE", str(tmp_path / "no-credentials"))
-    yield Session()
-    server.stop()
+    moto_at(_host_gateway(docker_client))
+    return Session()
 
 
 def test_channels_from_file_and_s3_and_outputs_to_both(
