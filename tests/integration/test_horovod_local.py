@@ -10,9 +10,9 @@ from pathlib import Path
 
 import pytest
 
+from factories import estimator as make_estimator
 from job_outputs import HOROVOD_MPI as MPI
 from job_outputs import archive_members, check_horovod_ranks, file_uri, rank_reports
-from launchbay.pytorch import PyTorch
 from launchbay.tensorflow import TensorFlow
 
 pytestmark = pytest.mark.filterwarnings("ignore:framework_version=:UserWarning")
@@ -22,17 +22,13 @@ SCRIPTS = Path(__file__).parent / "local_process_scripts"
 
 def test_horovod_torch_allreduce_2x2(home, tmp_path):
     out = tmp_path / "out"
-    est = PyTorch(
-        entry_point="hvd_allreduce.py",
-        source_dir=str(SCRIPTS),
-        role=None,
-        instance_type="local_process",
+    est = make_estimator(
+        "hvd_allreduce.py",
+        SCRIPTS,
         instance_count=2,
-        framework_version="2.8.0",
-        py_version="py312",
         distribution=MPI,
         hyperparameters={"framework": "torch"},
-        output_path=file_uri(out),
+        out=out,
     )
     est.fit(logs=False)
     prefix = out / est.latest_training_job.name / "output"

@@ -21,9 +21,8 @@ import socket
 
 import pytest
 
-from job_outputs import file_uri
+from factories import estimator as make_estimator
 from launchbay import JobFailedError
-from launchbay.pytorch import PyTorch
 
 pytestmark = pytest.mark.filterwarnings("ignore:framework_version=:UserWarning")
 
@@ -79,17 +78,13 @@ def test_a_failing_torchrun_child_is_reported_as_its_launchers_failure(home, tmp
     src.mkdir()
     (src / "launcher.py").write_text(LAUNCHER)
     (src / "child.py").write_text(CHILD)
-    est = PyTorch(
-        entry_point="launcher.py",
-        source_dir=str(src),
-        role=None,
-        instance_type="local_process",
+    est = make_estimator(
+        "launcher.py",
+        src,
         instance_count=2,
-        framework_version="2.8.0",
-        py_version="py312",
         hyperparameters={"master-port": _free_port()},
         environment={"LAUNCHBAY_HOST_NETWORK": network},
-        output_path=file_uri(tmp_path / "out"),
+        out=tmp_path / "out",
         max_run=240,
     )
     with pytest.raises(JobFailedError) as caught:

@@ -18,9 +18,9 @@ from pathlib import Path
 
 import pytest
 
+from factories import estimator as make_estimator
 from job_outputs import file_uri
 from launchbay import ConfigurationError, JobFailedError
-from launchbay.pytorch import PyTorch
 
 pytestmark = pytest.mark.filterwarnings("ignore:framework_version=:UserWarning")
 
@@ -138,11 +138,7 @@ def test_the_attached_setting_stops_the_job_when_its_script_exits(home, tmp_path
 
 def test_a_bad_value_of_the_setting_is_refused_before_anything_starts(home, tmp_path, monkeypatch):
     monkeypatch.setenv("LAUNCHBAY_LOCAL_NO_WAIT", "background")
-    estimator = PyTorch(
-        entry_point="sleepy.py", source_dir=str(SCRIPTS), role=None,
-        instance_type="local_process", instance_count=1,
-        framework_version="2.8.0", py_version="py312", output_path=file_uri(tmp_path / "out"),
-    )  # fmt: skip
+    estimator = make_estimator("sleepy.py", SCRIPTS, out=tmp_path / "out")
     with pytest.raises(ConfigurationError) as raised:
         estimator.fit(wait=False, job_name="never-starts")
     message = str(raised.value)
@@ -154,12 +150,9 @@ def test_a_bad_value_of_the_setting_is_refused_before_anything_starts(home, tmp_
 
 def test_max_run_bounds_a_detached_job_and_list_marks_it_while_it_runs(home, tmp_path):
     name = "detached-max-run"
-    estimator = PyTorch(
-        entry_point="sleepy.py", source_dir=str(SCRIPTS), role=None,
-        instance_type="local_process", instance_count=1,
-        framework_version="2.8.0", py_version="py312", max_run=4,
-        hyperparameters={"seconds": 120}, output_path=file_uri(tmp_path / "out"),
-    )  # fmt: skip
+    estimator = make_estimator(
+        "sleepy.py", SCRIPTS, max_run=4, hyperparameters={"seconds": 120}, out=tmp_path / "out"
+    )
     with stopped_at_the_end(name):
         job = estimator.fit(wait=False, job_name=name)
         runner = int((home / "cli" / f"{name}.pid").read_text().split()[0])

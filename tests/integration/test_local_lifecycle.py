@@ -20,7 +20,9 @@ from pathlib import Path
 import psutil
 import pytest
 
+from factories import estimator as make_estimator
 from job_outputs import archive_members, file_uri
+from job_processes import job_processes
 from launchbay import JobError
 from launchbay.pytorch import PyTorch
 
@@ -91,24 +93,6 @@ def finish(driver: subprocess.Popen[str], sig: int = signal.SIGINT, timeout: flo
     return output
 
 
-def job_processes(directory) -> list[psutil.Process]:
-    """Live processes whose command line or environment mentions ``directory``."""
-    needle = str(directory)
-    found = []
-    for proc in psutil.process_iter():
-        if proc.pid == os.getpid():
-            continue
-        try:
-            if proc.status() == psutil.STATUS_ZOMBIE:
-                continue
-            text = " ".join(proc.cmdline()) + " " + " ".join(proc.environ().values())
-        except psutil.Error:
-            continue
-        if needle in text:
-            found.append(proc)
-    return found
-
-
 # --------------------------------------------------------------------------- defect 1
 
 
@@ -127,16 +111,7 @@ def test_a_second_fit_with_a_running_jobs_name_is_refused_and_touches_nothing(ho
         ranks = wait_for_markers(marker, 2, driver)
         directory = Path(home) / "jobs" / name
         request = (directory / "request.json").read_text()
-        second = PyTorch(
-            entry_point="sleepy.py",
-            source_dir=str(SCRIPTS),
-            role=None,
-            instance_type="local_process",
-            instance_count=1,
-            framework_version="2.8.0",
-            py_version="py312",
-            output_path=file_uri(tmp_path / "out2"),
-        )
+        second = make_estimator("sleepy.py", SCRIPTS, out=tmp_path / "out2")
         with pytest.raises(JobError) as caught:
             second.fit(job_name=name, logs=False)
         message = str(caught.value)
@@ -265,17 +240,13 @@ def test_mpi_workers_learn_at_once_that_the_master_could_not_start(home, tmp_pat
 
     no_mpirun = tmp_path / "bin"
     no_mpirun.mkdir()
-    est = PyTorch(
-        entry_point="mpi_check.py",
-        source_dir=str(SCRIPTS),
-        role=None,
-        instance_type="local_process",
+    est = make_estimator(
+        "mpi_check.py",
+        SCRIPTS,
         instance_count=2,
-        framework_version="2.8.0",
-        py_version="py312",
         distribution={"mpi": {"enabled": True, "processes_per_host": 1}},
         environment={"PATH": str(no_mpirun)},
-        output_path=file_uri(tmp_path / "out"),
+        out=tmp_path / "out",
     )
     with pytest.raises(JobFailedError) as caught:
         est.fit(logs=False)
@@ -410,16 +381,7 @@ def test_status_and_stop_finish_a_job_whose_client_and_watchdog_died(home, tmp_p
         time.sleep(0.2)
     assert json.loads((directory / "status.json").read_text())["TrainingJobStatus"] == "InProgress"
     if command == "fit":  # a new job of that name first finishes the old one
-        again = PyTorch(
-            entry_point="sleepy.py",
-            source_dir=str(SCRIPTS),
-            role=None,
-            instance_type="local_process",
-            instance_count=1,
-            framework_version="2.8.0",
-            py_version="py312",
-            output_path=file_uri(tmp_path / "out2"),
-        )
+        again = make_estimator("sleepy.py", SCRIPTS, out=tmp_path / "out2")
         again.fit(job_name=name, logs=False)
         assert again.latest_training_job.describe()["TrainingJobStatus"] == "Completed"
         failure = (tmp_path / "out" / name / "output" / "failure").read_text()
@@ -539,16 +501,12 @@ def test_twenty_2x2_torch_distributed_jobs_in_a_row_all_succeed_and_leave_nothin
     monkeypatch.setenv("TMPDIR", str(scratch))
     me = psutil.Process()
     before = {p.pid for p in me.children(recursive=True)}
-    est = PyTorch(
-        entry_point="ddp_plain.py",
-        source_dir=str(SCRIPTS),
-        role=None,
-        instance_type="local_process",
+    est = make_estimator(
+        "ddp_plain.py",
+        SCRIPTS,
         instance_count=2,
-        framework_version="2.8.0",
-        py_version="py312",
         distribution={"torch_distributed": {"enabled": True, "processes_per_host": 2}},
-        output_path=file_uri(tmp_path / "out"),
+        out=tmp_path / "out",
     )
     statuses = []
     for _ in range(20):

@@ -23,6 +23,7 @@ from pathlib import Path
 import pytest
 from test_local_lifecycle import job_processes
 
+from factories import estimator as make_estimator
 from job_outputs import file_uri
 from launchbay.analytics import TrainingJobAnalytics
 from launchbay.pytorch import PyTorch
@@ -39,12 +40,13 @@ BOUND = 30.0
 
 
 def flood(tmp_path: Path, **hyperparameters) -> PyTorch:
-    return PyTorch(
-        entry_point="flood.py", source_dir=str(SCRIPTS), role=None,
-        instance_type="local_process", instance_count=1, framework_version="2.8.0",
-        py_version="py312", hyperparameters=hyperparameters,
-        output_path=file_uri(tmp_path / "out"), metric_definitions=[LOSS],
-    )  # fmt: skip
+    return make_estimator(
+        "flood.py",
+        SCRIPTS,
+        hyperparameters=hyperparameters,
+        out=tmp_path / "out",
+        metric_definitions=[LOSS],
+    )
 
 
 def metrics_lines(job_dir: str | Path) -> list[dict]:

@@ -13,15 +13,16 @@ import signal
 import subprocess
 import sys
 import time
+from functools import partial
 from pathlib import Path
 
-import psutil
 import pytest
 
+from factories import estimator
 from job_outputs import archive_members, check_ranks, file_uri, rank_reports
+from job_processes import job_processes
 from launchbay import ConfigurationError, JobError, JobFailedError
 from launchbay.inputs import FileSystemInput, TrainingInput
-from launchbay.pytorch import PyTorch
 from launchbay.tensorflow import TensorFlow
 
 pytestmark = pytest.mark.filterwarnings("ignore:framework_version=:UserWarning")
@@ -30,54 +31,12 @@ SCRIPTS = Path(__file__).parent / "local_process_scripts"
 BUCKET = "local-process-data"
 
 
-def pytorch(entry_point, **kwargs):
-    options = dict(
-        entry_point=entry_point,
-        source_dir=str(SCRIPTS),
-        role=None,
-        instance_type="local_process",
-        instance_count=2,
-        framework_version="2.8.0",
-        py_version="py312",
-    )
-    options.update(kwargs)
-    return PyTorch(**options)
-
-
-def tensorflow(entry_point, **kwargs):
-    options = dict(
-        entry_point=entry_point,
-        source_dir=str(SCRIPTS),
-        role=None,
-        instance_type="local_process",
-        instance_count=2,
-        framework_version="2.19.0",
-        py_version="py312",
-    )
-    options.update(kwargs)
-    return TensorFlow(**options)
+pytorch = partial(estimator, source_dir=SCRIPTS, instance_count=2)
+tensorflow = partial(estimator, source_dir=SCRIPTS, instance_count=2, framework=TensorFlow)
 
 
 def job_dir(home, job) -> Path:
     return Path(home) / "jobs" / job.name
-
-
-def job_processes(directory) -> list[psutil.Process]:
-    """Live processes whose command line or environment mentions ``directory``."""
-    needle = str(directory)
-    found = []
-    for proc in psutil.process_iter():
-        if proc.pid == os.getpid():
-            continue
-        try:
-            if proc.status() == psutil.STATUS_ZOMBIE:
-                continue
-            text = " ".join(proc.cmdline()) + " " + " ".join(proc.environ().values())
-        except psutil.Error:
-            continue
-        if needle in text:
-            found.append(proc)
-    return found
 
 
 # --------------------------------------------------------------------------- (a), (b)

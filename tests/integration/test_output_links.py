@@ -17,9 +17,9 @@ from pathlib import Path
 
 import pytest
 
+from factories import estimator as make_estimator
 from launchbay.backends.local.layout import JobLayout
 from launchbay.backends.local.staging import LocalStager
-from launchbay.pytorch import PyTorch
 
 pytestmark = pytest.mark.filterwarnings("ignore:framework_version=:UserWarning")
 
@@ -262,14 +262,9 @@ def test_local_process_job_packs_no_host_file(tmp_path, monkeypatch, secret):
     src = tmp_path / "src"
     src.mkdir()
     (src / "hostile.py").write_text(HOSTILE_SCRIPT)
-    estimator = PyTorch(
-        entry_point="hostile.py",
-        source_dir=str(src),
-        role=None,
-        instance_type="local_process",
-        instance_count=1,
-        framework_version="2.8.0",
-        py_version="py312",
+    estimator = make_estimator(
+        "hostile.py",
+        src,
         output_path=f"file://{tmp_path}/out",
         checkpoint_s3_uri=f"file://{tmp_path}/ck",
         environment={"HOST_SECRET": str(secret)},

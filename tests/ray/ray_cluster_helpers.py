@@ -9,6 +9,8 @@ from pathlib import Path
 
 import psutil
 
+from job_processes import live_processes
+
 # Read when Ray is first imported: every node, and this driver, use 127.0.0.1 (test traffic
 # stays on loopback) instead of this machine's network address.
 os.environ["RAY_ENABLE_WINDOWS_OR_OSX_CLUSTER"] = "0"
@@ -19,19 +21,7 @@ NODE_CPUS = 2
 
 def left_running(marker: str = "launchbay-ray-") -> list[psutil.Process]:
     """Live processes that run a Ray host's tree (its runtime, torchrun, ranks, mpirun)."""
-    found = []
-    for proc in psutil.process_iter():
-        if proc.pid == os.getpid():
-            continue
-        try:
-            if proc.status() == psutil.STATUS_ZOMBIE:
-                continue
-            environ = proc.environ()
-        except psutil.Error:
-            continue
-        if marker in environ.get("SAGEMAKER_BASE_DIR", ""):
-            found.append(proc)
-    return found
+    return live_processes(lambda proc: marker in proc.environ().get("SAGEMAKER_BASE_DIR", ""))
 
 
 def wait_none_left(timeout: float = 20.0) -> list[psutil.Process]:
