@@ -343,9 +343,10 @@ class ContainerHosts:
         config = self._image_configs.get(image) or {}
         # SageMaker's images (and launchbay's) set PIP_NO_CACHE_DIR=1 to keep their layers
         # small; any value of it turns pip's cache off, and a container's environment can
-        # only add to the image's: `env -u` before the image's entrypoint takes it away.
+        # only add to the image's: `/usr/bin/env -u` (by path: a job's PATH may hide /usr/bin)
+        # before the image's entrypoint takes it away.
         unset = any(str(e).startswith("PIP_NO_CACHE_DIR=") for e in config.get("Env") or ())
-        entrypoint = ["env", "-u", "PIP_NO_CACHE_DIR", *(config.get("Entrypoint") or [])]
+        entrypoint = ["/usr/bin/env", "-u", "PIP_NO_CACHE_DIR", *(config.get("Entrypoint") or [])]
         for spec in specs:
             spec.binds[cache] = _bind(CONTAINER_PIP_CACHE, "rw")
             spec.environment["PIP_CACHE_DIR"] = CONTAINER_PIP_CACHE

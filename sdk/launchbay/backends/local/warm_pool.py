@@ -118,7 +118,7 @@ def go_message(env: Mapping[str, str], entrypoint: list[str]) -> dict[str, Any]:
     """
     unset: list[str] = []
     rest = list(entrypoint)
-    if rest[:2] == ["env", "-u"] and len(rest) >= 3:
+    if rest[:2] == ["/usr/bin/env", "-u"] and len(rest) >= 3:
         unset, rest = [rest[2]], rest[3:]
     return {"env": dict(env), "unset": unset, "argv": [*rest, "train"]}
 
