@@ -10,12 +10,15 @@ passed at all (the estimator's own default applies).
 on py311 (TensorFlow 2.14 on py310), ``train.py`` in ``src``, the role ``ROLE``, one
 ``ml.m5.xlarge``; its keywords work the same way.
 
+``job_spec(...)`` is that SageMaker job as the text of a YAML job spec (``launchbay submit``).
+
 Test files bind what all their estimators share once, e.g.
 ``pytorch = functools.partial(estimator, source_dir=SCRIPTS, instance_count=2)``.
 """
 
 from __future__ import annotations
 
+import textwrap
 from pathlib import Path
 from typing import Any
 
@@ -99,3 +102,24 @@ def source_dir(root: Path, train: str = "") -> Path:
     src.mkdir()
     (src / "train.py").write_text(train)
     return src
+
+
+def job_spec(extra: str = "", **fields: Any) -> str:
+    """A YAML job spec of :func:`sagemaker_estimator`'s PyTorch job, one ``key: value`` a line.
+
+    ``fields`` replace those lines (``OMIT`` drops one) or add to them; their values are
+    written as they are (YAML text: ``'"2.3"'`` for a string that looks like a number).
+    ``extra`` (dedented) follows, for nested fields.
+    """
+    lines: dict[str, Any] = dict(
+        framework="pytorch",
+        framework_version='"2.3"',
+        py_version="py311",
+        entry_point="train.py",
+        source_dir="src",
+        role=ROLE,
+        instance_type="ml.m5.xlarge",
+        instance_count=1,
+    )
+    text = "".join(f"{k}: {v}\n" for k, v in (lines | fields).items() if v is not OMIT)
+    return text + textwrap.dedent(extra).lstrip("\n")

@@ -11,18 +11,12 @@ import json
 import boto3
 import pytest
 
+from factories import ROLE, job_spec
 from launchbay import Estimator
 
 REGION = "us-west-2"
-SPEC = """
-    framework: pytorch
-    framework_version: "2.3"
-    py_version: py311
-    entry_point: train.py
-    source_dir: src
-    role: ${LB_ROLE}
-    instance_type: ml.g5.xlarge
-    instance_count: 2
+SPEC = job_spec(
+    """
     distribution:
       torch_distributed:
         enabled: true
@@ -32,8 +26,11 @@ SPEC = """
       train: s3://training-data/train
     tags:
       team: ml
-"""
-ROLE = "arn:aws:iam::123456789012:role/SageMakerRole"
+    """,
+    role="${LB_ROLE}",
+    instance_type="ml.g5.xlarge",
+    instance_count=2,
+)
 
 
 @pytest.fixture
@@ -124,7 +121,7 @@ def test_status_list_stop(run_cli, project, env):
 
 
 def test_role_is_required_for_sagemaker(run_cli, project, env):
-    spec = project.spec(SPEC.replace("    role: ${LB_ROLE}\n", ""))
+    spec = project.spec(SPEC.replace("role: ${LB_ROLE}\n", ""))
     result = run_cli("submit", spec, "--no-wait", env=env)
     assert result.returncode == 2
     assert "role is required for SageMaker jobs" in result.stderr

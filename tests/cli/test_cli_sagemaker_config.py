@@ -12,6 +12,7 @@ from pathlib import Path
 import pytest
 import yaml
 
+from factories import OMIT, job_spec
 from hostile_yaml import HOSTILE, limited
 
 ROLE = "arn:aws:iam::123456789012:role/FromConfigFile"
@@ -37,17 +38,13 @@ ADMIN = {
     "SageMaker": {"TrainingJob": {"EnableInterContainerTrafficEncryption": True}},
 }
 
-SPEC = """
-framework: pytorch
-framework_version: "2.3"
-py_version: py311
-entry_point: train.py
-source_dir: src
-instance_type: ml.m5.xlarge
-instance_count: 1
-tags:
-  run: nightly
-"""
+SPEC = job_spec(
+    """
+    tags:
+      run: nightly
+    """,
+    role=OMIT,
+)
 
 
 def _files(tmp_path: Path, env: dict[str, str]) -> dict[str, str]:

@@ -16,6 +16,7 @@ import os
 
 import pytest
 
+from factories import OMIT, job_spec
 from launchbay import ConfigurationError, Estimator
 from launchbay.backends.plan import plan_request
 from launchbay.inputs import InstanceGroup
@@ -94,13 +95,12 @@ def _estimator(project, resources):
 
 def _spec(project, resources: str):
     return project.spec(
-        "framework: pytorch\n"
-        'framework_version: "2.3"\n'
-        "py_version: py311\n"
-        "entry_point: train.py\n"
-        "source_dir: src\n"
-        f"role: {ROLE}\n"
-        "output_path: s3://plan-bucket/out\n" + resources
+        job_spec(
+            resources,
+            output_path="s3://plan-bucket/out",
+            instance_type=OMIT,
+            instance_count=OMIT,
+        )
     )
 
 

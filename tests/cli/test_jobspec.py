@@ -7,6 +7,7 @@ from pathlib import Path
 
 import pytest
 
+from factories import job_spec
 from launchbay import Estimator, Session
 from launchbay.debugger import CollectionConfig, DebuggerHookConfig
 from launchbay.inputs import FileSystemInput, TrainingInput
@@ -129,21 +130,15 @@ def test_generic_and_tensorflow_round_trips(tmp_path, src, offline_session):
 def test_from_yaml_resolves_paths_and_keeps_inputs(tmp_path, src, offline_session, monkeypatch):
     spec = tmp_path / "code" / "job.yaml"
     spec.write_text(
-        textwrap.dedent(
+        job_spec(
             """
-            framework: pytorch
-            framework_version: "2.3"
-            py_version: py311
-            entry_point: train.py
-            source_dir: src
-            role: ${LB_ROLE}
-            instance_type: ml.m5.xlarge
-            instance_count: ${LB_COUNT:-3}
             inputs:
               train: s3://data/train
               test: {s3_data: s3://data/test, content_type: text/csv}
             tags: {team: ml, nightly: true}
-            """
+            """,
+            role="${LB_ROLE}",
+            instance_count="${LB_COUNT:-3}",
         )
     )
     monkeypatch.setenv("LB_ROLE", ROLE)

@@ -24,6 +24,7 @@ import pytest
 import yaml
 
 import launchbay._request_rules as request_rules
+from factories import job_spec
 from launchbay import Session
 from launchbay.backends.plan import plan_request
 from launchbay.backends.sagemaker import SageMakerBackend
@@ -142,16 +143,10 @@ def test_every_entry_point_refuses_a_bad_request_with_the_same_message(
     assert messages[1] == messages[0]
     assert messages[2] == messages[0]
     spec = project.spec(
-        "framework: pytorch\n"
-        'framework_version: "2.3"\n'
-        "py_version: py311\n"
-        "entry_point: train.py\n"
-        "source_dir: src\n"
-        f"role: {ROLE}\n"
-        f"output_path: s3://{BUCKET}/out\n"
-        "instance_type: ml.m5.xlarge\n"
-        "instance_count: 1\n"
-        "tags:\n" + "".join(f"  k{i}: v\n" for i in range(50))
+        job_spec(
+            "tags:\n" + "".join(f"  k{i}: v\n" for i in range(50)),
+            output_path=f"s3://{BUCKET}/out",
+        )
     )
     for command in (["submit", spec, "--dry-run"], ["submit", spec, "--no-wait"]):
         done = run_cli(*command, "--job-name", "once-tags", env=env)
