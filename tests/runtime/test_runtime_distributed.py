@@ -77,25 +77,21 @@ def _check_world(results: dict, *, rank_key: str = "local_rank") -> None:
         assert info["host"] == f"algo-{rank // 2 + 1}"
 
 
-def test_torch_distributed_two_hosts_by_two(local_job) -> None:
-    job = local_job(
-        {"train.py": TORCH_SCRIPT},
-        hosts=2,
-        hyperparameters={"sagemaker_torch_distributed_enabled": True, **TWO_BY_TWO},
-    )
+def _two_hosts_by_two(local_job, script: str, enabled: str):
+    """``script`` as train.py on 2 hosts of 2 processes, the ``enabled`` launcher; world checked."""
+    job = local_job({"train.py": script}, hosts=2, hyperparameters={enabled: True, **TWO_BY_TWO})
     results = job.run(timeout=90)
     _check_world(results)
+    return job, results
+
+
+def test_torch_distributed_two_hosts_by_two(local_job) -> None:
+    job, _ = _two_hosts_by_two(local_job, TORCH_SCRIPT, "sagemaker_torch_distributed_enabled")
     assert (job.base("algo-1") / "model" / "model.pt").exists()
 
 
 def test_mpi_two_hosts_by_two(local_job) -> None:
-    job = local_job(
-        {"train.py": MPI_SCRIPT},
-        hosts=2,
-        hyperparameters={"sagemaker_mpi_enabled": True, **TWO_BY_TWO},
-    )
-    results = job.run(timeout=90)
-    _check_world(results)
+    job, results = _two_hosts_by_two(local_job, MPI_SCRIPT, "sagemaker_mpi_enabled")
     for host, result in results.items():
         for info in result.json_lines():
             assert info["cwd"] == str(job.base(host) / "code")

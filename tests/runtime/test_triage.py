@@ -261,9 +261,8 @@ def test_a_launcher_torn_down_before_its_record_is_not_a_rank_on_an_unknown_host
     assert header.startswith("Rank 1 (local rank 0) on host algo-2 failed (exit code 143")
 
 
-def test_a_launchers_own_exit_is_the_failure_and_its_childs_error_the_context(
-    tmp_path: Path,
-) -> None:
+def _launcher_failed(tmp_path: Path, traceback: str) -> Outcome:
+    """Rank 1 (algo-2)'s launcher recorded ``LAUNCHER_ERROR`` with ``traceback``; the outcome."""
     _start(tmp_path, 1)
     _record(
         tmp_path,
@@ -273,9 +272,15 @@ def test_a_launchers_own_exit_is_the_failure_and_its_childs_error_the_context(
         host="algo-2",
         exit_code=1,
         error=LAUNCHER_ERROR,
-        traceback=_exc("subprocess." + LAUNCHER_ERROR, "launcher.py"),
+        traceback=traceback,
     )
-    outcome = _outcome({1: 0}, main_codes={"script": 1}, main_exit_times={"script": T0 + 2.1})
+    return _outcome({1: 0}, main_codes={"script": 1}, main_exit_times={"script": T0 + 2.1})
+
+
+def test_a_launchers_own_exit_is_the_failure_and_its_childs_error_the_context(
+    tmp_path: Path,
+) -> None:
+    outcome = _launcher_failed(tmp_path, _exc("subprocess." + LAUNCHER_ERROR, "launcher.py"))
     state = outcome.ranks[1]
     state.traceback_seen_at = T0 + 1.0
     state.exceptions.extend(
@@ -334,18 +339,9 @@ def _long_failure(tmp_path: Path) -> tuple[_triage.Failure, Outcome]:
         f'  File "/very/long/path/{"d" * 120}/m{i}.py", line {i}, in f{i}\n    call_{i}()\n'
         for i in range(12)
     )
-    _start(tmp_path, 1)
-    _record(
-        tmp_path,
-        1,
-        T0 + 2.0,
-        local_rank=0,
-        host="algo-2",
-        exit_code=1,
-        error=LAUNCHER_ERROR,
-        traceback="Traceback (most recent call last):\n" + frames + "subprocess." + LAUNCHER_ERROR,
+    outcome = _launcher_failed(
+        tmp_path, "Traceback (most recent call last):\n" + frames + "subprocess." + LAUNCHER_ERROR
     )
-    outcome = _outcome({1: 0}, main_codes={"script": 1}, main_exit_times={"script": T0 + 2.1})
     outcome.ranks[1].exceptions.append((T0 + 1, "AssertionError: " + "a long message " * 40, True))
     outcome.ranks[1].stderr_tail.extend([f"stderr line {i} " + "z" * 80 for i in range(40)])
     root = _triage.find_root_cause(
