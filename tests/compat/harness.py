@@ -57,15 +57,9 @@ ACCOUNT = "123456789012"  # moto's default account id
 ROLE = f"arn:aws:iam::{ACCOUNT}:role/SageMakerRole"
 SOURCE_PLACEHOLDER = "<sourcedir.tar.gz>"
 ESTIMATORS = ("PyTorch", "TensorFlow", "Estimator", "HuggingFace", "SKLearn", "XGBoost", "MXNet")
-NEUTRAL_CLASSES = (
-    "TrainingInput",
-    "FileSystemInput",
-    "DebuggerHookConfig",
-    "CollectionConfig",
-    "TensorBoardOutputConfig",
-    "InstanceGroup",
-    # Debugger rules and profiler: classes, and factories named "Class.method" or
-    # "rule_configs.<name>" (a kwarg "*" holds positional arguments, as ActionList takes).
+# Debugger rules and profiler: classes, and factories named "Class.method" or
+# "rule_configs.<name>" (a kwarg "*" holds positional arguments, as ActionList takes).
+_DEBUGGER_NAMES = (
     "Rule",
     "ProfilerRule",
     "rule_configs",
@@ -75,6 +69,15 @@ NEUTRAL_CLASSES = (
     "DetailedProfilingConfig",
     "DataloaderProfilingConfig",
     "PythonProfilingConfig",
+)
+NEUTRAL_CLASSES = (
+    "TrainingInput",
+    "FileSystemInput",
+    "DebuggerHookConfig",
+    "CollectionConfig",
+    "TensorBoardOutputConfig",
+    "InstanceGroup",
+    *_DEBUGGER_NAMES,
 )
 
 # v1 argument name -> v2 name; launchbay must warn (a DeprecationWarning naming both).
@@ -226,19 +229,6 @@ def _v2_classes() -> dict[str, Any]:
         "InstanceGroup": sagemaker.instance_group.InstanceGroup,
         **{name: getattr(sagemaker.debugger, name) for name in _DEBUGGER_NAMES},
     }
-
-
-_DEBUGGER_NAMES = (
-    "Rule",
-    "ProfilerRule",
-    "rule_configs",
-    "ProfilerConfig",
-    "FrameworkProfile",
-    "Profiler",
-    "DetailedProfilingConfig",
-    "DataloaderProfilingConfig",
-    "PythonProfilingConfig",
-)
 
 
 def _ours_classes(names: set[str]) -> dict[str, Any]:
