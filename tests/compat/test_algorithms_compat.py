@@ -65,6 +65,12 @@ class AlgorithmCase:
 CPU = {"instance_count": 1, "instance_type": "ml.m5.xlarge"}
 TWO = {"instance_count": 2, "instance_type": "ml.c5.2xlarge"}
 
+
+def _input(content_type: str, s3_data: str = PREFIX, **more: Any) -> tuple[str, dict]:
+    """A case's ``TrainingInput`` of ``s3_data`` with ``content_type`` (and ``more``)."""
+    return ("TrainingInput", {"s3_data": s3_data, "content_type": content_type, **more})
+
+
 CASES = [
     AlgorithmCase(
         "xgboost-algorithm-mode",
@@ -80,11 +86,8 @@ CASES = [
         },
         image=("xgboost", {"version": "1.7-1"}),
         inputs={
-            "train": ("TrainingInput", {"s3_data": PREFIX, "content_type": "text/csv"}),
-            "validation": (
-                "TrainingInput",
-                {"s3_data": f"s3://{BUCKET}/data/val/", "content_type": "text/csv"},
-            ),
+            "train": _input("text/csv"),
+            "validation": _input("text/csv", f"s3://{BUCKET}/data/val/"),
         },
         expect={
             "HyperParameters": {
@@ -108,16 +111,7 @@ CASES = [
             },
         },
         image=("blazingtext", {}),
-        inputs={
-            "train": (
-                "TrainingInput",
-                {
-                    "s3_data": PREFIX,
-                    "content_type": "text/plain",
-                    "distribution": "FullyReplicated",
-                },
-            )
-        },
+        inputs={"train": _input("text/plain", distribution="FullyReplicated")},
     ),  # fmt: skip
     AlgorithmCase(
         "deepar",
@@ -152,16 +146,7 @@ CASES = [
             },
         },
         image=("image-classification", {}),
-        inputs={
-            "train": (
-                "TrainingInput",
-                {
-                    "s3_data": PREFIX,
-                    "content_type": "application/x-recordio",
-                    "record_wrapping": "RecordIO",
-                },
-            )
-        },
+        inputs={"train": _input("application/x-recordio", record_wrapping="RecordIO")},
         expect={"AlgorithmSpecification.TrainingInputMode": "Pipe"},
     ),  # fmt: skip
     AlgorithmCase(
