@@ -8,11 +8,11 @@ writes what its hook read to ``$SM_OUTPUT_DATA_DIR/rank-<N>.json``.
 import datetime
 import json
 import os
-import sys
 
 import smdebug.pytorch as smd
 import torch
 import torch.distributed as dist
+from leave import leave_now, save_model
 
 dist.init_process_group("gloo", timeout=datetime.timedelta(seconds=60))
 rank, world = dist.get_rank(), dist.get_world_size()
@@ -43,11 +43,7 @@ report = {
 with open(os.path.join(os.environ["SM_OUTPUT_DATA_DIR"], f"rank-{rank}.json"), "w") as f:
     json.dump(report, f)
 if rank == 0:
-    torch.save(net.state_dict(), os.path.join(os.environ["SM_MODEL_DIR"], "model.pt"))
+    save_model(torch, net)
 hook.close()
 del model, optimizer
-dist.barrier()
-dist.destroy_process_group()
-sys.stdout.flush()
-sys.stderr.flush()
-os._exit(0)
+leave_now(dist)

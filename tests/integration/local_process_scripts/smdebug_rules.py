@@ -8,12 +8,12 @@ loss never changes. Runs under torchrun (2 hosts) or plain (1 host).
 import argparse
 import datetime
 import os
-import sys
 import time
 
 import smdebug.pytorch as smd
 import torch
 import torch.distributed as dist
+from leave import leave_now, save_model
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--mode", default="healthy")
@@ -58,12 +58,8 @@ for step in range(args.steps):
 
 print(f"train_seconds={time.perf_counter() - started:.3f}", flush=True)
 if not distributed or dist.get_rank() == 0:
-    torch.save(net.state_dict(), os.path.join(os.environ["SM_MODEL_DIR"], "model.pt"))
+    save_model(torch, net)
 hook.close()
 if distributed:
     del model, optimizer
-    dist.barrier()
-    dist.destroy_process_group()
-sys.stdout.flush()
-sys.stderr.flush()
-os._exit(0)
+leave_now(dist if distributed else None)

@@ -9,11 +9,11 @@ import argparse
 import datetime
 import json
 import os
-import sys
 import time
 
 import torch
 import torch.distributed as dist
+from leave import leave_now, save_model
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--steps", type=int, default=5)
@@ -67,13 +67,6 @@ for step in range(args.steps):
     print(f"step {step} loss {loss.item():.4f}")
 
 if rank == 0:
-    torch.save(model.module.state_dict(), os.path.join(os.environ["SM_MODEL_DIR"], "model.pt"))
-# Every rank leaves together: gloo can abort a process that exits while a peer still talks.
+    save_model(torch, model.module)
 del model, optimizer
-dist.barrier()
-dist.destroy_process_group()
-# torch 2.13's gloo can still SIGABRT in interpreter finalization ("terminate called
-# without an active exception", pytorch/pytorch#179291): the work is done, leave now.
-sys.stdout.flush()
-sys.stderr.flush()
-os._exit(0)
+leave_now(dist)
