@@ -11,6 +11,7 @@ by key with the job's description.
 
 from __future__ import annotations
 
+import functools
 import json
 import logging
 import os
@@ -22,6 +23,7 @@ from pathlib import Path
 import boto3
 import pytest
 
+from factories import sagemaker_arguments, sagemaker_estimator
 from launchbay import ConfigurationError, JobError, JobFailedError
 from launchbay.pytorch import PyTorch
 from launchbay.replay import parse_inputs, replay, replay_request, sagemaker_gpus
@@ -31,6 +33,13 @@ ACCOUNT = "123456789012"
 BUCKET = "replay-bucket"
 ENVIRONMENT = {"MY_SETTING": "from-sagemaker", "NCCL_DEBUG": "INFO"}
 HYPERPARAMETERS = {"epochs": 3, "name": "abc", "lr": 0.1, "layers": [64, 32]}
+#: The launchbay jobs replayed here (PyTorch 2.3 on moto, from ``src/train.py``).
+sagemaker_job = functools.partial(
+    sagemaker_estimator,
+    instance_type="ml.c5.xlarge",
+    hyperparameters=HYPERPARAMETERS,
+    environment=ENVIRONMENT,
+)
 
 #: Prints what the host saw (one JSON line), reads its channel if it has one, and
 #: raises on algo-2 when the job ran more than one host.
@@ -79,14 +88,10 @@ def v2_job(name: str, **overrides) -> None:
 
     from compat.harness import no_v2_telemetry, v2_session
 
-    kwargs = dict(
-        entry_point="train.py",
-        source_dir="src",
-        role=ROLE,
+    kwargs = sagemaker_arguments(
         instance_count=2,
         instance_type="ml.p4d.24xlarge",
         framework_version="2.3.0",
-        py_version="py311",
         hyperparameters=HYPERPARAMETERS,
         environment=ENVIRONMENT,
         output_path=f"s3://{BUCKET}/out",
@@ -166,18 +171,7 @@ def test_replay_of_an_sdk_v2_job_shows_the_failing_hosts_traceback(
 def test_attach_then_replay_a_launchbay_job_with_other_hosts_and_inputs(
     session, home, code, tmp_path, capsys
 ):
-    est = PyTorch(
-        entry_point="train.py",
-        source_dir="src",
-        role=ROLE,
-        instance_count=2,
-        instance_type="ml.c5.xlarge",
-        framework_version="2.3",
-        py_version="py311",
-        hyperparameters=HYPERPARAMETERS,
-        environment=ENVIRONMENT,
-        sagemaker_session=session,
-    )
+    est = sagemaker_job(instance_count=2, sagemaker_session=session)
     est.fit({"train": f"s3://{BUCKET}/data/train"}, wait=False, job_name="lb-replay-1")
     set_moto_environment("lb-replay-1", ENVIRONMENT)
     local_data = tmp_path / "local-train"
@@ -295,19 +289,7 @@ def test_replay_of_an_unknown_job_says_so(session, home):
 
 
 def test_replay_of_a_network_isolated_job_reads_its_code_channel(session, home, code, capsys):
-    est = PyTorch(
-        entry_point="train.py",
-        source_dir="src",
-        role=ROLE,
-        instance_count=1,
-        instance_type="ml.c5.xlarge",
-        framework_version="2.3",
-        py_version="py311",
-        hyperparameters=HYPERPARAMETERS,
-        environment=ENVIRONMENT,
-        enable_network_isolation=True,
-        sagemaker_session=session,
-    )
+    est = sagemaker_job(enable_network_isolation=True, sagemaker_session=session)
     est.fit({"train": f"s3://{BUCKET}/data/train"}, wait=False, job_name="iso-replay-1")
     set_moto_environment("iso-replay-1", ENVIRONMENT)
     description = session.sagemaker_client.describe_training_job(TrainingJobName="iso-replay-1")
@@ -431,17 +413,10 @@ def test_a_replayed_keras2_era_sagemaker_tensorflow_job_gets_keras2(tmp_path):
 
 def test_replay_keeps_the_distribution_torchrun_on_every_host(session, home, code, capsys):
     pytest.importorskip("torch")
-    est = PyTorch(
-        entry_point="train.py",
-        source_dir="src",
-        role=ROLE,
+    est = sagemaker_job(
         instance_count=2,
         instance_type="ml.p4d.24xlarge",
-        framework_version="2.3",
-        py_version="py311",
         distribution={"torch_distributed": {"enabled": True}},
-        hyperparameters=HYPERPARAMETERS,
-        environment=ENVIRONMENT,
         sagemaker_session=session,
     )
     est.fit({"train": f"s3://{BUCKET}/data/train"}, wait=False, job_name="ddp-replay-1")
