@@ -7,31 +7,33 @@ import json
 import shutil
 from pathlib import Path
 
-SCRIPTS = Path(__file__).parent.parent / "integration" / "local_process_scripts"
+from factories import OMIT, job_spec
 
-SPEC = """\
-framework: pytorch
-framework_version: "2.8.0"
-py_version: py312
-entry_point: epochs_checkpointed.py
-source_dir: code
-instance_type: local_process
-instance_count: 2
-job_name: {name}
-use_spot_instances: true
-max_run: 600
-max_wait: 900
-checkpoint_s3_uri: file://{checkpoints}
-output_path: file://{out}
-hyperparameters: {{epochs: 28, epoch-seconds: 0.25, resume: "false"}}
-"""
+SCRIPTS = Path(__file__).parent.parent / "integration" / "local_process_scripts"
 
 
 def write_spec(root: Path, name: str) -> Path:
     (root / "code").mkdir(parents=True)
     shutil.copy(SCRIPTS / "epochs_checkpointed.py", root / "code")
     spec = root / "job.yaml"
-    spec.write_text(SPEC.format(name=name, checkpoints=root / "ckpt", out=root / "out"))
+    spec.write_text(
+        job_spec(
+            'hyperparameters: {epochs: 28, epoch-seconds: 0.25, resume: "false"}\n',
+            framework_version='"2.8.0"',
+            py_version="py312",
+            entry_point="epochs_checkpointed.py",
+            source_dir="code",
+            role=OMIT,
+            instance_type="local_process",
+            instance_count=2,
+            job_name=name,
+            use_spot_instances="true",
+            max_run=600,
+            max_wait=900,
+            checkpoint_s3_uri=f"file://{root / 'ckpt'}",
+            output_path=f"file://{root / 'out'}",
+        )
+    )
     return spec
 
 
