@@ -13,6 +13,7 @@ from pathlib import Path
 
 import pytest
 
+from factories import estimator as local_estimator
 from job_outputs import file_uri
 from launchbay import ConfigurationError
 from launchbay.pytorch import PyTorch
@@ -24,19 +25,8 @@ SCRIPTS = Path(__file__).parent / "local_process_scripts"
 
 def dump_job(dump: Path, out: Path, **kwargs) -> PyTorch:
     dump.mkdir()
-    options = dict(
-        entry_point="gpu_env_dump.py",
-        source_dir=str(SCRIPTS),
-        role=None,
-        instance_type="local_process",
-        instance_count=2,
-        framework_version="2.8.0",
-        py_version="py312",
-        hyperparameters={"dump": str(dump)},
-        output_path=file_uri(out),
-    )
-    options.update(kwargs)
-    return PyTorch(**options)
+    options = dict(instance_count=2, hyperparameters={"dump": str(dump)}, output_path=file_uri(out))
+    return local_estimator("gpu_env_dump.py", SCRIPTS, **(options | kwargs))
 
 
 def reports(dump: Path) -> dict[str, dict]:

@@ -14,6 +14,7 @@ from pathlib import Path
 
 import pytest
 
+from factories import estimator as local_estimator
 from job_outputs import file_uri
 from launchbay import JobError
 from launchbay.cli.output import print_summary, summarize
@@ -29,20 +30,13 @@ def estimator(tmp_path: Path, rehearse: str, **kwargs) -> PyTorch:
     hyperparameters = {"epochs": EPOCHS, "epoch-seconds": 0.25}
     hyperparameters.update(kwargs.pop("hyperparameters", {}))
     options = dict(
-        entry_point="epochs_checkpointed.py",
-        source_dir=str(SCRIPTS),
-        role=None,
-        instance_type="local_process",
         instance_count=2,
-        framework_version="2.8.0",
-        py_version="py312",
         hyperparameters=hyperparameters,
         checkpoint_s3_uri=file_uri(tmp_path / "checkpoints"),
         output_path=file_uri(tmp_path / "out"),
         environment={"LAUNCHBAY_REHEARSE_INTERRUPTIONS": rehearse, "LAUNCHBAY_GRACE_SECONDS": "5"},
     )
-    options.update(kwargs)
-    return PyTorch(**options)
+    return local_estimator("epochs_checkpointed.py", SCRIPTS, **(options | kwargs))
 
 
 def run(est: PyTorch, name: str) -> dict:
