@@ -21,6 +21,7 @@ from pathlib import Path
 
 import pytest
 
+from factories import OMIT, sagemaker_estimator
 from launchbay.backends.local.container_hosts import ContainerHosts
 from launchbay.backends.local.layout import JobLayout
 from launchbay.backends.local.record import LocalJob
@@ -60,11 +61,9 @@ def _data(tmp_path: Path, name: str, files: tuple[str, ...]) -> Path:
 
 
 def _estimator(code: Path, **kwargs) -> PyTorch:
-    options = dict(
-        entry_point="train.py", source_dir=str(code), framework_version="2.3", py_version="py311",
-    )  # fmt: skip
-    options.update(kwargs)
-    return PyTorch(**options)
+    """PyTorch 2.3 on py311 from ``code/train.py``; the callers give the role and the hosts."""
+    hosts = {"instance_count": OMIT, "instance_type": OMIT}
+    return sagemaker_estimator("train.py", code, **(hosts | kwargs))
 
 
 def _assert_fields_say_what_the_request_says(plan: JobPlan) -> None:
