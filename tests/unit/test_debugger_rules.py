@@ -13,6 +13,7 @@ from typing import Any
 
 import pytest
 
+from factories import sagemaker_estimator
 from launchbay import arguments
 from launchbay.debugger import (
     FrameworkProfile,
@@ -36,17 +37,12 @@ def _region(monkeypatch: Any) -> None:
 def _estimator(tmp_path: Any, **kwargs: Any) -> PyTorch:
     (tmp_path / "train.py").write_text("print('hi')\n")
     values = {
-        "entry_point": "train.py",
-        "source_dir": str(tmp_path),
-        "role": ROLE,
         "framework_version": "2.3.0",
-        "py_version": "py311",
         "instance_type": "ml.g5.xlarge",
-        "instance_count": 1,
         "output_path": "s3://out-bucket/",
         **kwargs,
     }
-    return PyTorch(**values)
+    return sagemaker_estimator("train.py", tmp_path, **values)
 
 
 def test_rule_configs_load_smdebug_rulesconfig_only_when_used() -> None:
