@@ -167,16 +167,12 @@ def aborting(how: str, tmp_path: Path, distributed: bool) -> PyTorch:
     options = {}
     if distributed:
         options["distribution"] = {"torch_distributed": {"enabled": True, "processes_per_host": 2}}
-    return PyTorch(
-        entry_point="abort_at_exit.py",
-        source_dir=str(SCRIPTS),
-        role=None,
-        instance_type="local_process",
+    return make_estimator(
+        "abort_at_exit.py",
+        SCRIPTS,
+        out=tmp_path / "out",
         instance_count=2,
-        framework_version="2.8.0",
-        py_version="py312",
         hyperparameters={"how": how, "torch": int(distributed)},
-        output_path=file_uri(tmp_path / "out"),
         **options,
     )
 
