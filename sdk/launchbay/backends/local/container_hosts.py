@@ -72,13 +72,12 @@ from typing import Any
 
 from launchbay import _sagemaker_config
 from launchbay._docker import docker_client, docker_errors
-from launchbay.backends.local import warm_pool
+from launchbay.backends.local import pip_cache, warm_pool
 from launchbay.backends.local.endpoints import client_endpoints, on_client
 from launchbay.backends.local.hosts import RUNTIME_MARGIN
 from launchbay.backends.local.layout import JobLayout, file_uri_path
 from launchbay.backends.local.logs import join_readers, start_reader
 from launchbay.backends.local.logs import split_lines as _split_lines
-from launchbay.backends.local.pip_cache import CONTAINER_PIP_CACHE, pip_cache_dir, wants_pip_cache
 from launchbay.backends.local.record import CLIENT_ID, LocalJob, client_pid, job_arn
 from launchbay.backends.plan import JobFields
 from launchbay.errors import DockerError, ImageNotFoundError, JobError
@@ -325,7 +324,9 @@ class ContainerHosts:
             grace=job.grace,
             gpus=job.gpus,
         )
-        self._add_pip_cache(job.plan.image, specs)
+        host_code = os.path.join(layout.host_dir(job.hosts[0]), "code")
+        if pip_cache.installs_requirements(code, local_code, host_code):
+            self._add_pip_cache(job.plan.image, specs)
         job.procs = {s.host: _Container(s) for s in specs}
         self.write_compose_file(job, specs)
         if keep_alive:
@@ -333,24 +334,18 @@ class ContainerHosts:
 
     def _add_pip_cache(self, image: str, specs: list[HostSpec]) -> None:
         """Mount the image's pip cache in every container (:mod:`.pip_cache`)."""
-        if not specs or not wants_pip_cache(specs[0].environment):
+        if not specs or not pip_cache.wants_pip_cache(specs[0].environment):
             return
         if image not in self._image_ids:
             found = self.client.api.inspect_image(image)
             self._image_ids[image] = found["Id"]
             self._image_configs[image] = found.get("Config") or {}
-        cache = pip_cache_dir(self._image_ids[image])
-        config = self._image_configs.get(image) or {}
-        # SageMaker's images (and launchbay's) set PIP_NO_CACHE_DIR=1 to keep their layers
-        # small; any value of it turns pip's cache off, and a container's environment can
-        # only add to the image's: `/usr/bin/env -u` (by path: a job's PATH may hide /usr/bin)
-        # before the image's entrypoint takes it away.
-        unset = any(str(e).startswith("PIP_NO_CACHE_DIR=") for e in config.get("Env") or ())
-        entrypoint = ["/usr/bin/env", "-u", "PIP_NO_CACHE_DIR", *(config.get("Entrypoint") or [])]
+        cache = pip_cache.pip_cache_dir(self._image_ids[image])
+        entrypoint = pip_cache.entrypoint_with_cache(self._image_configs.get(image) or {})
         for spec in specs:
-            spec.binds[cache] = _bind(CONTAINER_PIP_CACHE, "rw")
-            spec.environment["PIP_CACHE_DIR"] = CONTAINER_PIP_CACHE
-            if unset:
+            spec.binds[cache] = _bind(pip_cache.CONTAINER_PIP_CACHE, "rw")
+            spec.environment["PIP_CACHE_DIR"] = pip_cache.CONTAINER_PIP_CACHE
+            if entrypoint:
                 spec.entrypoint = list(entrypoint)
 
     def host_specs(
@@ -546,7 +541,7 @@ class ContainerHosts:
             host_config=options,
             entrypoint=entrypoint,
             keep_alive=keep_alive,
-            fixed_targets=(CONTAINER_PIP_CACHE,),
+            fixed_targets=(pip_cache.CONTAINER_PIP_CACHE,),
         )
         if plan is None:
             logger.info("Job %s runs without a warm pool: %s", job.name, why)
@@ -797,7 +792,7 @@ class ContainerHosts:
             source
             for entry in job.procs.values()
             for source, bind in entry.spec.binds.items()
-            if bind["bind"] == CONTAINER_PIP_CACHE
+            if bind["bind"] == pip_cache.CONTAINER_PIP_CACHE
         ]
         self._give_back(job.plan.image, job.layout.job_dir, job.name, caches[:1])
 
@@ -851,8 +846,13 @@ class ContainerHosts:
             found += [c for c in api.containers(all=True) if c["Id"] in ids]
 
         def stop(container: dict[str, Any]) -> None:
-            with contextlib.suppress(errors.APIError):
+            # Whatever the engine answers (an error, a read timeout), the output is kept below.
+            try:
                 api.stop(container["Id"], timeout=timeout)
+            except Exception as exc:  # noqa: BLE001
+                logger.warning(
+                    "Stopping container %s of job %s: %s", container["Id"][:12], name, exc
+                )
 
         running = [c for c in found if c.get("State") == "running"]
         if running:
