@@ -37,6 +37,7 @@ from launchbay.cli.output import (
     print_json,
     print_summary,
     report,
+    report_end,
     summarize,
 )
 from launchbay.errors import (
@@ -47,7 +48,7 @@ from launchbay.errors import (
     MissingDependencyError,
 )
 from launchbay.estimator import Estimator
-from launchbay.runtime.names import COMPLETED, TERMINAL_STATUSES
+from launchbay.runtime.names import TERMINAL_STATUSES
 from launchbay.tuning.spec import has_tuning, tuner_from_spec
 
 __all__ = [
@@ -150,13 +151,7 @@ def cmd_submit(args: argparse.Namespace) -> int:
             summary = summarize(job.describe(), job.backend.name)
     except KeyboardInterrupt:
         return _interrupted(args, job, stdout, json_mode)
-    if code == EXIT_OK and summary["status"] != COMPLETED:
-        error(f"training job {summary['job_name']} ended with status {summary['status']}")
-        code = EXIT_FAILED
-    if code != EXIT_OK and not json_mode:
-        summary = dict(summary, failure_reason=None)  # already on stderr, in full
-    report(summary, stdout, json_mode)
-    return code
+    return report_end(code, summary, stdout, json_mode)
 
 
 def _interrupted(args: argparse.Namespace, job: Any, stdout: TextIO, json_mode: bool) -> int:

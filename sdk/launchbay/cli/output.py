@@ -14,7 +14,9 @@ import sys
 from collections.abc import Iterator, Mapping
 from typing import Any, TextIO
 
+from launchbay.cli.console import EXIT_FAILED, EXIT_OK, error
 from launchbay.job import rule_statuses
+from launchbay.runtime.names import COMPLETED
 from launchbay.tuning.sagemaker import counts
 
 __all__ = [
@@ -205,6 +207,18 @@ def job_table(jobs: list[dict[str, Any]]) -> Iterator[str]:
     widths = [max(len(r[i]) for r in rows) for i in range(4)]
     for row in rows:
         yield "  ".join(cell.ljust(w) for cell, w in zip(row, widths, strict=True)).rstrip()
+
+
+def report_end(code: int, summary: Mapping[str, Any], stdout: TextIO, json_mode: bool) -> int:
+    """A followed training job's end: its summary on ``stdout`` (:func:`report`), a job not
+    ``Completed`` said on stderr; returns the exit code (``code``, or failed for such a job)."""
+    if code == EXIT_OK and summary["status"] != COMPLETED:
+        error(f"training job {summary['job_name']} ended with status {summary['status']}")
+        code = EXIT_FAILED
+    if code != EXIT_OK and not json_mode:
+        summary = dict(summary, failure_reason=None)  # already on stderr, in full
+    report(summary, stdout, json_mode)
+    return code
 
 
 def report(

@@ -19,10 +19,10 @@ from launchbay.backends import registry
 from launchbay.backends.base import InProcessBackend
 from launchbay.cli.console import EXIT_FAILED, EXIT_OK, error, info, interrupted_code
 from launchbay.cli.lookup import job_backend
-from launchbay.cli.output import report, summarize
+from launchbay.cli.output import report, report_end, summarize
 from launchbay.errors import JobFailedError, LaunchbayError
 from launchbay.job import TrainingJob
-from launchbay.runtime.names import COMPLETED, LOCAL_PROCESS
+from launchbay.runtime.names import LOCAL_PROCESS
 
 __all__ = ["add_parser", "cmd_replay"]
 
@@ -114,10 +114,4 @@ def cmd_replay(args: argparse.Namespace) -> int:
                 job.stop()
                 error(f"interrupted: local training job {job.name} was stopped")
         return interrupted_code()
-    if code == EXIT_OK and summary["status"] != COMPLETED:
-        error(f"training job {summary['job_name']} ended with status {summary['status']}")
-        code = EXIT_FAILED
-    if code != EXIT_OK and not json_mode:
-        summary = dict(summary, failure_reason=None)  # already on stderr, in full
-    report(summary, stdout, json_mode)
-    return code
+    return report_end(code, summary, stdout, json_mode)
