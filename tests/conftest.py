@@ -69,19 +69,29 @@ TESTS = Path(__file__).resolve().parent
 _TIERS = {"unit": "unit", "compat": "unit", "amazon": "unit", "docker": "docker", "ray": "ray"}
 #: Tiers whose tests share one machine-wide resource: one xdist worker runs each, in order.
 _ONE_WORKER = ("docker", "ray")
+#: Files of other tiers that run Docker jobs too: a Docker job's start sweeps the engine for
+#: orphaned jobs, so they run on the Docker worker, never beside a Docker test's dying client.
+_DOCKER_USERS = {
+    "notebooks/test_notebooks.py",
+    "integration/test_after_training.py",
+    "integration/test_local_process_host_fidelity.py",
+    "integration/test_sdk_v2_helpers.py",
+}
 
 
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
     """Marks each test with its tier; the one-worker tiers form xdist groups, handed out first."""
     for item in items:
         try:
-            folder = Path(item.path).resolve().relative_to(TESTS).parts[0]
+            parts = Path(item.path).resolve().relative_to(TESTS).parts
         except ValueError:
             continue
-        tier = _TIERS.get(folder, "integration")
+        tier = _TIERS.get(parts[0], "integration")
         item.add_marker(getattr(pytest.mark, tier))
         if tier in _ONE_WORKER:
             item.add_marker(pytest.mark.xdist_group(tier))
+        elif "/".join(parts) in _DOCKER_USERS:
+            item.add_marker(pytest.mark.xdist_group("docker"))
 
     def first_the_long_chains(item: pytest.Item) -> int:
         groups = [m.args[0] for m in item.iter_markers("xdist_group") if m.args]
