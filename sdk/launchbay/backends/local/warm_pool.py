@@ -61,6 +61,7 @@ from typing import Any
 
 from launchbay._home import local_dir, local_home
 from launchbay.errors import DockerError
+from launchbay.runtime.for_client import is_alive
 
 __all__ = [
     "CONTROL_DIR",
@@ -421,7 +422,7 @@ class Pools:
 
     def _ensure_reaper(self, directory: str, state: dict[str, Any]) -> None:
         pid = state.get("reaper_pid")
-        if isinstance(pid, int) and _alive(pid):
+        if isinstance(pid, int) and is_alive(pid):
             return
         log = open(os.path.join(directory, "reaper.log"), "ab")  # noqa: SIM115 - handed over
         try:
@@ -469,20 +470,6 @@ def wait_for_refills() -> None:
     """Wait until this process's pools have started their next containers."""
     for thread in list(Pools._refills.values()):
         thread.join()
-
-
-def _alive(pid: int) -> bool:
-    try:
-        os.kill(pid, 0)
-    except ProcessLookupError:
-        return False
-    except PermissionError:
-        return True
-    with contextlib.suppress(OSError):
-        with open(f"/proc/{pid}/stat", encoding="ascii") as f:
-            if f.read().rsplit(")", 1)[1].split()[0] == "Z":
-                return False
-    return True
 
 
 def _end_pool(client: Any, directory: str, state: dict[str, Any]) -> None:
@@ -561,7 +548,7 @@ def stop_pools(client: Any, key: str | None = None, *, now: bool = False) -> lis
             _end_pool(client, directory, state)
             ended.append(os.path.basename(directory))
             pid = state.get("reaper_pid")
-        if isinstance(pid, int) and _alive(pid):
+        if isinstance(pid, int) and is_alive(pid):
             with contextlib.suppress(OSError):
                 os.kill(pid, signal.SIGTERM)
     return ended
