@@ -565,8 +565,17 @@ def test_files_written_as_root_are_given_back_to_the_caller(
 def test_containers_of_a_client_that_died_are_removed_by_the_next_job(
     home, tmp_path, framework_version, docker_client
 ):
+    """Unless the job's watchdog holds its name: then they are the watchdog's to stop.
+
+    The watchdog of a job whose client died takes the job's name lock and stops
+    its containers, keeping their output as the job's logs; a Docker job
+    started meanwhile (another notebook, another test) must not remove them
+    under it. CI saw a finished job lose its last log lines that way.
+    """
     dead = subprocess.Popen(["true"])
     dead.wait()
+    jobs = tmp_path / "jobs"
+    (jobs / ".locks").mkdir(parents=True)
     image = f"launchbay/pytorch-training:{framework_version}-cpu-py311"
     orphan = docker_client.containers.create(
         image,
@@ -575,16 +584,36 @@ def test_containers_of_a_client_that_died_are_removed_by_the_next_job(
         labels={
             LABEL_CLIENT: f"{socket.gethostname()}:{dead.pid}",
             LABEL_JOB: "orphan-test",
-            LABEL_JOB_DIR: str(tmp_path / "gone"),
+            LABEL_JOB_DIR: str(jobs / "orphan-test"),
         },
     )
     orphan.start()
+    # Another process holds the job's name lock, as its watchdog does while it finishes the job.
+    holder = subprocess.Popen(
+        [
+            sys.executable,
+            "-c",
+            "import fcntl, os, sys; fd = os.open(sys.argv[1], os.O_RDWR | os.O_CREAT);"
+            " fcntl.flock(fd, fcntl.LOCK_EX); print('held', flush=True); sys.stdin.read()",
+            str(jobs / ".locks" / "orphan-test.lock"),
+        ],
+        stdin=subprocess.PIPE,
+        stdout=subprocess.PIPE,
+        text=True,
+    )
     try:
+        assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        DockerBackend().remove_orphans()
+        orphan.reload()
+        assert orphan.status == "running"
+        holder.communicate("", timeout=30)  # the watchdog lets the name go
         assert DockerBackend().remove_orphans() >= 1
         assert not docker_client.containers.list(
             all=True, filters={"name": "launchbay-orphan-test"}
         )
     finally:
+        holder.kill()
+        holder.wait()
         with __import__("contextlib").suppress(Exception):
             orphan.remove(force=True)
 

@@ -78,7 +78,7 @@ from launchbay.backends.local.hosts import RUNTIME_MARGIN
 from launchbay.backends.local.layout import JobLayout, file_uri_path
 from launchbay.backends.local.logs import join_readers, start_reader
 from launchbay.backends.local.logs import split_lines as _split_lines
-from launchbay.backends.local.record import CLIENT_ID, LocalJob, client_pid, job_arn
+from launchbay.backends.local.record import CLIENT_ID, LocalJob, NameLock, client_pid, job_arn
 from launchbay.backends.plan import JobFields
 from launchbay.errors import DockerError, ImageNotFoundError, JobError
 from launchbay.runtime.code import fetch_code
@@ -272,15 +272,13 @@ class ContainerHosts:
         removed = 0
         networks: set[str] = set()
         for container in self.client.containers.list(all=True, filters={"label": LABEL_CLIENT}):
-            pid = client_pid(container.labels.get(LABEL_CLIENT, ""))
-            if pid is None or is_alive(pid):
-                continue
-            logger.warning(
-                "Removing container %s, left behind by launchbay process %s that is gone",
-                container.name,
-                pid,
-            )
-            networks.add(network_name(container.labels.get(LABEL_JOB, "")))
+            labels = container.labels
+            pid = client_pid(labels.get(LABEL_CLIENT, ""))
+            if pid is None or is_alive(pid) or NameLock.held_for(labels.get(LABEL_JOB_DIR, "")):
+                continue  # a live client, or the watchdog that is finishing the job, owns it
+            message = "Removing container %s, left behind by launchbay process %s that is gone"
+            logger.warning(message, container.name, pid)
+            networks.add(network_name(labels.get(LABEL_JOB, "")))
             with contextlib.suppress(docker_errors().APIError):
                 container.remove(force=True, v=True)
                 removed += 1
@@ -855,6 +853,7 @@ class ContainerHosts:
                 )
 
         running = [c for c in found if c.get("State") == "running"]
+        logger.info("Stopping %d of the %d container(s) of job %s", len(running), len(found), name)
         if running:
             with concurrent.futures.ThreadPoolExecutor(max_workers=min(len(running), 8)) as pool:
                 list(pool.map(stop, running))

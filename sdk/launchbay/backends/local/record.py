@@ -116,6 +116,31 @@ class NameLock:
         os.set_inheritable(fd, False)
         return cls(path, fd)
 
+    @staticmethod
+    def held_for(job_dir: str) -> bool:
+        """Whether someone holds the name lock of the job at ``job_dir`` (its client, its watchdog).
+
+        A job whose client died is finished by the process that took its lock;
+        nobody else may take its hosts meanwhile. Nothing is created: a job
+        without a lock file has no holder.
+        """
+        import fcntl
+
+        path = os.path.join(
+            os.path.dirname(job_dir), _LOCKS_DIR, f"{os.path.basename(job_dir)}.lock"
+        )
+        try:
+            fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
+        except OSError:
+            return False
+        try:
+            fcntl.flock(fd, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except OSError:
+            return True
+        finally:
+            os.close(fd)  # closing lets go of the lock taken to look
+        return False
+
     @property
     def fd(self) -> int | None:
         """The locked descriptor (``None`` once released)."""
