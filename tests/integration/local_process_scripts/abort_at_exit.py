@@ -4,12 +4,18 @@
 ``--how c``: a C-level ``atexit`` handler calls ``abort()`` (after Python's finalization,
 where gloo's static destructors abort); ``--how before``: ``os.abort()`` before returning.
 ``--torch``: first an all-reduce over gloo in the torchrun-made process group.
+
+torchrun ends the other ranks of its host as soon as one dies. So that only the
+abort after the return is exercised (and not which rank of a host got there
+first), ``--how python`` under torchrun aborts once every rank of this host has
+recorded its normal return in the runtime's ranks directory.
 """
 
 import argparse
 import atexit
 import ctypes
 import os
+import time
 
 parser = argparse.ArgumentParser()
 parser.add_argument("--how", required=True, choices=["python", "c", "before"])
@@ -28,8 +34,25 @@ if args.torch:
 with open(os.path.join(os.environ["SM_MODEL_DIR"], f"model-{rank}.txt"), "w") as f:
     f.write("trained")
 print(f"rank {rank} done, aborting {args.how}", flush=True)
+
+
+def abort_once_this_hosts_ranks_returned() -> None:
+    ranks_dir = os.environ.get("LAUNCHBAY_RANKS_DIR")
+    if args.torch and ranks_dir:
+        from launchbay.runtime._records import end_path
+
+        first = rank - int(os.environ.get("LOCAL_RANK", "0"))
+        ranks = range(first, first + int(os.environ.get("LOCAL_WORLD_SIZE", "1")))
+        deadline = time.monotonic() + 60
+        while time.monotonic() < deadline and not all(
+            os.path.exists(end_path(ranks_dir, r)) for r in ranks
+        ):
+            time.sleep(0.05)
+    os.abort()
+
+
 if args.how == "python":
-    atexit.register(os.abort)
+    atexit.register(abort_once_this_hosts_ranks_returned)
 elif args.how == "c":
     libc = ctypes.CDLL("libc.so.6")
     # atexit() itself is not exported by glibc; __cxa_atexit is what it calls.
