@@ -1,13 +1,14 @@
-"""One Debugger rule of a local job, evaluated in a process of its own (niced), as SageMaker does.
+"""The Debugger rules of a local job, evaluated in processes of their own (niced), as SageMaker does.
 
-The local backends start one such process per rule (:mod:`launchbay.backends.local.rules`)
-with the rule's ``RuleParameters`` from the request. A debugging rule runs as smdebug
-runs it in SageMaker's rule container: its class (a built-in one of
-:mod:`launchbay.debugger.builtin_rules`, or ``rule_to_invoke`` of a custom rule's
-source file) is made with the base trial (``smdebug.trials.create_trial`` over the
-job's debug output) and the other parameters as keyword strings, then
+The local backends (:mod:`launchbay.backends.local.rules`) start one process for all the
+job's debugging rules, and one per profiling rule, with each rule's ``RuleParameters``
+from the request. A debugging rule runs as smdebug runs it in SageMaker's rule
+container: its class (a built-in one of :mod:`launchbay.debugger.builtin_rules`, or
+``rule_to_invoke`` of a custom rule's source file) is made with the base trial
+(``smdebug.trials.create_trial`` over the job's debug output, one trial shared by the
+rules) and the other parameters as keyword strings, then
 ``smdebug.rules.rule_invoker.invoke_rule`` walks the steps while the job runs and to
-its end. ``RuleEvaluationConditionMet`` is ``IssuesFound``, the end of the data
+its end, one step of each rule in turn. ``RuleEvaluationConditionMet`` is ``IssuesFound``, the end of the data
 ``NoIssuesFound``, anything else ``Error`` (with the traceback's last lines).
 
 ``ProfilerReport`` waits for the job's end, then reads the system metrics back with
@@ -17,6 +18,7 @@ written to the ``out`` file (JSON, atomically) at each change. docs/debugger.md.
 
 from __future__ import annotations
 
+import collections
 import contextlib
 import datetime as _dt
 import importlib.util
@@ -48,6 +50,7 @@ DETAILS_LIMIT = 1024
 #: CPU each) to learn a rank, which a rule reading saved tensors does not need.
 _FRAMEWORKS = ("torch", "tensorflow", "horovod", "mxnet", "xgboost", "smdistributed")
 _EXTRA = "pip install 'launchbay[debugger]'"
+_NO_ISSUES = "No issue found in the job's steps"
 
 
 def write_status(path: str, name: str, status: str, details: str | None = None) -> None:
@@ -115,31 +118,139 @@ def _rule_class(config: dict[str, Any], parameters: dict[str, str]) -> Any:
     return BUILTIN_RULES[name]
 
 
-def _evaluate_debug_rule(config: dict[str, Any]) -> tuple[str, str]:
-    invoker = _import_smdebug()
-    from smdebug.exceptions import NoMoreData, RuleEvaluationConditionMet
-    from smdebug.trials import create_trial
+class _Quiet:
+    """Drops the two lines smdebug's invoker logs per call: it is called once per rule and step."""
 
-    parameters = {str(k): str(v) for k, v in (config.get("parameters") or {}).items()}
-    cls = _rule_class(config, parameters)
-    kwargs = {
-        k: v
-        for k, v in parameters.items()
-        if k not in RESERVED_PARAMETERS and not k.startswith("other_trial")
-    }
-    start = int(parameters.get("start_step") or 0)
-    end = int(parameters["end_step"]) if parameters.get("end_step") else None
-    rule = cls(create_trial(config["trial"], name=config["job"]), **kwargs)
+    def filter(self, record: Any) -> bool:
+        message = str(record.msg)
+        return not message.startswith(("Started execution of rule", "Ended execution of rule"))
+
+
+#: Seconds between two listings of the debug output's index while the job runs.
+REFRESH_SECONDS = 1.0
+#: Bytes of tensor values kept for the other rules at the same step.
+SHARED_VALUES_BYTES = 64 << 20
+
+
+def _shared_by_the_rules(trial: Any) -> Any:
+    """``trial``, made cheap to share: the index listed at most once a second, values read once.
+
+    smdebug lists the whole index directory each time a rule asks whether a step is
+    there, once per rule and step: quadratic in the job's steps, and most of what
+    rules cost. A step is found at most :data:`REFRESH_SECONDS` later (smdebug
+    itself waits 2 s between looks at a step not yet written); once the end marker
+    is there, every look lists again, so the last steps are never missed.
+
+    Rules that read the same tensor at the same step (VanishingGradient and
+    ExplodingTensor both read every gradient) get one read of it: the last values
+    read are kept, up to :data:`SHARED_VALUES_BYTES`, and each rule gets a copy.
+    """
+    refresh = trial.refresh_data
+    end_marker = os.path.join(str(trial.path), "training_job_end.ts")
+    last = [-REFRESH_SECONDS]
+
+    def refresh_data() -> None:
+        now = time.monotonic()
+        if now - last[0] >= REFRESH_SECONDS or os.path.exists(end_marker):
+            last[0] = now
+            refresh()
+
+    trial.refresh_data = refresh_data
+    reader = trial.index_reader
+    fetch = reader.fetch_tensor_value
+    kept: collections.OrderedDict[tuple[str, int, int], Any] = collections.OrderedDict()
+    size = [0]
+
+    def fetch_tensor_value(location: Any) -> Any:
+        key = (str(location.event_file_name), int(location.start_idx), int(location.length))
+        value = kept.get(key)
+        if value is None:
+            value = fetch(location)
+            kept[key] = value
+            size[0] += int(getattr(value, "nbytes", 0))
+            while size[0] > SHARED_VALUES_BYTES and len(kept) > 1:
+                size[0] -= int(getattr(kept.popitem(last=False)[1], "nbytes", 0))
+        else:
+            kept.move_to_end(key)
+        return value.copy() if hasattr(value, "copy") else value
+
+    reader.fetch_tensor_value = fetch_tensor_value
+    return trial
+
+
+def _evaluate_debug_rules(config: dict[str, Any]) -> None:
+    """Every debugging rule of the job, over one smdebug trial, step by step; statuses written.
+
+    One process reads the debug output once for all rules (imports, index refreshes),
+    where a process per rule read it once each: that is most of what rules cost the
+    job's CPU. Each rule is still its smdebug class, called through smdebug's invoker
+    for one step at a time (``invoke_rule(rule, start_step=s, end_step=s + 1)``), so a
+    rule sees exactly the steps, waits and exceptions it sees in SageMaker's rule
+    container. A rule that finds issues or fails is done; the others go on.
+    """
+    rules: list[dict[str, Any]] = list(config["rules"])
+    # smdebug waits a second after the end marker for late files; the client writes the
+    # marker of the gathered output only once every host's files are in it.
+    os.environ.setdefault("SMDEBUG_TRAINING_END_DELAY_REFRESH", "0")
     try:
-        invoker.invoke_rule(rule, start_step=start, end_step=end, raise_eval_cond=True)
-    except RuleEvaluationConditionMet as exc:
-        finding = getattr(rule, "finding", "")
-        return ISSUES_FOUND, f"RuleEvaluationConditionMet: {exc}" + (
-            f": {finding}" if finding else ""
-        )
-    except NoMoreData:
-        pass
-    return NO_ISSUES_FOUND, "No issue found in the job's steps"
+        invoker = _import_smdebug()
+        from smdebug.core.logger import get_logger
+        from smdebug.exceptions import NoMoreData, RuleEvaluationConditionMet
+        from smdebug.trials import create_trial
+
+        get_logger().addFilter(_Quiet())
+        trial = _shared_by_the_rules(create_trial(config["trial"], name=config["job"]))
+    except ImportError as exc:
+        for entry in rules:
+            details = f"Rules need smdebug ({_EXTRA}): {_shortened(exc)}"
+            write_status(entry["out"], entry["name"], ERROR, details)
+        return
+    active: list[tuple[dict[str, Any], Any, int, int | None]] = []
+    for entry in rules:
+        parameters = {str(k): str(v) for k, v in (entry.get("parameters") or {}).items()}
+        kwargs = {
+            k: v
+            for k, v in parameters.items()
+            if k not in RESERVED_PARAMETERS and not k.startswith("other_trial")
+        }
+        try:
+            rule = _rule_class(entry, parameters)(trial, **kwargs)
+            start = int(parameters.get("start_step") or 0)
+            end = int(parameters["end_step"]) if parameters.get("end_step") else None
+        except Exception as exc:  # this rule is Error; the others run
+            write_status(entry["out"], entry["name"], ERROR, _shortened(exc))
+            continue
+        print(f"Rule {entry['name']}: {type(rule).__name__} from step {start}", flush=True)
+        active.append((entry, rule, start, end))
+    step = min((start for _, _, start, _ in active), default=0)
+    while active:
+        for item in list(active):
+            entry, rule, start, end = item
+            if end is not None and step >= end:
+                done: tuple[str, str] = (NO_ISSUES_FOUND, _NO_ISSUES)
+            elif step < start:
+                continue
+            else:
+                try:
+                    invoker.invoke_rule(
+                        rule, start_step=step, end_step=step + 1, raise_eval_cond=True
+                    )
+                    continue
+                except RuleEvaluationConditionMet as exc:
+                    finding = getattr(rule, "finding", "")
+                    done = (
+                        ISSUES_FOUND,
+                        f"RuleEvaluationConditionMet: {exc}" + (f": {finding}" if finding else ""),
+                    )
+                except NoMoreData:  # the data ended: for every rule, at this very step
+                    for other, *_ in active:
+                        write_status(other["out"], other["name"], NO_ISSUES_FOUND, _NO_ISSUES)
+                    return
+                except Exception as exc:  # the rule failed: Error, never the job nor the others
+                    done = (ERROR, _shortened(exc))
+            write_status(entry["out"], entry["name"], *done)
+            active.remove(item)
+        step += 1
 
 
 def _wait_for_end() -> None:
@@ -255,8 +366,13 @@ def _watch_parent() -> None:
 
 
 def rule_main(argument: str) -> int:
-    """The rule process: ``argument`` is JSON with ``name``, ``kind`` (``debug``/``profiler``),
-    ``parameters``, ``trial``, ``profiler_dir``, ``rule_output``, ``out`` and ``job``."""
+    """A rule process: ``argument`` is JSON with ``kind`` and ``job``.
+
+    ``kind`` ``debug``: every debugging rule of the job, ``rules`` (each with ``name``,
+    ``parameters`` and ``out``, the file its status is written to) over ``trial``.
+    ``kind`` ``profiler``: one profiling rule, ``name``, ``parameters``, ``out``,
+    ``profiler_dir`` and ``rule_output``.
+    """
     config = json.loads(argument)
     with contextlib.suppress(OSError):
         os.nice(NICE)
@@ -264,18 +380,20 @@ def rule_main(argument: str) -> int:
         os.sched_setscheduler(0, os.SCHED_IDLE, os.sched_param(0))
     signal.signal(signal.SIGINT, signal.SIG_IGN)  # Ctrl-C is the client's to handle
     threading.Thread(target=_watch_parent, daemon=True).start()
-    out, name = config["out"], config["name"]
-    write_status(out, name, IN_PROGRESS)
+    rules = config["rules"] if config["kind"] == "debug" else [config]
+    for entry in rules:
+        write_status(entry["out"], entry["name"], IN_PROGRESS)
+    if config["kind"] == "debug" and importlib.util.find_spec("smdebug") is not None:
+        _evaluate_debug_rules(config)  # writes each rule's verdict
+        return 0
     try:
         if importlib.util.find_spec("smdebug") is None:
             raise ImportError(f"smdebug is not installed in {sys.executable}: {_EXTRA}")
-        if config["kind"] == "profiler":
-            status, details = _profiler_report(config)
-        else:
-            status, details = _evaluate_debug_rule(config)
+        status, details = _profiler_report(config)
     except ImportError as exc:
         status, details = ERROR, f"Rules need smdebug ({_EXTRA}): {_shortened(exc)}"
     except Exception as exc:  # the rule failed: Error, never the job
         status, details = ERROR, _shortened(exc)
-    write_status(out, name, status, details)
+    for entry in rules:
+        write_status(entry["out"], entry["name"], status, details)
     return 0

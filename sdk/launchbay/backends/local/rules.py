@@ -3,9 +3,10 @@
 :func:`start_rules` starts, for a job whose request has ``DebugRuleConfigurations``,
 ``ProfilerRuleConfigurations`` or a profiler interval:
 
-* one **rule process** per rule (:mod:`launchbay.debugger.evaluate`, niced, in this
-  Python), which evaluates the rule with smdebug over the job's debug output while the
-  job runs and writes its status to ``<job dir>/rules/<rule>.json``;
+* one **rule process** for all the debugging rules, and one per profiling rule
+  (:mod:`launchbay.debugger.evaluate`, niced, in this Python), which evaluate the rules
+  with smdebug over the job's debug output while the job runs and write each rule's
+  status to ``<job dir>/rules/<rule>.json``;
 * the **system monitor** (:mod:`launchbay.debugger.system_metrics`, niced) when the
   profiler records: ``<job dir>/profiler-output/system/...``;
 * a thread that links every host's new debug tensors into one tree
@@ -88,7 +89,10 @@ class _Rule:
         self.kind = kind
         self.parameters = {str(k): str(v) for k, v in (entry.get("RuleParameters") or {}).items()}
         self.out = os.path.join(folder, f"{self.name}.json")
-        self.log = os.path.join(folder, f"{self.name}.log")
+        # The debugging rules share one process, and its log.
+        self.log = os.path.join(
+            folder, "debug-rules.log" if kind == "debug" else f"{self.name}.log"
+        )
         self.proc: subprocess.Popen[bytes] | None = None
         self.status: dict[str, Any] = {
             "RuleConfigurationName": self.name, "RuleEvaluationStatus": "InProgress",
@@ -158,18 +162,33 @@ class RuleRunner:
     def start(self) -> RuleRunner:
         os.makedirs(self.mirror, exist_ok=True)
         job_dir = self.job.layout.job_dir
-        for rule in self.rules:
-            config = {
-                "name": rule.name, "kind": rule.kind, "parameters": rule.parameters,
-                "trial": self.mirror, "profiler_dir": self.profiler_dir, "out": rule.out,
-                "rule_output": os.path.join(job_dir, "rule-output", rule.name), "job": self.job.name,
+        debug = [r for r in self.rules if r.kind == "debug"]
+        # One process reads the debug output for every debugging rule (one trial, read once).
+        groups = [debug] if debug else []
+        groups += [[r] for r in self.rules if r.kind == "profiler"]
+        for group in groups:
+            entries = [
+                {
+                    "name": r.name, "parameters": r.parameters, "out": r.out,
+                    "rule_output": os.path.join(job_dir, "rule-output", r.name),
+                }
+                for r in group
+            ]  # fmt: skip
+            config: dict[str, Any] = {
+                "kind": group[0].kind, "job": self.job.name, "trial": self.mirror,
+                "profiler_dir": self.profiler_dir,
             }  # fmt: skip
+            config.update({"rules": entries} if group[0].kind == "debug" else entries[0])
             try:
-                log = open(rule.log, "ab")  # noqa: SIM115  # closed in finish()
+                log = open(group[0].log, "ab")  # noqa: SIM115  # closed in finish()
                 self._logs.append(log)
-                rule.proc = _spawn("evaluate", "rule_main", config, log)
+                proc = _spawn("evaluate", "rule_main", config, log)
             except OSError as exc:
-                rule.set("Error", f"The rule process could not start: {exc}")
+                for rule in group:
+                    rule.set("Error", f"The rule process could not start: {exc}")
+                continue
+            for rule in group:
+                rule.proc = proc
         if self._records:
             try:
                 log = open(os.path.join(self.folder, "system-monitor.log"), "ab")  # noqa: SIM115
@@ -293,7 +312,7 @@ class RuleRunner:
         except Exception as exc:  # the job must still end
             logger.error("The Debugger rules of job %s could not be ended: %s", self.job.name, exc)
         finally:
-            for proc in [r.proc for r in self.rules] + [self.monitor]:
+            for proc in {id(p): p for p in [r.proc for r in self.rules] + [self.monitor]}.values():
                 if proc is not None and proc.poll() is None:
                     with contextlib.suppress(OSError):
                         proc.kill()
@@ -309,12 +328,12 @@ class RuleRunner:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.monitor.wait(10)
         self._turn(final=True)
-        for rule in self.rules:
-            if rule.proc is not None:
-                self._tell_end(rule.proc)
+        for proc in {id(r.proc): r.proc for r in self.rules if r.proc is not None}.values():
+            if proc is not None:
+                self._tell_end(proc)
                 # the job is over: leave SCHED_IDLE (still nice 19) so a busy machine cannot starve them
                 with contextlib.suppress(OSError, AttributeError):
-                    os.sched_setscheduler(rule.proc.pid, os.SCHED_OTHER, os.sched_param(0))
+                    os.sched_setscheduler(proc.pid, os.SCHED_OTHER, os.sched_param(0))
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline and not (cancel is not None and cancel.is_set()):
             self._turn(final=True)
