@@ -83,3 +83,20 @@ HOROVOD_MPI = {
         "custom_mpi_options": "-x HOROVOD_LOG_LEVEL=warning",
     }
 }
+
+
+def networks_left(docker_client, keep, timeout: float = 10.0) -> list[str]:
+    """Names of the Docker networks ``keep(name)`` selects that are still there after ``timeout``.
+
+    A Docker job's network is removed in the background once the job has ended (it
+    takes the engine 0.2 s), and always before its client process exits: a test in
+    the client's process looks for a while (docs/local.md, "What a Docker job leaves").
+    """
+    import time
+
+    deadline = time.monotonic() + timeout
+    while True:
+        left = [n.name for n in docker_client.networks.list() if keep(n.name)]
+        if not left or time.monotonic() > deadline:
+            return left
+        time.sleep(0.1)

@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from job_outputs import archive_members, check_ranks, file_uri, rank_reports
+from job_outputs import archive_members, check_ranks, file_uri, networks_left, rank_reports
 from launchbay import Estimator, ImageNotFoundError, JobFailedError
 from launchbay.backends.docker import LABEL_CLIENT, LABEL_JOB, LABEL_JOB_DIR, DockerBackend
 from launchbay.pytorch import PyTorch
@@ -76,14 +76,13 @@ def job_leftovers(docker_client, job_dir) -> tuple[list, list]:
         all=True, filters={"label": f"{LABEL_JOB_DIR}={job_dir}"}
     )
     name = Path(job_dir).name
-    networks = [n for n in docker_client.networks.list() if n.name == f"launchbay-{name}"]
-    return containers, networks
+    return containers, networks_left(docker_client, lambda n: n == f"launchbay-{name}")
 
 
 def assert_nothing_left(docker_client, job_dir):
     containers, networks = job_leftovers(docker_client, job_dir)
     assert not containers, [c.name for c in containers]
-    assert not networks, [n.name for n in networks]
+    assert not networks, networks
 
 
 # --------------------------------------------------------------------------- distributed
@@ -588,6 +587,11 @@ def test_containers_of_a_client_that_died_are_removed_by_the_next_job(
         },
     )
     orphan.start()
+    # A network whose containers are gone already (its client was killed while the
+    # network was being removed in the background) is the dead client's too.
+    network = docker_client.networks.create(
+        "launchbay-orphan-test-net", labels=dict(orphan.labels), check_duplicate=True
+    )
     # Another process holds the job's name lock, as its watchdog does while it finishes the job.
     holder = subprocess.Popen(
         [
@@ -606,16 +610,47 @@ def test_containers_of_a_client_that_died_are_removed_by_the_next_job(
         DockerBackend().remove_orphans()
         orphan.reload()
         assert orphan.status == "running"
+        assert docker_client.networks.list(ids=[network.id])
         holder.communicate("", timeout=30)  # the watchdog lets the name go
         assert DockerBackend().remove_orphans() >= 1
         assert not docker_client.containers.list(
             all=True, filters={"name": "launchbay-orphan-test"}
         )
+        assert not docker_client.networks.list(ids=[network.id])
     finally:
         holder.kill()
         holder.wait()
         with __import__("contextlib").suppress(Exception):
             orphan.remove(force=True)
+        with __import__("contextlib").suppress(Exception):
+            network.remove()
+
+
+def test_a_client_that_exits_right_after_fit_leaves_no_network(
+    home, tmp_path, framework_version, docker_client
+):
+    """fit() returns while the engine removes the job's network (0.2 s); the exit waits for it."""
+    source = tmp_path / "src"
+    source.mkdir()
+    (source / "noop.py").write_text("print('noop')\n")
+    code = (
+        "from launchbay.pytorch import PyTorch\n"
+        f"est = PyTorch(entry_point='noop.py', source_dir={str(source)!r}, role=None,\n"
+        "    instance_type='local', instance_count=2,\n"
+        f"    framework_version={framework_version!r}, py_version='py311',\n"
+        f"    output_path={file_uri(tmp_path / 'out')!r})\n"
+        "est.fit(job_name='exit-right-after-fit', logs=False)\n"
+        "print(est.latest_training_job.describe()['TrainingJobStatus'], flush=True)\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code], capture_output=True, text=True, timeout=300, env=os.environ
+    )
+    assert done.returncode == 0 and "Completed" in done.stdout, done.stderr
+    # Looked at once, the moment the client has exited.
+    assert not [n for n in docker_client.networks.list() if n.name.endswith("exit-right-after-fit")]
+    assert not docker_client.containers.list(
+        all=True, filters={"label": f"{LABEL_JOB_DIR}={home / 'jobs' / 'exit-right-after-fit'}"}
+    )
 
 
 # --------------------------------------------------------------------------- a SageMaker image

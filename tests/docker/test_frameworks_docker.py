@@ -23,7 +23,7 @@ from typing import Any
 import numpy as np
 import pytest
 
-from job_outputs import archive_members, file_uri, rank_reports
+from job_outputs import archive_members, file_uri, networks_left, rank_reports
 from launchbay import images
 
 pytestmark = [
@@ -50,7 +50,7 @@ def _classification_csv(directory: Path, rows: int = 200) -> str:
 def _assert_nothing_left(docker_client: Any, job_name: str) -> None:
     containers = docker_client.containers.list(all=True, filters={"name": job_name})
     assert not containers, [c.name for c in containers]
-    networks = [n.name for n in docker_client.networks.list() if job_name in n.name]
+    networks = networks_left(docker_client, lambda n: job_name in n)
     assert not networks, networks
 
 

@@ -11,7 +11,7 @@ from pathlib import Path
 
 import pytest
 
-from job_outputs import archive_members, check_ranks, file_uri, rank_reports
+from job_outputs import archive_members, check_ranks, file_uri, networks_left, rank_reports
 from launchbay import JobFailedError
 from launchbay.backends.docker import LABEL_JOB_DIR
 from launchbay.pytorch import PyTorch
@@ -57,7 +57,7 @@ def test_pytorch_scripts_train_2x2_in_two_containers(
     job_dir = home / "jobs" / job.name
     left = docker_client.containers.list(all=True, filters={"label": f"{LABEL_JOB_DIR}={job_dir}"})
     assert not left, [c.name for c in left]
-    assert not [n for n in docker_client.networks.list() if n.name == f"launchbay-{job.name}"]
+    assert not networks_left(docker_client, lambda n: n == f"launchbay-{job.name}")
 
 
 def test_a_rank_raising_in_algo_2_is_reported_and_nothing_is_left(

@@ -7,6 +7,7 @@ has one job::
     hosts.py            HostRunner: the per-host operations the control loop drives
     process_hosts.py    ProcessHosts: each host a process group    (ProcessBackend)
     container_hosts.py  ContainerHosts: each host a Docker container (DockerBackend)
+    container_cleanup.py  a Docker job's network removed; what dead clients left, swept
     record.py           LocalJob (the job's state), status.json, the name lock
     finish.py           failure triage across hosts; how a job ends (outputs, final record)
     signals.py          Ctrl-C, SIGTERM and interpreter exit; the watchdog's start

@@ -64,7 +64,6 @@ import posixpath
 import shlex
 import signal
 import threading
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import partial
@@ -72,13 +71,19 @@ from typing import Any
 
 from launchbay import _sagemaker_config
 from launchbay._docker import docker_client, docker_errors
-from launchbay.backends.local import pip_cache, warm_pool
+from launchbay.backends.local import container_cleanup, pip_cache, warm_pool
+from launchbay.backends.local.container_cleanup import (
+    LABEL_CLIENT,
+    LABEL_JOB,
+    LABEL_JOB_DIR,
+    network_name,
+)
 from launchbay.backends.local.endpoints import client_endpoints, on_client
 from launchbay.backends.local.hosts import RUNTIME_MARGIN
 from launchbay.backends.local.layout import JobLayout, file_uri_path
 from launchbay.backends.local.logs import join_readers, start_reader
 from launchbay.backends.local.logs import split_lines as _split_lines
-from launchbay.backends.local.record import CLIENT_ID, LocalJob, NameLock, client_pid, job_arn
+from launchbay.backends.local.record import CLIENT_ID, LocalJob, job_arn
 from launchbay.backends.plan import JobFields
 from launchbay.errors import DockerError, ImageNotFoundError, JobError
 from launchbay.runtime.code import fetch_code
@@ -86,7 +91,6 @@ from launchbay.runtime.contract import (
     DEFAULT_TENSORBOARD_PATH,
     write_host_config,
 )
-from launchbay.runtime.for_client import is_alive
 from launchbay.runtime.names import ENV, HP
 from launchbay.runtime.settings import RuntimeSettings
 from launchbay.s3uri import is_file_uri, is_s3_uri
@@ -98,9 +102,6 @@ logger = logging.getLogger("launchbay.backends.docker")
 COMPOSE_FILE = "docker-compose.yaml"
 CONTAINER_BASE = "/opt/ml"
 CODE_DIR = "/opt/ml/code"
-LABEL_JOB = "launchbay.job"
-LABEL_JOB_DIR = "launchbay.job-dir"
-LABEL_CLIENT = "launchbay.client"
 HOST_GATEWAY = "host.docker.internal"
 _CREDENTIAL_NAMES = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
 _PASSED_AWS_NAMES = ("AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3")
@@ -133,11 +134,6 @@ class _Container:
     exit_code: int | None = None
     started: bool = False
     exited: threading.Event = field(default_factory=threading.Event)
-
-
-def network_name(job_name: str) -> str:
-    """The job's Docker network: ``launchbay-<job>``."""
-    return f"launchbay-{job_name}"
 
 
 def _needs_aws(source: JobFields | Mapping[str, Any]) -> bool:
@@ -265,27 +261,8 @@ class ContainerHosts:
             ) from exc
 
     def remove_orphans(self) -> int:
-        """Remove containers and networks of jobs whose client process on this machine died.
-
-        Returns how many containers were removed.
-        """
-        removed = 0
-        networks: set[str] = set()
-        for container in self.client.containers.list(all=True, filters={"label": LABEL_CLIENT}):
-            labels = container.labels
-            pid = client_pid(labels.get(LABEL_CLIENT, ""))
-            if pid is None or is_alive(pid) or NameLock.held_for(labels.get(LABEL_JOB_DIR, "")):
-                continue  # a live client, or the watchdog that is finishing the job, owns it
-            message = "Removing container %s, left behind by launchbay process %s that is gone"
-            logger.warning(message, container.name, pid)
-            networks.add(network_name(labels.get(LABEL_JOB, "")))
-            with contextlib.suppress(docker_errors().APIError):
-                container.remove(force=True, v=True)
-                removed += 1
-        for network in networks:
-            self._remove_network(network)
-        warm_pool.sweep(self.client)  # pools past their period, or whose containers are gone
-        return removed
+        """See :func:`launchbay.backends.local.container_cleanup.remove_orphans`."""
+        return container_cleanup.remove_orphans(self.client)
 
     # -- the job's hosts ----------------------------------------------------------------
     def prepare(self, job: LocalJob) -> None:
@@ -723,14 +700,14 @@ class ContainerHosts:
             self._end_warm(job, plan)
         try:
             self._give_back_files(job)
-        finally:
-            self._remove_job(job.name, job.layout.job_dir)
+        finally:  # the network goes in the background (0.2 s), done before this process exits
+            self._remove_job(job.name, job.layout.job_dir, network_later=True)
             join_readers(job)
 
     def running(self, job: LocalJob) -> list[str]:
         return [h for h, c in job.procs.items() if c.started and c.exit_code is None]
 
-    def _remove_job(self, name: str, job_dir: str) -> None:
+    def _remove_job(self, name: str, job_dir: str, network_later: bool = False) -> None:
         api = self.client.api
         found = api.containers(all=True, filters={"label": f"{LABEL_JOB_DIR}={job_dir}"})
 
@@ -748,20 +725,13 @@ class ContainerHosts:
         if found:
             with concurrent.futures.ThreadPoolExecutor(max_workers=min(len(found), 8)) as pool:
                 list(pool.map(remove, [c["Id"] for c in found]))
-        self._remove_network(network_name(name))
+        if network_later:  # executor threads are joined at interpreter exit, queued work done
+            self._background.submit(self._remove_network, network_name(name))
+        else:
+            self._remove_network(network_name(name))
 
     def _remove_network(self, network: str) -> None:
-        errors = docker_errors()
-        for _ in range(20):
-            try:
-                self.client.api.remove_network(network)
-                return
-            except errors.NotFound:
-                return
-            except errors.APIError as exc:  # endpoints still detaching: try again shortly
-                logger.debug("Removing network %s: %s", network, exc)
-                time.sleep(0.25)
-        logger.warning("Could not remove Docker network %s", network)
+        container_cleanup.remove_network(self.client, network)
 
     def hard_kill(self, job: LocalJob) -> None:
         self._end_pool_of(job.layout.job_dir)
