@@ -47,12 +47,12 @@ def _walk(config: Any, found: dict[str, set[str]]) -> None:
 @functools.cache
 def _repositories() -> dict[str, tuple[str, set[str]]]:
     """repository -> (algorithm, registry accounts), from the image table."""
-    from launchbay._retrieve import _config  # the table loads on the first question
+    from launchbay._retrieve import framework_config  # the table loads on the first question
 
     out: dict[str, tuple[str, set[str]]] = {}
     for algorithm in ALGORITHMS:
         found: dict[str, set[str]] = {}
-        _walk(_config(algorithm), found)
+        _walk(framework_config(algorithm), found)
         for repository, accounts in found.items():
             out[repository] = (algorithm, accounts)
     return out

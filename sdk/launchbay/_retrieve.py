@@ -81,7 +81,7 @@ def _expand(value: Any, registries: Mapping[str, Any]) -> Any:
 
 
 @functools.cache
-def _config(framework: str) -> dict[str, Any]:
+def framework_config(framework: str) -> dict[str, Any]:
     data = _data()
     if framework not in data["configs"]:
         raise ImageNotFoundError.invalid(
@@ -100,7 +100,7 @@ def config_for_framework(framework: str) -> dict[str, Any]:
     """The image configuration of ``framework`` as SDK v2's JSON file holds it (a copy)."""
     if not isinstance(framework, str):
         raise ImageNotFoundError.invalid("framework", framework, ", ".join(frameworks()))
-    return copy.deepcopy(_config(framework))
+    return copy.deepcopy(framework_config(framework))
 
 
 def _refuse(argument: str, value: object, accepted: Sequence[Any], reason: str = "") -> None:
@@ -129,7 +129,7 @@ def _scope_config(
     framework: str, image_scope: str | None, accelerator_type: str | None
 ) -> dict[str, Any]:
     """The table of one scope (v2's ``_config_for_framework_and_scope``)."""
-    config = _config(framework)
+    config = framework_config(framework)
     if accelerator_type:
         accelerator = _as_text("accelerator_type", accelerator_type)
         if not accelerator.startswith("ml.eia") and accelerator != "local_sagemaker_notebook":
@@ -665,7 +665,7 @@ def get_training_image_uri(
 
 def get_base_python_image_uri(region: str, py_version: str = "310") -> str:
     """SageMaker's base Python image (SDK v2's ``get_base_python_image_uri``)."""
-    config = _config("sagemaker-base-python")
+    config = framework_config("sagemaker-base-python")
     table = config["versions"]["1.0"]
     registries = table["registries"]
     _refuse("region", region, list(registries), "No base Python image there")

@@ -184,7 +184,7 @@ class Rules(Resolution):
         else:
             code.validate_code(entry_point, self.source_dir, self.dependencies)
             source_dir = None if self.source_dir is None else os.fspath(self.source_dir)
-            script = code._resolve_entry_point(entry_point, source_dir)[1]
+            script = code.resolve_entry_point(entry_point, source_dir)[1]
         # The name the hosts run (sagemaker_program), by the runtime's own rule (imported here:
         # the runtime's code module is not needed until an estimator is made).
         from launchbay.runtime.code import ENTRY_POINT_ACCEPTED, entry_point_problem

@@ -8,7 +8,7 @@ the jobs one after the other). The calling thread only waits, in an
 interruptible wait, so Ctrl-C (or SIGTERM turned into it) reaches it at once,
 never stuck behind a transfer. The first failure or Ctrl-C stops a batch: no
 new transfer starts, and transfers in flight stop at their next chunk (their
-bodies, :class:`_StopAwareBody`, and boto3's progress callbacks look at the
+bodies, :class:`StopAwareBody`, and boto3's progress callbacks look at the
 batch's stop event; a request aborted so is never retried,
 :func:`_no_retry_when_cancelled`). Transfers run off the main thread (a local
 job's, on its supervisor thread) stop the same way when an event given to
@@ -40,7 +40,7 @@ STOP_GRACE = 1.0
 _POLL = 0.1
 
 
-class _Cancelled(Exception):
+class Cancelled(Exception):
     """A transfer stopped because its batch was stopped (never re-raised by the runner).
 
     Raised from the reads of a request body, the progress callbacks of boto3's
@@ -80,22 +80,22 @@ def _no_retry_when_cancelled(caught_exception: BaseException | None = None, **_:
     """``needs-retry`` hook: a request that a stopped batch aborted is not retried.
 
     botocore wraps whatever a body read raises in a retryable
-    ``HTTPClientError``; the :class:`_Cancelled` inside is raised instead.
+    ``HTTPClientError``; the :class:`Cancelled` inside is raised instead.
     """
     inner = getattr(caught_exception, "kwargs", {}).get("error")
-    if isinstance(inner, _Cancelled):
+    if isinstance(inner, Cancelled):
         raise inner
 
 
-def _watch_cancellation(client: Any) -> None:
+def watch_cancellation(client: Any) -> None:
     """Install :func:`_no_retry_when_cancelled` on ``client`` (once; later calls do nothing)."""
     client.meta.events.register_first(
         "needs-retry.s3", _no_retry_when_cancelled, unique_id="launchbay-no-retry-when-cancelled"
     )
 
 
-class _StopAwareBody:
-    """A request body whose reads raise :class:`_Cancelled` once ``stop`` is set.
+class StopAwareBody:
+    """A request body whose reads raise :class:`Cancelled` once ``stop`` is set.
 
     http.client sends a file-like body a block (8-16 KiB) at a time, so a
     stopped batch stops its uploads in flight at the next block instead of
@@ -109,7 +109,7 @@ class _StopAwareBody:
 
     def read(self, size: int = -1) -> bytes:
         if self._stop.is_set():
-            raise _Cancelled(self._uri)
+            raise Cancelled(self._uri)
         return self._raw.read(size)
 
     def seek(self, offset: int, whence: int = os.SEEK_SET) -> int:
@@ -218,7 +218,7 @@ def run_parallel(
         raise
     with lock:
         errors_now = list(errors)
-    real = [e for e in errors_now if not isinstance(e, _Cancelled)]
+    real = [e for e in errors_now if not isinstance(e, Cancelled)]
     if real:
         raise next((e for e in real if not isinstance(e, Exception)), real[0])
     if cancelled is not None or errors_now:

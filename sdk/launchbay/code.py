@@ -149,7 +149,7 @@ def _is_within(path: str, root: str) -> bool:
     return path == root or path.startswith(root.rstrip(os.sep) + os.sep)
 
 
-def _resolve_entry_point(entry_point: PathLike, source_dir: str | None) -> tuple[str, str]:
+def resolve_entry_point(entry_point: PathLike, source_dir: str | None) -> tuple[str, str]:
     """Return (path on disk, script name inside the archive) or raise ConfigurationError."""
     entry = os.fspath(entry_point)
     if not entry:
@@ -218,7 +218,7 @@ def validate_code(
                 "an existing local directory or an s3:// URI of a sourcedir.tar.gz",
                 reason="No such directory" if not os.path.exists(src) else "It is not a directory",
             )
-        _resolve_entry_point(entry_point, src)
+        resolve_entry_point(entry_point, src)
     for dep in dependencies or ():
         path = os.fspath(dep)
         if not path or not os.path.exists(path):
@@ -822,7 +822,7 @@ def package_code(
             src,
             "a local directory (an s3:// source_dir is used as is and needs no packaging)",
         )
-    entry_path, script_name = _resolve_entry_point(entry_point, src)
+    entry_path, script_name = resolve_entry_point(entry_point, src)
     if cache_dir is _DEFAULT_CACHE:
         cache_dir = default_cache_dir()
     own_dirs = _own_dirs(cache_dir)

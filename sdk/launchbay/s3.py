@@ -130,14 +130,14 @@ class S3Uploader:
         ``progress`` are launchbay's (:meth:`launchbay.Session.upload_data`).
         """
         bucket, prefix = _split(desired_s3_uri, "desired_s3_uri")
-        from launchbay.session import _kms_upload_args
+        from launchbay.session import kms_upload_args
 
         return _session(sagemaker_session).upload_data(
             local_path,
             bucket,
             prefix,
             callback,
-            _kms_upload_args(kms_key),
+            kms_upload_args(kms_key),
             max_workers=max_workers,
             progress=progress,
         )
@@ -177,10 +177,10 @@ class S3Uploader:
                 )  # fmt: skip
         else:
             raise InputError.invalid("b", b, "bytes or a binary file object such as io.BytesIO")
-        from launchbay.session import _kms_upload_args
+        from launchbay.session import kms_upload_args
 
         session = _session(sagemaker_session)
-        session.upload_bytes(data, bucket, key, extra_args=_kms_upload_args(kms_key))
+        session.upload_bytes(data, bucket, key, extra_args=kms_upload_args(kms_key))
         return s3_uri
 
 

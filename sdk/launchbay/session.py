@@ -422,7 +422,7 @@ class Session:
         if not isinstance(body, str | bytes):
             raise InputError.invalid("body", body, "a string (or bytes) to store as the object")
         data = body.encode("utf-8") if isinstance(body, str) else body
-        return self.upload_bytes(data, bucket, key, extra_args=_kms_upload_args(kms_key))
+        return self.upload_bytes(data, bucket, key, extra_args=kms_upload_args(kms_key))
 
     def read_bytes(self, bucket: str, key: str) -> bytes:
         """The body of ``s3://bucket/key`` as bytes (one ``GetObject``)."""
@@ -643,7 +643,7 @@ def _regular_file_size(local: str, accepted: str) -> int:
     return st.st_size
 
 
-def _kms_upload_args(kms_key: str | None) -> dict[str, str] | None:
+def kms_upload_args(kms_key: str | None) -> dict[str, str] | None:
     """The upload ExtraArgs that encrypt with ``kms_key`` (SSE-KMS), or None without a key."""
     if kms_key is None:
         return None

@@ -61,11 +61,11 @@ from typing import Any, BinaryIO
 
 from launchbay._runner import (
     STOP_GRACE,
-    _Cancelled,
-    _StopAwareBody,
-    _watch_cancellation,
+    Cancelled,
+    StopAwareBody,
     cancelled_by,
     run_parallel,
+    watch_cancellation,
 )
 from launchbay.display import Progress, format_bytes, progress_enabled
 from launchbay.errors import ConfigurationError, InputError, MissingDependencyError, TransferError
@@ -553,11 +553,11 @@ def upload_files(
     failed: list[tuple[str, TransferError]] = []
     lock = threading.Lock()
     stop = threading.Event()
-    _watch_cancellation(client)
+    watch_cancellation(client)
 
     def on_bytes(amount: int) -> None:  # boto3's callback: a stopped batch aborts its parts
         if stop.is_set():
-            raise _Cancelled(f"s3://{bucket}/")
+            raise Cancelled(f"s3://{bucket}/")
         bar.update(amount)
 
     def opened(local: str, key: str) -> BinaryIO | None:
@@ -607,7 +607,7 @@ def upload_files(
             data: Any = body.read() if size <= SMALL_BODY_LIMIT else body
             if size > _READ_CHUNK:  # sent a block at a time, stopping with the batch
                 raw = io.BytesIO(data) if isinstance(data, bytes) else data
-                data = _StopAwareBody(raw, stop, f"s3://{bucket}/{key}")
+                data = StopAwareBody(raw, stop, f"s3://{bucket}/{key}")
             client.put_object(Bucket=bucket, Key=key, Body=data, **put_args)
         bar.update(size, 1)
 
@@ -697,11 +697,11 @@ def download_objects(
         "download", total_bytes=total, total_files=len(items), enabled=progress_enabled(progress)
     )
     stop = threading.Event()
-    _watch_cancellation(client)
+    watch_cancellation(client)
 
     def on_bytes(amount: int) -> None:  # boto3's callback: a stopped batch aborts its parts
         if stop.is_set():
-            raise _Cancelled("download")
+            raise Cancelled("download")
         bar.update(amount)
 
     def fetch(obj: S3Object, tmp: str) -> None:
@@ -724,7 +724,7 @@ def download_objects(
             with open(tmp, "wb") as out:
                 for chunk in body.iter_chunks(_READ_CHUNK):
                     if stop.is_set():
-                        raise _Cancelled(obj.uri)
+                        raise Cancelled(obj.uri)
                     out.write(chunk)
                     bar.update(len(chunk))
         except BaseException:

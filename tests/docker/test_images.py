@@ -280,10 +280,10 @@ def _declared_args(path: Path) -> set[str]:
 @pytest.mark.parametrize("processor", images.PROCESSORS)
 def test_every_build_arg_the_tool_passes_is_declared(framework, processor):
     """GPU args included: an undeclared build argument would be ignored by Docker."""
-    dockerfile = context._dockerfile(framework)
+    dockerfile = context.dockerfile_for(framework)
     base = images.default_base_image(processor)
     version = VERSIONS.get(framework, "1.0")
-    args = context._build_args_for(framework, version, processor, "3.11", base, None, offline=True)
+    args = context.build_args_for(framework, version, processor, "3.11", base, None, offline=True)
     assert set(args) <= _declared_args(dockerfile)
     if processor == "gpu":
         assert args["INSTALL_EFA"] == "1" and base.startswith("nvidia/cuda:")

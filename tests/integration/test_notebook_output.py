@@ -150,7 +150,7 @@ def _display_cells(tmp_path) -> list[str]:
         """,
         f"""
         from launchbay.images import _live
-        with _live._BuildDisplay(_live.display_for(None, sys.stderr), "t") as build:
+        with _live.BuildDisplay(_live.display_for(None, sys.stderr), "t") as build:
             for chunk in {BUILD_STREAM!r}:
                 build.feed(chunk)
                 time.sleep(0.15)

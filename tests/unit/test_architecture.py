@@ -61,6 +61,16 @@ def _every_import(tree: ast.Module) -> list[ast.Import | ast.ImportFrom]:
     return [n for n in ast.walk(tree) if isinstance(n, (ast.Import, ast.ImportFrom))]
 
 
+def _from_module(node: ast.ImportFrom, name: str, path: Path) -> str:
+    """The module a ``from ... import`` statement of module ``name`` reads (relative resolved)."""
+    base = node.module or ""
+    if node.level:
+        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
+        anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
+        base = ".".join([*anchor, base] if base else anchor)
+    return base
+
+
 def _import_targets(
     node: ast.Import | ast.ImportFrom, name: str, path: Path, modules: Mapping[str, Path]
 ) -> list[str]:
@@ -71,11 +81,7 @@ def _import_targets(
     """
     if isinstance(node, ast.Import):
         return [alias.name for alias in node.names]
-    base = node.module or ""
-    if node.level:
-        package = name if path.name == "__init__.py" else name.rpartition(".")[0]
-        anchor = package.split(".")[: len(package.split(".")) - node.level + 1]
-        base = ".".join([*anchor, base] if base else anchor)
+    base = _from_module(node, name, path)
     return [
         f"{base}.{alias.name}" if f"{base}.{alias.name}" in modules else base
         for alias in node.names
@@ -505,3 +511,173 @@ def test_the_yaml_scan_sees_a_load_call_and_a_loader(tmp_path):
         "def g(loader: yaml.SafeLoader) -> None:\n    yaml.safe_dump({})\n"
     )
     assert sorted(yaml_parsers({"m": module})) == ["m:4", "m:4", "m:5"]
+
+
+# -- issue 33: a file's interface is its public names -----------------------------------------
+
+
+def _is_private(name: str) -> bool:
+    return name.startswith("_") and not name.startswith("__")
+
+
+def private_names_imported(
+    modules: Mapping[str, Path], root: Path | None = None
+) -> set[tuple[str, str, str]]:
+    """``(importer's path, module, name)`` for each private name a module takes from another.
+
+    Seen anywhere in a module: ``from launchbay.x import _y``, ``from . import _y``, and
+    ``m._y`` where ``m`` is a package module bound by ``import launchbay.x as m``,
+    ``from launchbay import x`` or plain ``import launchbay.x`` (``launchbay.x._y``).
+    A private *module* (``launchbay._docker``, ``launchbay.runtime._netns``) is a file,
+    not a name: importing one is the private-module check's business, not this one's;
+    a private attribute of one of its names (``Class._y``) is not a name of the module.
+    The importer's path is relative to ``root`` (the folder above ``launchbay/``).
+    """
+    root = ROOT.parent if root is None else root
+    found = set()
+    for name, path in modules.items():
+        tree = ast.parse(path.read_text(), str(path))
+        importer = path.relative_to(root).as_posix()
+        bound: dict[str, str] = {}  # a local name -> the package module it is bound to
+        for node in ast.walk(tree):
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.asname and alias.name in modules:
+                        bound[alias.asname] = alias.name
+            elif isinstance(node, ast.ImportFrom):
+                base = _from_module(node, name, path)
+                if base.split(".")[0] != "launchbay":
+                    continue
+                for alias in node.names:
+                    if f"{base}.{alias.name}" in modules:
+                        bound[alias.asname or alias.name] = f"{base}.{alias.name}"
+                    elif _is_private(alias.name) and base != name:
+                        found.add((importer, base, alias.name))
+        for node in ast.walk(tree):
+            if not (isinstance(node, ast.Attribute) and _is_private(node.attr)):
+                continue
+            chain: list[str] = []
+            value = node.value
+            while isinstance(value, ast.Attribute):
+                chain.insert(0, value.attr)
+                value = value.value
+            if not isinstance(value, ast.Name):
+                continue
+            if value.id in bound:
+                owner = ".".join([bound[value.id], *chain])
+            elif value.id == "launchbay":
+                owner = ".".join(["launchbay", *chain])
+            else:
+                continue
+            if owner in modules and owner != name:
+                found.add((importer, owner, node.attr))
+    return found
+
+
+#: Issue 33's remaining work: the private names still taken across files, all in
+#: backends/ and tuning/ (being reworked there: each goes when its file's interface is
+#: settled). A ratchet: a new private import fails the test below, and so does an entry
+#: that no longer exists (remove it), so this set only shrinks.
+_PRIVATE_IMPORTS_LEFT = {
+    ("launchbay/backends/local/control.py", "launchbay.backends.local.logs", "_LogFiles"),
+    ("launchbay/backends/local/control.py", "launchbay.backends.local.logs", "_log_tail"),
+    ("launchbay/backends/local/control.py", "launchbay.backends.local.record", "_JOB_NAME"),
+    ("launchbay/backends/local/control.py", "launchbay.backends.local.record", "_LOCKS_DIR"),
+    ("launchbay/backends/local/control.py", "launchbay.backends.local.record", "_damaged"),
+    ("launchbay/backends/local/control.py", "launchbay.backends.local.record", "_from_json"),
+    ("launchbay/backends/local/control.py", "launchbay.backends.local.record", "_instance_types"),
+    ("launchbay/backends/local/control.py", "launchbay.backends.local.record", "_make_reserve"),
+    ("launchbay/backends/local/control.py", "launchbay.backends.local.record", "_now"),
+    ("launchbay/backends/local/control.py", "launchbay.backends.local.record", "_read_record"),
+    ("launchbay/backends/local/control.py", "launchbay.backends.local.record", "_status_problem"),
+    ("launchbay/backends/local/control.py", "launchbay.backends.local.record", "_warn_once"),
+    ("launchbay/backends/local/control.py", "launchbay.backends.local.signals", "_JOBS"),
+    ("launchbay/backends/local/control.py", "launchbay.backends.local.signals", "_JOBS_LOCK"),
+    ("launchbay/backends/local/control.py", "launchbay.backends.local.signals", "_SigintFlag"),
+    (
+        "launchbay/backends/local/control.py",
+        "launchbay.backends.local.signals",
+        "_die_after_stopping",
+    ),
+    ("launchbay/backends/local/control.py", "launchbay.backends.local.signals", "_register"),
+    ("launchbay/backends/local/control.py", "launchbay.backends.local.signals", "_running_jobs"),
+    ("launchbay/backends/local/control.py", "launchbay.backends.local.signals", "_sigterm"),
+    ("launchbay/backends/local/finish.py", "launchbay.backends.local.logs", "_log_tail"),
+    ("launchbay/backends/local/finish.py", "launchbay.backends.local.record", "_REASON_LIMIT"),
+    ("launchbay/backends/local/logs.py", "launchbay.backends.local.signals", "_SigintFlag"),
+    ("launchbay/backends/local/outputs.py", "launchbay.backends.local.layout", "_join_uri"),
+    ("launchbay/backends/local/outputs.py", "launchbay.backends.local.layout", "_list_files"),
+    ("launchbay/backends/local/outputs.py", "launchbay.backends.local.layout", "_relative_key"),
+    ("launchbay/backends/local/outputs.py", "launchbay.backends.local.layout", "_safe_join"),
+    (
+        "launchbay/backends/local/outputs.py",
+        "launchbay.backends.local.layout",
+        "_write_json_atomic",
+    ),
+    (
+        "launchbay/backends/local/ray_agent.py",
+        "launchbay.backends.local.process_hosts",
+        "_descendants",
+    ),
+    (
+        "launchbay/backends/local/ray_agent.py",
+        "launchbay.backends.local.process_hosts",
+        "_parent_death_signal",
+    ),
+    ("launchbay/backends/local/record.py", "launchbay.backends.local.layout", "_write_json_atomic"),
+    ("launchbay/backends/local/staging.py", "launchbay.backends.local.layout", "_list_files"),
+    ("launchbay/backends/local/staging.py", "launchbay.backends.local.layout", "_relative_key"),
+    ("launchbay/backends/local/staging.py", "launchbay.backends.local.layout", "_remove"),
+    ("launchbay/backends/local/staging.py", "launchbay.backends.local.layout", "_safe_join"),
+    (
+        "launchbay/backends/local/staging.py",
+        "launchbay.backends.local.layout",
+        "_write_json_atomic",
+    ),
+    ("launchbay/backends/local/tensorboard.py", "launchbay.backends.local.layout", "_join_uri"),
+    (
+        "launchbay/backends/local/tensorboard.py",
+        "launchbay.backends.local.layout",
+        "_write_json_atomic",
+    ),
+}
+
+
+def test_no_private_name_is_imported_across_files():
+    """A name another file uses is part of its file's interface: it has no underscore."""
+    found = private_names_imported(module_names())
+    assert found - _PRIVATE_IMPORTS_LEFT == set(), "drop the underscore (or move the helper)"
+    assert _PRIVATE_IMPORTS_LEFT - found == set(), "gone: remove from _PRIVATE_IMPORTS_LEFT"
+
+
+def test_the_private_name_check_sees_each_form(tmp_path):
+    package = tmp_path / "launchbay"
+    (package / "sub").mkdir(parents=True)
+    files = {
+        "__init__.py": "",
+        "a.py": "_X = 1\ndef _f(): pass\nclass C:\n    def _m(self): pass\n",
+        "_priv.py": "def g(): pass\n",
+        "sub/__init__.py": "",
+        "sub/b.py": (
+            "from launchbay.a import _X, C\n"  # a private name: counted
+            "from launchbay import _priv\n"  # a private module: not a name
+            "from .. import a as alias\n"
+            "import launchbay.a as m\n"
+            "import launchbay.a\n"
+            "def h():\n"
+            "    from . import c\n"
+            "    return m._f, alias._X, launchbay.a._f, C()._m, _priv.g, c._y\n"
+        ),
+        "sub/c.py": "_y = 0\nfrom launchbay.sub.c import _y as same\n",
+    }
+    modules = {}
+    for relative, text in files.items():
+        path = package / relative
+        path.write_text(text)
+        parts = ["launchbay", *Path(relative).with_suffix("").parts]
+        modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    assert private_names_imported(modules, tmp_path) == {
+        ("launchbay/sub/b.py", "launchbay.a", "_X"),
+        ("launchbay/sub/b.py", "launchbay.a", "_f"),
+        ("launchbay/sub/b.py", "launchbay.sub.c", "_y"),
+    }

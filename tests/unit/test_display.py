@@ -303,7 +303,7 @@ PUSH_STREAM = [
 
 def test_build_in_a_plain_stream_prints_steps_and_keeps_the_tail():
     out = io.StringIO()
-    with _live._BuildDisplay(_live.display_for(None, out), "t") as build:
+    with _live.BuildDisplay(_live.display_for(None, out), "t") as build:
         for chunk in BUILD_STREAM:
             build.feed(chunk)
     text = out.getvalue()
@@ -312,7 +312,7 @@ def test_build_in_a_plain_stream_prints_steps_and_keeps_the_tail():
     assert "[3/3] COPY x /x\n    cached" in text
     assert "Collecting torch" not in text  # plain lines name steps, not their output
     assert build.last_step == "Step 3/3 : COPY x /x"
-    quiet = _live._BuildDisplay(_live.display_for(False, Terminal()), "t")
+    quiet = _live.BuildDisplay(_live.display_for(False, Terminal()), "t")
     for chunk in BUILD_STREAM[:7]:
         quiet.feed(chunk)
     assert quiet.mode == "quiet"
@@ -322,7 +322,7 @@ def test_build_in_a_plain_stream_prints_steps_and_keeps_the_tail():
 def test_build_in_a_terminal_redraws_the_running_step(monkeypatch):
     monkeypatch.setenv("COLUMNS", "120")
     out = Terminal()
-    with _live._BuildDisplay(_live.display_for(None, out), "t") as build:
+    with _live.BuildDisplay(_live.display_for(None, out), "t") as build:
         assert build.mode == "live"
         for chunk in BUILD_STREAM[:5]:
             build.feed(chunk)

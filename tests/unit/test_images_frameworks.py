@@ -104,15 +104,15 @@ def test_framework_packages():
 
 def test_build_args_carry_the_packages_and_can_be_overridden():
     base = "launchbay/python-base:3.11-bookworm"
-    args = context._build_args_for("sklearn", "1.2-1", "cpu", "3.11", base, None, offline=False)
+    args = context.build_args_for("sklearn", "1.2-1", "cpu", "3.11", base, None, offline=False)
     assert args["FRAMEWORK"] == "sklearn" and args["FRAMEWORK_VERSION"] == "1.2-1"
     assert args["FRAMEWORK_PACKAGES"] == "scikit-learn==1.9.1 pandas joblib"
     assert args["FRAMEWORK_MODULES"] == "sklearn pandas joblib"
     mine = {"FRAMEWORK_PACKAGES": "scikit-learn==1.2.2 numpy<2 pandas"}
-    args = context._build_args_for("sklearn", "1.2-1", "cpu", "3.11", base, mine, offline=False)
+    args = context.build_args_for("sklearn", "1.2-1", "cpu", "3.11", base, mine, offline=False)
     assert args["FRAMEWORK_PACKAGES"] == mine["FRAMEWORK_PACKAGES"]
-    assert context._dockerfile("xgboost") == ROOT / "containers" / "packages" / "Dockerfile"
-    assert context._dockerfile("pytorch") == ROOT / "containers" / "pytorch" / "Dockerfile"
+    assert context.dockerfile_for("xgboost") == ROOT / "containers" / "packages" / "Dockerfile"
+    assert context.dockerfile_for("pytorch") == ROOT / "containers" / "pytorch" / "Dockerfile"
 
 
 def test_pinned_packages_are_the_test_extras():

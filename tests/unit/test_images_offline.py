@@ -239,7 +239,7 @@ def test_the_context_hash_follows_every_input(tmp_path):
     ],
 )  # fmt: skip
 def test_a_repository_splits_into_registry_and_path(repository, split):
-    assert push._split_repository(repository) == split
+    assert push.split_repository(repository) == split
 
 
 def test_the_base_image_is_named_after_its_python_and_suite():

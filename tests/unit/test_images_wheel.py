@@ -95,7 +95,7 @@ import sys, tempfile
 from launchbay import images
 from launchbay.images import context, wheel
 built = wheel.build_runtime_wheel(tempfile.mkdtemp())
-files = context.build_context(context._dockerfile("pytorch"), built)
+files = context.build_context(context.dockerfile_for("pytorch"), built)
 print(files.digest({"FRAMEWORK_VERSION": "2.13.0"}))
 """
 

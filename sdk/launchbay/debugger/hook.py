@@ -77,7 +77,7 @@ def tensorboard_path_problem(path: object) -> str | None:
     return None
 
 
-def _str_dict(argument: str, value: Any) -> dict[str, str] | None:
+def str_dict(argument: str, value: Any) -> dict[str, str] | None:
     if value is None:
         return None
     if not isinstance(value, Mapping):
@@ -103,7 +103,7 @@ class CollectionConfig:
         if not isinstance(name, str) or not name:
             raise ConfigurationError.invalid("name", name, "a non-empty collection name")
         self.name = name
-        self.parameters = _str_dict("parameters", parameters)
+        self.parameters = str_dict("parameters", parameters)
 
     def _key(self) -> tuple[str, tuple[tuple[str, str], ...]]:
         return self.name, tuple(sorted((self.parameters or {}).items()))
@@ -136,7 +136,7 @@ class DebuggerHookConfig:
     ) -> None:
         self.s3_output_path = s3_output_path
         self.container_local_output_path = container_local_output_path
-        self.hook_parameters = _str_dict("hook_parameters", hook_parameters)
+        self.hook_parameters = str_dict("hook_parameters", hook_parameters)
         for item in collection_configs or []:
             if not isinstance(item, CollectionConfig):
                 raise ConfigurationError.invalid(

@@ -14,7 +14,7 @@ import copy
 from collections.abc import Mapping, Sequence
 from typing import Any
 
-from launchbay.debugger.hook import CollectionConfig, _str_dict
+from launchbay.debugger.hook import CollectionConfig, str_dict
 from launchbay.errors import ConfigurationError
 
 __all__ = ["DEFAULT_RULE_EVALUATOR_IMAGE", "ProfilerRule", "Rule", "RuleBase"]
@@ -206,7 +206,7 @@ class Rule(RuleBase):
             raise ConfigurationError.invalid(
                 "base_config", base_config, _BUILTIN_ACCEPTED.format("vanishing_gradient")
             )
-        user = _str_dict("rule_parameters", rule_parameters) or {}
+        user = str_dict("rule_parameters", rule_parameters) or {}
         if user.get("rule_to_invoke") is not None:
             raise ConfigurationError.invalid(
                 "rule_parameters['rule_to_invoke']",
@@ -267,7 +267,7 @@ class Rule(RuleBase):
         """
         parameters = _trials(other_trials_s3_input_paths)
         parameters.update(_source_and_invoke(source, rule_to_invoke))
-        parameters.update(_str_dict("rule_parameters", rule_parameters) or {})
+        parameters.update(str_dict("rule_parameters", rule_parameters) or {})
         return cls(
             name=_text("name", name, "a rule name"),
             image_uri=_text("image_uri", image_uri, "the URI of the rule's evaluator image"),

@@ -23,7 +23,7 @@ def docker_client(client: Any = None, *, feature: str = "Building training image
     return _engine_client(feature)
 
 
-def _image_labels(client: Any, name: str) -> dict[str, str] | None:
+def image_labels(client: Any, name: str) -> dict[str, str] | None:
     """The labels of local image ``name``; ``None`` when there is no such image."""
     errors = docker_errors()
     try:

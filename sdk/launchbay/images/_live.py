@@ -25,7 +25,7 @@ def display_for(progress: bool | None, stream: TextIO) -> Display:
     return Display(stream, "quiet" if progress is False else None, transient=True)
 
 
-class _BuildDisplay:
+class BuildDisplay:
     """Shows a build's progress on a :class:`~launchbay.display.Display`.
 
     Live (a terminal or a notebook): one line redrawn in place (step, elapsed time, latest
@@ -62,7 +62,7 @@ class _BuildDisplay:
         env = self.display.env
         return "live" if self.display.live else "plain" if env == "plain" else "quiet"
 
-    def __enter__(self) -> _BuildDisplay:
+    def __enter__(self) -> BuildDisplay:
         if self.mode != "quiet":
             self._ticker = threading.Thread(target=self._tick_loop, daemon=True)
             self._ticker.start()

@@ -20,9 +20,9 @@ from typing import Any, TextIO
 
 from launchbay._docker import docker_errors
 from launchbay.errors import ConfigurationError, ImageBuildError, MissingDependencyError
-from launchbay.images._engine import _image_labels, docker_client
-from launchbay.images._live import _BuildDisplay, display_for
-from launchbay.images.names import LABEL_PREFIX, REPOSITORY_PREFIX, _check_tag
+from launchbay.images._engine import docker_client, image_labels
+from launchbay.images._live import BuildDisplay, display_for
+from launchbay.images.names import LABEL_PREFIX, REPOSITORY_PREFIX, check_tag
 
 __all__ = ["base_image_name", "build_base_image"]
 
@@ -117,11 +117,11 @@ def build_base_image(
             "a Debian suite such as 'bookworm' (this machine's /etc/os-release has none)",
         )
     name = tag or base_image_name(codename)
-    _check_tag(name, "tag")
+    check_tag(name, "tag")
     if ":" not in name.rsplit("/", 1)[-1]:
         name += ":latest"
     client = docker_client(client, feature="Making the base image")
-    if reuse and _image_labels(client, name) is not None:
+    if reuse and image_labels(client, name) is not None:
         logger.info("Reusing base image %s", name)
         return name
     files = [os.fspath(s) for s in sources] if sources is not None else _apt_sources(codename)
@@ -152,7 +152,7 @@ def build_base_image(
         ]  # fmt: skip
         shown.print(f"Making {name}: {' '.join(argv[:3])} {codename} ... {' '.join(files)}")
         errors = docker_errors()
-        with _BuildDisplay(shown, name) as display:
+        with BuildDisplay(shown, name) as display:
             display.feed(f"Step 1/2 : mmdebstrap {codename}\n")
             proc = subprocess.Popen(
                 argv, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, errors="replace"
@@ -187,7 +187,7 @@ def build_base_image(
             except errors.APIError as exc:
                 display.finish(failed=True)
                 raise ImageBuildError(f"docker import of {name} failed: {exc}", tag=name) from exc
-        if _image_labels(client, name) is None:
+        if image_labels(client, name) is None:
             raise ImageBuildError(f"docker import of {name} made no image", tag=name)
     shown.print(f"Made {name} in {time.monotonic() - started:.1f} s")
     return name

@@ -15,27 +15,27 @@ from typing import IO, Any, TextIO
 from launchbay._docker import docker_errors
 from launchbay.display import Display
 from launchbay.errors import ConfigurationError, ImageBuildError
-from launchbay.images._engine import _image_labels, docker_client
-from launchbay.images._live import _BuildDisplay, display_for
+from launchbay.images._engine import docker_client, image_labels
+from launchbay.images._live import BuildDisplay, display_for
 from launchbay.images.context import (
-    _build_args_for,
-    _dockerfile,
-    _resolve_ca_bundle,
-    _wheelhouse_files,
+    build_args_for,
     build_context,
+    dockerfile_for,
+    resolve_ca_bundle,
+    wheelhouse_files,
 )
 from launchbay.images.names import (
     DEFAULT_PY_VERSION,
     LABEL_HASH,
     LABEL_PREFIX,
-    _check_framework,
-    _check_framework_version,
-    _check_processor,
-    _check_tag,
-    _python_version,
+    check_framework,
+    check_framework_version,
+    check_processor,
+    check_tag,
     default_base_image,
     huggingface_version,
     image_name,
+    python_version,
 )
 from launchbay.images.wheel import build_runtime_wheel
 
@@ -105,34 +105,34 @@ def build_image(
         DockerError: the engine cannot be reached.
         ImageBuildError: a step failed; the message quotes its last output lines.
     """
-    framework = _check_framework(framework)
+    framework = check_framework(framework)
     if pytorch_version is not None:
         if framework != "huggingface":
             raise ConfigurationError.invalid(
                 "pytorch_version", pytorch_version, "None unless framework='huggingface'"
             )
-        _check_framework_version(pytorch_version)
+        check_framework_version(pytorch_version)
         framework_version = huggingface_version(
-            _check_framework_version(framework_version), pytorch_version
+            check_framework_version(framework_version), pytorch_version
         )
-    framework_version = _check_framework_version(framework_version, framework)
-    processor = _check_processor(processor)
+    framework_version = check_framework_version(framework_version, framework)
+    processor = check_processor(processor)
     if framework == "sklearn" and processor == "gpu":
         raise ConfigurationError.invalid(
             "processor", processor, "'cpu'", reason="scikit-learn images are CPU only"
         )
-    python = _python_version(py_version)
+    python = python_version(py_version)
     name = tag or image_name(framework, framework_version, processor, py_version)
-    _check_tag(name, "tag")
+    check_tag(name, "tag")
     if base_image is not None and (not isinstance(base_image, str) or not base_image.strip()):
         raise ConfigurationError.invalid(
             "base_image", base_image, "an image reference such as 'python:3.11-slim'"
         )
     base = base_image or default_base_image(processor, py_version)
-    dockerfile = _dockerfile(framework)
-    wheels = _wheelhouse_files(wheelhouse) if wheelhouse is not None else []
-    ca = _resolve_ca_bundle(ca_bundle)
-    args = _build_args_for(
+    dockerfile = dockerfile_for(framework)
+    wheels = wheelhouse_files(wheelhouse) if wheelhouse is not None else []
+    ca = resolve_ca_bundle(ca_bundle)
+    args = build_args_for(
         framework, framework_version, processor, python, base, build_args, offline
     )
     if offline and not wheels:
@@ -163,7 +163,7 @@ def build_image(
             ),
         }
         if reuse:
-            existing = _image_labels(client, name)
+            existing = image_labels(client, name)
             if existing is not None and existing.get(LABEL_HASH) == digest:
                 logger.info("Reusing %s (built from the same context)", name)
                 return name
@@ -189,7 +189,7 @@ def _run_build(
     started = time.monotonic()
     shown.print(f"Building {name} (FROM {args.get('BASE_IMAGE')})")
     image_id = None
-    with _BuildDisplay(shown, name) as display:
+    with BuildDisplay(shown, name) as display:
         try:
             chunks = client.api.build(
                 fileobj=tar,
@@ -219,13 +219,13 @@ def _run_build(
         except errors.APIError as exc:
             display.finish(failed=True)
             raise _build_error(name, display, str(exc.explanation or exc), args) from exc
-    if image_id is None and _image_labels(client, name) is None:
+    if image_id is None and image_labels(client, name) is None:
         raise _build_error(name, display, "the engine ended the build without an image", args)
     shown.print(f"Built {name} in {time.monotonic() - started:.1f} s")
 
 
 def _build_error(
-    name: str, display: _BuildDisplay, message: str, args: Mapping[str, str]
+    name: str, display: BuildDisplay, message: str, args: Mapping[str, str]
 ) -> ImageBuildError:
     step = display.step or display.last_step
     tail = list(display.tail)

@@ -46,7 +46,7 @@ def containers_dir() -> Path:
     return Path(launchbay.__file__).resolve().parents[2] / "containers"
 
 
-def _dockerfile(framework: str) -> Path:
+def dockerfile_for(framework: str) -> Path:
     directory = "packages" if framework in PACKAGE_FRAMEWORKS else framework
     path = containers_dir() / directory / "Dockerfile"
     if not path.is_file():
@@ -128,7 +128,7 @@ def build_context(
     return context
 
 
-def _wheelhouse_files(wheelhouse: str | os.PathLike[str]) -> list[Path]:
+def wheelhouse_files(wheelhouse: str | os.PathLike[str]) -> list[Path]:
     path = Path(wheelhouse)
     if not path.is_dir():
         raise ConfigurationError.invalid(
@@ -147,7 +147,7 @@ def _wheelhouse_files(wheelhouse: str | os.PathLike[str]) -> list[Path]:
     return files
 
 
-def _resolve_ca_bundle(ca_bundle: str | os.PathLike[str] | None) -> Path | None:
+def resolve_ca_bundle(ca_bundle: str | os.PathLike[str] | None) -> Path | None:
     """The CA bundle pip uses in the build: ``ca_bundle``, else $PIP_CERT/$REQUESTS_CA_BUNDLE/$SSL_CERT_FILE.
 
     ``ca_bundle=""`` means none.
@@ -168,7 +168,7 @@ def _resolve_ca_bundle(ca_bundle: str | os.PathLike[str] | None) -> Path | None:
     return None
 
 
-def _build_args_for(
+def build_args_for(
     framework: str,
     framework_version: str,
     processor: str,
@@ -222,9 +222,9 @@ def framework_packages(
     install :data:`PINNED_PACKAGES` for any SageMaker version (``1.2-1``, ``1.7-1``).
     """
     if framework == "huggingface":
-        from launchbay.images.names import _split_huggingface
+        from launchbay.images.names import split_huggingface
 
-        transformers, base, base_version = _split_huggingface(framework_version)
+        transformers, base, base_version = split_huggingface(framework_version)
         if base != "pytorch":
             raise ConfigurationError.invalid(
                 "framework_version",

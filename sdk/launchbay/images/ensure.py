@@ -13,16 +13,16 @@ from typing import Any, TextIO
 
 import launchbay
 from launchbay.errors import ConfigurationError, ImageBuildError
-from launchbay.images._engine import _image_labels, docker_client
+from launchbay.images._engine import docker_client, image_labels
 from launchbay.images._live import display_for
 from launchbay.images.base import base_image_name
 from launchbay.images.build import build_image
 from launchbay.images.names import (
-    _PY_RE,
-    _python_for,
-    _python_version,
+    PY_RE,
     default_base_image,
     parse_image_name,
+    python_for,
+    python_version,
 )
 
 __all__ = ["ensure_image"]
@@ -80,12 +80,12 @@ def ensure_image(
         )
     client = docker_client(client, feature="Making sure a training image exists")
     shown = display_for(progress, sys.stderr if stream is None else stream)
-    if _image_labels(client, image) is not None:
+    if image_labels(client, image) is not None:
         shown.print(f"{image}: on this Docker engine")
         return image
     py_version = spec.py_version
-    if not _PY_RE.match(py_version):  # SageMaker's loose "py3" of old versions
-        py_version = _python_for(spec.framework, spec.framework_version)
+    if not PY_RE.match(py_version):  # SageMaker's loose "py3" of old versions
+        py_version = python_for(spec.framework, spec.framework_version)
     base = base_image or _machine_base(client, spec.processor, py_version)
     shown.print(f"{image} is not on this Docker engine: building it (FROM {base})")
     if horovod:
@@ -112,8 +112,8 @@ def _machine_base(client: Any, processor: str, py_version: str) -> str:
     if processor != "cpu":
         return default
     local = base_image_name()
-    if local.rsplit(":", 1)[-1].startswith(_python_version(py_version) + "-"):
-        if _image_labels(client, local) is not None:
+    if local.rsplit(":", 1)[-1].startswith(python_version(py_version) + "-"):
+        if image_labels(client, local) is not None:
             return local
     return default
 

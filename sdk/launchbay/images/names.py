@@ -55,7 +55,7 @@ _VERSION_RE = re.compile(r"^[0-9A-Za-z](?:[0-9A-Za-z._-]{0,80}[0-9A-Za-z._])?$")
 _HUGGINGFACE_RE = re.compile(
     r"^(?P<transformers>[^-]+)-(?P<base>pytorch|tensorflow)(?P<base_version>[^-]+)$"
 )
-_PY_RE = re.compile(r"^py3(\d{1,2})$")
+PY_RE = re.compile(r"^py3(\d{1,2})$")
 
 
 class ImageSpec(NamedTuple):
@@ -72,19 +72,19 @@ class ImageSpec(NamedTuple):
         return image_name(self.framework, self.framework_version, self.processor, self.py_version)
 
 
-def _check_framework(framework: object) -> str:
+def check_framework(framework: object) -> str:
     if framework not in FRAMEWORKS:
         raise ConfigurationError.invalid("framework", framework, " or ".join(map(repr, FRAMEWORKS)))
     return str(framework)
 
 
-def _check_processor(processor: object) -> str:
+def check_processor(processor: object) -> str:
     if processor not in PROCESSORS:
         raise ConfigurationError.invalid("processor", processor, " or ".join(map(repr, PROCESSORS)))
     return str(processor)
 
 
-def _check_framework_version(version: object, framework: str | None = None) -> str:
+def check_framework_version(version: object, framework: str | None = None) -> str:
     if not isinstance(version, str) or not _VERSION_RE.match(version):
         raise ConfigurationError.invalid(
             "framework_version",
@@ -111,17 +111,17 @@ def huggingface_version(transformers_version: str, base_version: str, base: str 
     return f"{transformers_version}-{base}{base_version}"
 
 
-def _split_huggingface(version: str) -> tuple[str, str, str]:
+def split_huggingface(version: str) -> tuple[str, str, str]:
     """``"5.24.0-pytorch2.13.0"`` -> ``("5.24.0", "pytorch", "2.13.0")``."""
     match = _HUGGINGFACE_RE.match(version)
-    if not match:  # _check_framework_version refuses it first
+    if not match:  # check_framework_version refuses it first
         raise ConfigurationError.invalid("framework_version", version, "'5.24.0-pytorch2.13.0'")
     return match.group("transformers"), match.group("base"), match.group("base_version")
 
 
-def _python_version(py_version: object) -> str:
+def python_version(py_version: object) -> str:
     """``"py311"`` -> ``"3.11"``."""
-    match = _PY_RE.match(py_version) if isinstance(py_version, str) else None
+    match = PY_RE.match(py_version) if isinstance(py_version, str) else None
     if not match:
         raise ConfigurationError.invalid(
             "py_version", py_version, "'py3' and a minor version, e.g. 'py311'"
@@ -137,10 +137,10 @@ def image_name(
     >>> image_name("pytorch", "2.13.0", "cpu")
     'launchbay/pytorch-training:2.13.0-cpu-py311'
     """
-    _check_framework(framework)
-    _check_framework_version(framework_version, framework)
-    _check_processor(processor)
-    _python_version(py_version)
+    check_framework(framework)
+    check_framework_version(framework_version, framework)
+    check_processor(processor)
+    python_version(py_version)
     return f"{REPOSITORY_PREFIX}/{framework}-training:{framework_version}-{processor}-{py_version}"
 
 
@@ -185,8 +185,8 @@ def build_command(name: str) -> str | None:
     if spec is None:
         return None
     py_version, tag = spec.py_version, None
-    if not _PY_RE.match(py_version):
-        py_version, tag = _python_for(spec.framework, spec.framework_version), name
+    if not PY_RE.match(py_version):
+        py_version, tag = python_for(spec.framework, spec.framework_version), name
     version = f"--framework-version {spec.framework_version}"
     hf = _HUGGINGFACE_RE.match(spec.framework_version) if spec.framework == "huggingface" else None
     if hf and hf.group("base") == "pytorch":
@@ -202,7 +202,7 @@ def build_command(name: str) -> str | None:
     return command
 
 
-def _python_for(framework: str, framework_version: str) -> str:
+def python_for(framework: str, framework_version: str) -> str:
     """The newest ``py3X`` SageMaker's image of this version had, else ``py36``.
 
     The images of pinned packages (SKLearn's, XGBoost's ``py3``) build on Python 3.11.
@@ -213,19 +213,19 @@ def _python_for(framework: str, framework_version: str) -> str:
         listed = image_uris.py_versions(framework, framework_version)
     except ConfigurationError:
         listed = []
-    explicit = [p for p in listed if _PY_RE.match(p)]
+    explicit = [p for p in listed if PY_RE.match(p)]
     return max(explicit, key=lambda p: int(p[3:])) if explicit else "py36"
 
 
 def default_base_image(processor: str, py_version: str = DEFAULT_PY_VERSION) -> str:
     """The base a build uses without ``base_image``: ``python:3.11-slim``, or the CUDA image."""
-    python = _python_version(py_version)
-    if _check_processor(processor) == "gpu":
+    python = python_version(py_version)
+    if check_processor(processor) == "gpu":
         return DEFAULT_GPU_BASE_IMAGE
     return f"python:{python}-slim"
 
 
-def _check_tag(name: object, argument: str) -> None:
+def check_tag(name: object, argument: str) -> None:
     if not isinstance(name, str) or not re.match(
         r"^[a-z0-9]+(?:[._-][a-z0-9]+)*(?::\d+)?(?:/[a-z0-9]+(?:(?:[._]|__|-+)[a-z0-9]+)*)*"
         r"(?::[A-Za-z0-9_][A-Za-z0-9_.-]{0,127})?$",

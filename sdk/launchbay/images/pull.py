@@ -24,7 +24,7 @@ from launchbay._docker import docker_errors
 from launchbay.errors import ConfigurationError, ImageError, ImagePullError
 from launchbay.images._engine import docker_client
 from launchbay.images._live import display_for, pull_progress
-from launchbay.images.push import _split_repository, ecr_auth_config, ecr_registry
+from launchbay.images.push import ecr_auth_config, ecr_registry, split_repository
 
 __all__ = ["ECR_ENDPOINT_VARIABLE", "ImagePullError", "manual_pull_commands", "pull_image"]
 
@@ -39,7 +39,7 @@ def _split_reference(image: str) -> tuple[str, str]:
     if "@" in image:
         repository, _, digest = image.partition("@")
         return repository, digest
-    host, path = _split_repository(image)
+    host, path = split_repository(image)
     if ":" in path.rsplit("/", 1)[-1]:
         path, _, tag = path.rpartition(":")
     else:
@@ -49,7 +49,7 @@ def _split_reference(image: str) -> tuple[str, str]:
 
 def manual_pull_commands(image: str) -> str:
     """The shell lines that pull ``image`` by hand (with the ECR login for an ECR image)."""
-    host = _split_repository(image)[0]
+    host = split_repository(image)[0]
     registry = ecr_registry(host) if host else None
     lines = []
     if registry is not None:
@@ -103,7 +103,7 @@ def pull_image(
         )
     repository, tag = _split_reference(image)
     reference = f"{repository}@{tag}" if tag.startswith("sha256:") else f"{repository}:{tag}"
-    host, path = _split_repository(repository)
+    host, path = split_repository(repository)
     client = docker_client(client, feature="Pulling images")
     errors = docker_errors()
     out = sys.stderr if stream is None else stream

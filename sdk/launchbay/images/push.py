@@ -15,7 +15,7 @@ from launchbay._docker import docker_errors
 from launchbay.errors import ConfigurationError, ImagePushError, MissingDependencyError
 from launchbay.images._engine import docker_client
 from launchbay.images._live import LayerProgress, display_for
-from launchbay.images.names import _check_tag, build_command
+from launchbay.images.names import build_command, check_tag
 
 __all__ = ["ecr_registry", "ecr_auth_config", "push_image"]
 
@@ -35,7 +35,7 @@ def ecr_registry(host: str) -> tuple[str, str] | None:
     return (match.group("account"), match.group("region")) if match else None
 
 
-def _split_repository(repository: str) -> tuple[str, str]:
+def split_repository(repository: str) -> tuple[str, str]:
     """``(registry host, path)`` of a repository URI (``host[:port]/path``); host ``""`` for Docker Hub."""
     first, _, rest = repository.partition("/")
     if rest and ("." in first or ":" in first or first == "localhost"):
@@ -114,14 +114,14 @@ def push_image(
     """
     if not isinstance(image, str) or not image:
         raise ConfigurationError.invalid("image", image, "a local image name")
-    _check_tag(image, "image")
+    check_tag(image, "image")
     if not isinstance(repository, str) or not repository or "@" in repository:
         raise ConfigurationError.invalid(
             "repository",
             repository,
             "a repository URI such as 123456789012.dkr.ecr.us-west-2.amazonaws.com/launchbay",
         )
-    host, path = _split_repository(repository)
+    host, path = split_repository(repository)
     last = path.rsplit("/", 1)[-1]
     if ":" in last:
         path, _, repo_tag = path.rpartition(":")
@@ -131,7 +131,7 @@ def push_image(
         tag = image.rsplit("/", 1)[-1].partition(":")[2] or "latest"
     if not _TAG_RE.match(tag):
         raise ConfigurationError.invalid("tag", tag, "letters, digits, '_', '.', '-' (at most 128)")
-    _check_tag(f"{target_repo}:{tag}", "repository")
+    check_tag(f"{target_repo}:{tag}", "repository")
     client = docker_client(client, feature="Pushing training images")
     errors = docker_errors()
     out = sys.stderr if stream is None else stream
