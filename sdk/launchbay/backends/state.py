@@ -219,6 +219,7 @@ _FIELDS: tuple[tuple[str, str, Callable[[Any], Any]], ...] = (
 #: Every key the codec reads: the job's state as DescribeTrainingJob (and launchbay's
 #: ``Local*`` additions) describe it. ``TrainingJobName`` is also a request key.
 DESCRIPTION_KEYS = tuple(key for _, key, _ in _FIELDS)
+_KEY_OF = {attr: key for attr, key, _ in _FIELDS}
 
 
 @dataclass(frozen=True)
@@ -295,6 +296,22 @@ class JobState:
     @property
     def last_transition(self) -> Transition | None:
         return self.transitions[-1] if self.transitions else None
+
+    @property
+    def ending_outcome(self) -> tuple[str, str | None] | None:
+        """``LocalEnding`` as ``(status, failure reason)``, or None."""
+        if self.ending is None:
+            return None
+        reason = self.ending.get("FailureReason")
+        return str(self.ending.get("Status")), str(reason) if reason else None
+
+    def described(self, attr: str) -> Any:
+        """The description's value of field ``attr``, as described (also one without its type)."""
+        key = _KEY_OF[attr]
+        value = getattr(self, attr)
+        if value is None:
+            return copy.deepcopy(self.extra.get(key))
+        return {"S3ModelArtifacts": value} if attr == "model_artifacts" else _plain(value)
 
     @property
     def warm_pool_status(self) -> str | None:

@@ -34,7 +34,6 @@ of this package's.
 from __future__ import annotations
 
 import copy
-import datetime as _dt
 import logging
 import os
 import signal
@@ -87,6 +86,7 @@ from launchbay.backends.local.staging import LocalStager, check_request
 from launchbay.backends.local.tensorboard import TensorBoardSync
 from launchbay.backends.local.warm_pool import pool_status_of_job
 from launchbay.backends.plan import JobFields, JobPlan, plan_request
+from launchbay.backends.state import JobState
 from launchbay.errors import ConfigurationError, JobError, LaunchbayError
 from launchbay.job import LogTail, TrainingJob
 from launchbay.runtime.for_client import is_alive, read_records
@@ -96,7 +96,6 @@ from launchbay.runtime.names import (
     IN_PROGRESS,
     STOPPED,
     STOPPING,
-    TERMINAL_STATUSES,
 )
 from launchbay.runtime.settings import DEFAULT_GRACE_SECONDS, GRACE_ENV, parse_grace_seconds
 
@@ -380,7 +379,7 @@ class LocalBackend(InProcessBackend):
         saved), else ``Failed``, saying why (``reason`` when given).
         """
         record = self._load(name)
-        if record["TrainingJobStatus"] in TERMINAL_STATUSES:
+        if JobState.from_description(record).terminal:
             return record
         plan = self._stored_plan(name)
         layout = JobLayout(self.job_dir(name), plan.hosts)
@@ -420,7 +419,7 @@ class LocalBackend(InProcessBackend):
             description = self._load(name)
         except JobError:
             return
-        if description["TrainingJobStatus"] not in TERMINAL_STATUSES:
+        if not JobState.from_description(description).terminal:
             try:
                 self.finish_orphan(name)
             except Exception as exc:  # the new job must still be able to start
@@ -428,7 +427,7 @@ class LocalBackend(InProcessBackend):
 
     def _reconcile(self, name: str, description: dict[str, Any]) -> dict[str, Any]:
         """A job left unfinished with nobody holding its name is finished here and now."""
-        if description["TrainingJobStatus"] in TERMINAL_STATUSES or self._find(name) is not None:
+        if JobState.from_description(description).terminal or self._find(name) is not None:
             return description
         lock = NameLock.try_acquire(os.path.join(self.job_root, _LOCKS_DIR, f"{name}.lock"))
         if lock is None:  # its client (or its watchdog) is at work
@@ -443,8 +442,8 @@ class LocalBackend(InProcessBackend):
             description = self._load(name)
         except JobError:
             return "its status is not written yet"
-        client = str(description.get("LocalClient") or "an unknown process")
-        return f"status {description.get('TrainingJobStatus')}, started by process {client}"
+        state = JobState.from_description(description)
+        return f"status {state.status}, started by process {state.client or 'an unknown process'}"
 
     def _hosts_left(self, name: str) -> bool:
         """Whether anything that ran a host of job ``name`` is still alive (after its client)."""
@@ -495,7 +494,8 @@ class LocalBackend(InProcessBackend):
         gone = 0
         while True:
             description = self.describe(name)
-            finished = description["TrainingJobStatus"] in TERMINAL_STATUSES
+            state = JobState.from_description(description)
+            finished = state.terminal
             while True:
                 found, progressed = files.new_lines(final=finished)
                 if found:
@@ -505,8 +505,7 @@ class LocalBackend(InProcessBackend):
             if finished:
                 yield JobEnded(description)
                 return
-            training = description.get("SecondaryStatus") == "Training"
-            gone = gone + 1 if training and not self._runs_elsewhere(name) else 0
+            gone = gone + 1 if state.training and not self._runs_elsewhere(name) else 0
             if gone >= 3:  # no host process for a while: whoever ran the job is gone
                 return
             time.sleep(0.5)
@@ -550,13 +549,14 @@ class LocalBackend(InProcessBackend):
         """
         job = self._find(name)
         if job is None:
-            description = self.describe(name)  # a job whose client is gone is finished here
-            if description["TrainingJobStatus"] in TERMINAL_STATUSES:
+            # a job whose client is gone is finished here
+            state = JobState.from_description(self.describe(name))
+            if state.terminal:
                 return
             grace = grace_from(self._stored_plan(name), self.grace_seconds)
             if detached.stop(name, self.describe, grace) is not None:
                 return
-            pid = client_pid(str(description.get("LocalClient") or ""))
+            pid = client_pid(state.client or "")
             if pid is not None and not is_alive(pid):
                 # Its watchdog is finishing it: wait until it lets the name go.
                 path = os.path.join(self.job_root, _LOCKS_DIR, f"{name}.lock")
@@ -572,7 +572,7 @@ class LocalBackend(InProcessBackend):
                     time.sleep(0.2)
             raise JobError(
                 f"Local training job {name!r} was started by another process "
-                f"({description.get('LocalClient')}) that still runs it; stop it there "
+                f"({state.client}) that still runs it; stop it there "
                 "(Ctrl-C, or SIGTERM to that process)."
             )
         if job.done.is_set():
@@ -619,16 +619,17 @@ class LocalBackend(InProcessBackend):
             except JobError as exc:  # a damaged job directory: say so, list the others
                 _warn_once(self.job_dir(name), f"{exc} It is left out of the list.")
                 continue
-            if status is not None and description.get("TrainingJobStatus") != status:
+            state = JobState.from_description(description)
+            if status is not None and state.status != status:
                 continue
             summary = {k: description[k] for k in keys if k in description}
-            if description.get("TrainingJobStatus") not in TERMINAL_STATUSES:
+            if not state.terminal:
                 summary["LocalDetached"] = detached.is_detached(name)
             summaries.append(summary)
 
         def created(summary: dict[str, Any]) -> float:
-            value = summary.get("CreationTime")
-            return value.timestamp() if isinstance(value, _dt.datetime) else 0.0
+            value = JobState.from_description(summary).creation_time
+            return value.timestamp() if value is not None else 0.0
 
         summaries.sort(key=created, reverse=True)
         return summaries[: max(int(max_results), 0)]
@@ -746,9 +747,8 @@ class LocalBackend(InProcessBackend):
     def _wait_detached(self, name: str, description: dict[str, Any]) -> dict[str, Any]:
         """Wait for a job another process runs to end (its status file); its last description."""
         gone = 0
-        while description["TrainingJobStatus"] not in TERMINAL_STATUSES:
-            training = description.get("SecondaryStatus") == "Training"
-            gone = gone + 1 if training and not self._runs_elsewhere(name) else 0
+        while not (state := JobState.from_description(description)).terminal:
+            gone = gone + 1 if state.training and not self._runs_elsewhere(name) else 0
             if gone >= 3:  # no host process for a while: whoever ran the job is gone
                 description["TrainingJobStatus"] = FAILED
                 description["FailureReason"] = (
@@ -915,7 +915,7 @@ class LocalBackend(InProcessBackend):
         if self._hosts_left(name):
             return True
         try:
-            client = str(self._load(name).get("LocalClient") or "")
+            client = JobState.from_description(self._load(name)).client or ""
         except JobError:
             return False
         pid = client_pid(client)
@@ -927,7 +927,7 @@ class LocalBackend(InProcessBackend):
         """The last ``lines`` lines the failing host printed (``logs/<host>.log``), or None."""
         if description is None:
             description = self.describe(name)
-        host = description.get("LocalFailedHost")
+        host = JobState.from_description(description).failed_host
         if not host:
             return None
         path = JobLayout(self.job_dir(name), (str(host),)).log_file(str(host))

@@ -9,7 +9,6 @@ processes read, :func:`_read_record`), with space set aside for the final one
 from __future__ import annotations
 
 import contextlib
-import copy
 import datetime as _dt
 import json
 import logging
@@ -27,6 +26,7 @@ from launchbay.backends.local.layout import (
 )
 from launchbay.backends.local.staging import LocalStager
 from launchbay.backends.plan import JobFields, JobPlan, plan_request
+from launchbay.backends.state import JobState, Transition, to_description
 from launchbay.errors import JobError
 from launchbay.runtime.names import (
     COMPLETED,
@@ -41,6 +41,8 @@ logger = logging.getLogger("launchbay.backends.local")
 
 _REASON_LIMIT = 1024
 _REQUEST_KEYS_NOT_DESCRIBED = ("Tags",)
+#: The Debugger rules' statuses in a description (LocalJob.rule_statuses's keys).
+_DEBUG_RULES, _PROFILER_RULES = "DebugRuleEvaluationStatuses", "ProfilerRuleEvaluationStatuses"
 
 
 #: ``<host name>:<pid>`` of this process, recorded with every local job it runs.
@@ -238,36 +240,29 @@ class LocalJob:
 
     def _restore(self, record: Mapping[str, Any]) -> None:
         """Take the state ``record`` holds; nothing is written (see :meth:`describe`)."""
-        self.client = str(record.get("LocalClient") or "an unknown process")
-        status = record.get("TrainingJobStatus")
-        self.status = status if status in JOB_STATUSES else IN_PROGRESS
-        self.secondary = str(record.get("SecondaryStatus") or self.secondary)
-        transitions = record.get("SecondaryStatusTransitions")
-        self.transitions = [
-            dict(t)
-            for t in (transitions if isinstance(transitions, list) else [])
-            if isinstance(t, dict)
-        ]
-        created, started = record.get("CreationTime"), record.get("TrainingStartTime")
-        if isinstance(created, _dt.datetime):
-            self.creation_time = created
-        if isinstance(started, _dt.datetime):
-            self.start_time = started
-        self.failed_host = str(record["LocalFailedHost"]) if record.get("LocalFailedHost") else None
-        for key in ("DebugRuleEvaluationStatuses", "ProfilerRuleEvaluationStatuses"):
+        state = JobState.from_description(record)
+        self.client = state.client or "an unknown process"
+        self.status = str(state.status) if state.status in JOB_STATUSES else IN_PROGRESS
+        self.secondary = str(state.secondary or self.secondary)
+        self.transitions = [t.to_dict() for t in state.transitions or ()]
+        if state.creation_time is not None:
+            self.creation_time = state.creation_time
+        if state.start_time is not None:
+            self.start_time = state.start_time
+        self.failed_host = state.failed_host or None
+        for key, statuses in (
+            (_DEBUG_RULES, state.debug_rule_statuses),
+            (_PROFILER_RULES, state.profiler_rule_statuses),
+        ):
             # rules still running went with the client that ran them
             self.rule_statuses[key] = [
                 dict(s, RuleEvaluationStatus="Stopped", StatusDetails="The client that ran the rule went away.")
                 if s.get("RuleEvaluationStatus") == "InProgress" else dict(s)
-                for s in record.get(key) or [] if isinstance(s, Mapping)
+                for s in statuses or ()
             ]  # fmt: skip
-        attempts = record.get("LocalAttempts")
-        if isinstance(attempts, list):
-            self.attempt_log = [dict(a) for a in attempts if isinstance(a, Mapping)]
-        ending = record.get("LocalEnding")
-        if isinstance(ending, Mapping):
-            reason = ending.get("FailureReason")
-            self.ending = (str(ending.get("Status")), str(reason) if reason else None)
+        if state.attempts is not None:
+            self.attempt_log = [dict(a) for a in state.attempts]
+        self.ending = state.ending_outcome
 
     # -- status -----------------------------------------------------------------
     def _set_secondary(self, status: str, message: str) -> None:
@@ -279,51 +274,46 @@ class LocalJob:
             self.secondary = status
         self.save()
 
-    def describe(self) -> dict[str, Any]:
+    def state(self) -> JobState:
+        """The job's state now (what :meth:`describe` writes)."""
         with self.lock:
-            described = {
-                k: copy.deepcopy(v)
-                for k, v in self.request.items()
-                if k not in _REQUEST_KEYS_NOT_DESCRIBED
-            }
-            described.update(
-                {
-                    "TrainingJobName": self.name,
-                    "TrainingJobArn": job_arn(self.name),
-                    "TrainingJobStatus": self.status,
-                    "SecondaryStatus": self.secondary,
-                    "CreationTime": self.creation_time,
-                    "LastModifiedTime": _now(),
-                    "SecondaryStatusTransitions": copy.deepcopy(self.transitions),
-                    "LocalJobDir": self.layout.job_dir,
-                    "LocalClient": self.client,
-                }
+            start, end, rules = self.start_time, self.end_time, self.rule_statuses
+            seconds = billable = None
+            if start and end:
+                seconds = int((end - start).total_seconds())
+                billable = billable_seconds(self.transitions, start, end)
+            return JobState(
+                name=self.name,
+                arn=job_arn(self.name),
+                status=self.status,
+                secondary=self.secondary,
+                creation_time=self.creation_time,
+                last_modified_time=_now(),
+                transitions=tuple(Transition.from_dict(t) for t in self.transitions),
+                job_dir=self.layout.job_dir,
+                client=self.client,
+                start_time=start or None,
+                end_time=end or None,
+                training_seconds=seconds,
+                billable_seconds=billable,
+                failed_host=self.failed_host or None,
+                failure_reason=self.failure_reason or None,
+                model_artifacts=self.model_artifacts or None,
+                debug_rule_statuses=tuple(rules.get(_DEBUG_RULES) or ()) or None,
+                profiler_rule_statuses=tuple(rules.get(_PROFILER_RULES) or ()) or None,
+                attempts=tuple(self.attempt_log) or None,
+                ending=(
+                    {"Status": self.ending[0], "FailureReason": self.ending[1]}
+                    if self.ending is not None and self.status not in TERMINAL_STATUSES
+                    else None
+                ),
             )
-            if self.start_time:
-                described["TrainingStartTime"] = self.start_time
-            if self.end_time:
-                described["TrainingEndTime"] = self.end_time
-                if self.start_time:
-                    seconds = int((self.end_time - self.start_time).total_seconds())
-                    described["TrainingTimeInSeconds"] = seconds
-                    described["BillableTimeInSeconds"] = billable_seconds(
-                        self.transitions, self.start_time, self.end_time
-                    )
-            if self.failed_host:
-                described["LocalFailedHost"] = self.failed_host
-            if self.failure_reason:
-                described["FailureReason"] = self.failure_reason
-            if self.model_artifacts:
-                described["ModelArtifacts"] = {"S3ModelArtifacts": self.model_artifacts}
-            described.update(copy.deepcopy({k: v for k, v in self.rule_statuses.items() if v}))
-            if self.attempt_log:
-                described["LocalAttempts"] = copy.deepcopy(self.attempt_log)
-            if self.ending is not None and self.status not in TERMINAL_STATUSES:
-                described["LocalEnding"] = {
-                    "Status": self.ending[0],
-                    "FailureReason": self.ending[1],
-                }
-            return described
+
+    def describe(self) -> dict[str, Any]:
+        """The job's DescribeTrainingJob dict: its request's echo and its state (one codec)."""
+        with self.lock:
+            echo = {k: v for k, v in self.request.items() if k not in _REQUEST_KEYS_NOT_DESCRIBED}
+            return to_description(self.state(), base=echo)
 
     def save(self) -> None:
         """Write the description to ``status.json`` (best effort)."""
@@ -552,7 +542,7 @@ def _write_final(status_file: str, record: Any) -> None:
 
 def _status_problem(description: Mapping[str, Any]) -> str | None:
     """What is wrong with a job record's fields the local backends rely on, or None."""
-    status = description.get("TrainingJobStatus")
+    status = JobState.from_description(description).described("status")
     if status not in JOB_STATUSES:
         return f"has TrainingJobStatus={status!r} (accepted: {', '.join(JOB_STATUSES)})"
     resources = description.get("ResourceConfig")
