@@ -26,6 +26,8 @@ import logging
 from collections.abc import Mapping, Sequence
 from typing import Any
 
+from launchbay.backends.state import JobState
+
 __all__ = [
     "NAMESPACE",
     "DIMENSION",
@@ -82,10 +84,11 @@ def training_window(
 
     None when the job has not started training (SDK v2 fails there with a ``KeyError``).
     """
-    start = start_time or description.get("TrainingStartTime")
+    state = JobState.from_description(description)
+    start = start_time or state.start_time
     if not isinstance(start, _dt.datetime):
         return None
-    end = end_time or (description.get("TrainingEndTime") or _utcnow()) + _dt.timedelta(minutes=1)
+    end = end_time or (state.end_time or _utcnow()) + _dt.timedelta(minutes=1)
     return start, end
 
 

@@ -31,8 +31,9 @@ from launchbay.backends.events import (
     LogLines,
     Notice,
 )
+from launchbay.backends.state import JobState, Transition
 from launchbay.job import rule_status_lines
-from launchbay.runtime.names import IN_PROGRESS, TERMINAL_STATUSES
+from launchbay.runtime.names import IN_PROGRESS
 
 __all__ = ["StatusView", "show_events"]
 
@@ -51,15 +52,14 @@ def _utc(value: Any) -> str:
 
 
 def _elapsed(description: Mapping[str, Any]) -> str:
-    start = description.get("CreationTime")
-    if not isinstance(start, _dt.datetime) or start.tzinfo is None:
+    state = JobState.from_description(description)
+    start = state.creation_time
+    if start is None or start.tzinfo is None:
         return ""
-    end = description.get("TrainingEndTime")
-    if description.get("TrainingJobStatus") in TERMINAL_STATUSES and not isinstance(
-        end, _dt.datetime
-    ):
-        end = description.get("LastModifiedTime")
-    if not isinstance(end, _dt.datetime) or end.tzinfo is None:
+    end = state.end_time
+    if state.terminal and end is None:
+        end = state.last_modified_time
+    if end is None or end.tzinfo is None:
         end = _dt.datetime.now(_dt.timezone.utc)
     seconds = max(int((end - start).total_seconds()), 0)
     hours, rest = divmod(seconds, 3600)
@@ -98,41 +98,40 @@ class StatusView:
     def update(self, description: Mapping[str, Any]) -> bool:
         """Show what changed since the last call; True if the status changed."""
         self._description = description
-        transitions = description.get("SecondaryStatusTransitions") or []
+        state = JobState.from_description(description)
+        transitions = state.transitions or ()
         new = []
         for index, transition in enumerate(transitions):
-            key = (index, str(transition.get("Status")), str(transition.get("StatusMessage")))
+            key = (index, str(transition.status), str(transition.message))
             if key not in self._seen:
                 self._seen.add(key)
                 new.append(transition)
-        primary = str(description.get("TrainingJobStatus", ""))
+        primary = "" if state.status is None else str(state.status)
         primary_changed = primary != self._primary
         self._primary = primary
         for transition in new:
-            logger.debug(
-                "%s: %s - %s", self.name, transition.get("Status"), transition.get("StatusMessage")
-            )
+            logger.debug("%s: %s - %s", self.name, transition.status, transition.message)
         if self.printer.live:
             self.printer.status(self._live_text(description))
         else:
             for transition in new:
+                message = "" if transition.message is None else transition.message
                 self.printer.status(
-                    f"{_utc(transition.get('StartTime'))} {transition.get('Status')} - "
-                    f"{transition.get('StatusMessage', '')}".lstrip()
+                    f"{_utc(transition.described('start_time'))} {transition.status} - {message}".lstrip()
                 )
-            latest = transitions[-1].get("Status") if transitions else None
+            latest = transitions[-1].status if transitions else None
             if primary_changed and primary != latest and (primary != IN_PROGRESS or not new):
-                when = _utc(description.get("LastModifiedTime"))
+                when = _utc(state.described("last_modified_time"))
                 self.printer.status(f"{when} Training job {self.name} is {primary}".lstrip())
         return bool(new) or primary_changed
 
     def _live_text(self, description: Mapping[str, Any]) -> str:
-        transitions = description.get("SecondaryStatusTransitions") or []
-        last = transitions[-1] if transitions else {}
-        secondary = last.get("Status") or description.get("SecondaryStatus") or ""
-        message = last.get("StatusMessage") or ""
+        state = JobState.from_description(description)
+        last = state.last_transition or Transition()
+        secondary = last.status or state.secondary or ""
+        message = last.message or ""
         # the metrics before the message: a narrow terminal cuts the line's end
-        parts = [self.name, str(description.get("TrainingJobStatus", "")), self._metrics]
+        parts = [self.name, "" if state.status is None else str(state.status), self._metrics]
         parts.append(f"{secondary}: {message}" if message else str(secondary))
         elapsed = _elapsed(description)
         if elapsed:

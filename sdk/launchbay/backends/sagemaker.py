@@ -76,7 +76,6 @@ ties go to the lower host number.
 
 from __future__ import annotations
 
-import datetime as _dt
 import logging
 import re
 import sys
@@ -97,6 +96,7 @@ from launchbay.backends.events import (
     Notice,
 )
 from launchbay.backends.plan import JobPlan
+from launchbay.backends.state import JobState
 from launchbay.errors import ConfigurationError, JobError, LaunchbayError
 from launchbay.job import LogTail, TrainingJob
 from launchbay.runtime.names import IN_PROGRESS, JOB_STATUSES, TERMINAL_STATUSES
@@ -292,8 +292,9 @@ def billing_summary(name: str, description: Mapping[str, Any]) -> str | None:
     SageMaker reports both per instance; they are multiplied by the instance
     count. Spot jobs add the Managed Spot savings, ``1 - billable / training``.
     """
-    training = description.get("TrainingTimeInSeconds")
-    billable = description.get("BillableTimeInSeconds")
+    state = JobState.from_description(description)
+    training = state.described("training_seconds")
+    billable = state.described("billable_seconds")
     if training is None and billable is None:
         return None
     count = _instance_count(description)
@@ -447,7 +448,8 @@ class _Follower:
         Never raises for CloudWatch: a transient failure skips this read, any other
         is logged once and ends the reading of metrics.
         """
-        if self.metrics_off or description.get("TrainingJobStatus") != IN_PROGRESS:
+        state = JobState.from_description(description)
+        if self.metrics_off or state.status != IN_PROGRESS:
             return []
         backend = self.backend
         now = backend.clock()
@@ -457,8 +459,8 @@ class _Follower:
         try:
             if self.metrics is None:
                 names = cloudwatch_metrics.metric_names(description)
-                since = description.get("TrainingStartTime") or description.get("CreationTime")
-                if not names or not isinstance(since, _dt.datetime):
+                since = state.start_time or state.creation_time
+                if not names or since is None:
                     self.metrics_off = not names
                     return []
                 client = cloudwatch_metrics.cloudwatch_client(backend.session)
@@ -481,10 +483,10 @@ class _Follower:
 
     def status_event(self, description: Mapping[str, Any]) -> tuple[list[Event], bool]:
         """The status event for ``description`` (when status is followed); True if it changed."""
-        transitions = description.get("SecondaryStatusTransitions") or []
+        state = JobState.from_description(description)
         key = (
-            description.get("TrainingJobStatus"),
-            tuple((t.get("Status"), t.get("StatusMessage")) for t in transitions),
+            state.status,
+            tuple((t.status, t.message) for t in state.transitions or ()),
         )
         changed, self._last = key != self._last, key
         return ([JobStatus(description)] if self.status else []), changed
@@ -531,7 +533,7 @@ class _Follower:
         backend = self.backend
         delay = backend.min_poll
         last_describe = backend.clock()
-        started_done = description.get("TrainingJobStatus") in TERMINAL_STATUSES
+        started_done = JobState.from_description(description).terminal
         ending = False
         transient = 0
         final_retries = _MAX_DRAIN_ATTEMPTS
@@ -543,7 +545,7 @@ class _Follower:
             got = self.read_lines()
             yield from got
             yield from self.metric_events(description)
-            if description.get("TrainingJobStatus") in TERMINAL_STATUSES:
+            if JobState.from_description(description).terminal:
                 if self.tailer is None:
                     break
                 if self.tailer.throttled and final_retries:
@@ -586,7 +588,9 @@ class _Follower:
             logger.info("%s", summary)
             if self.lines:
                 yield Notice(summary)
-        logger.info("Training job %s ended %s", self.name, description.get("TrainingJobStatus"))
+        logger.info(
+            "Training job %s ended %s", self.name, JobState.from_description(description).status
+        )
         yield JobEnded(description)
 
 
@@ -760,7 +764,7 @@ class SageMakerBackend(Backend):
         follower = _Follower(
             self, name, status=status, lines=lines, hosts=_instance_count(description)
         )
-        if follow and (status or description.get("TrainingJobStatus") not in TERMINAL_STATUSES):
+        if follow and (status or not JobState.from_description(description).terminal):
             yield from follower.run(description)
         else:
             yield from follower.drain()
@@ -786,7 +790,7 @@ class SageMakerBackend(Backend):
             self.session.sagemaker_client.stop_training_job(TrainingJobName=name)
         except _botocore_errors() as exc:
             if _error_code(exc) == "ValidationException" and not _not_found(exc):
-                status = self.describe(name).get("TrainingJobStatus")
+                status = JobState.from_description(self.describe(name)).status
                 if status in TERMINAL_STATUSES:
                     logger.info("Training job %s already ended (%s); nothing to stop", name, status)
                     return
@@ -822,8 +826,8 @@ class SageMakerBackend(Backend):
             kwargs["NextToken"] = token
 
         def created(job: Mapping[str, Any]) -> float:
-            value = job.get("CreationTime")
-            return value.timestamp() if isinstance(value, _dt.datetime) else 0.0
+            value = JobState.from_description(job).creation_time
+            return value.timestamp() if value is not None else 0.0
 
         jobs.sort(key=created, reverse=True)  # stable; the service sorts already
         return jobs[:max_results]
@@ -868,7 +872,7 @@ class SageMakerBackend(Backend):
                 for line in _lines_of(event["message"])
             ]
         failed = pick_failed_stream(
-            windows, tailer.hosts, str(description.get("FailureReason", ""))
+            windows, tailer.hosts, JobState.from_description(description).failure_reason or ""
         )
         if failed is None:
             return None

@@ -176,6 +176,14 @@ class Transition:
                     del extra[key]
         return cls(**kwargs, extra=extra, order=tuple(value))
 
+    def described(self, attr: str) -> Any:
+        """The dict's value of field ``attr``, as it came (also one without its type)."""
+        value = getattr(self, attr)
+        if value is None:
+            key = next(key for name, key, _ in self._KEYS if name == attr)
+            return copy.deepcopy(self.extra.get(key))
+        return _plain(value)
+
     def to_dict(self) -> dict[str, Any]:
         out: dict[str, Any] = {}
         for attr, key, _ in self._KEYS:

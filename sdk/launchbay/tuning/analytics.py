@@ -15,6 +15,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from typing import Any
 
+from launchbay.backends.state import JobState
 from launchbay.errors import MissingDependencyError
 from launchbay.tuning.sagemaker import TuningJob
 
@@ -30,11 +31,12 @@ def trial_row(summary: Mapping[str, Any]) -> dict[str, Any]:
         except (TypeError, ValueError):
             row[name] = value
     row["TrainingJobName"] = summary.get("TrainingJobName")
-    row["TrainingJobStatus"] = summary.get("TrainingJobStatus")
+    state = JobState.from_description(summary)
+    row["TrainingJobStatus"] = state.described("status")
     row["FinalObjectiveValue"] = (
         summary.get("FinalHyperParameterTuningJobObjectiveMetric") or {}
     ).get("Value")
-    start, end = summary.get("TrainingStartTime"), summary.get("TrainingEndTime")
+    start, end = state.described("start_time"), state.described("end_time")
     row["TrainingStartTime"] = start
     row["TrainingEndTime"] = end
     if start and end:

@@ -41,6 +41,7 @@ from launchbay.backends import backend_for_plan
 from launchbay.backends.local.record import CLIENT_ID, client_pid
 from launchbay.backends.local.signals import SigintFlag, sigterm_received
 from launchbay.backends.plan import JobPlan, plan_request
+from launchbay.backends.state import JobState
 from launchbay.errors import JobError
 from launchbay.metrics import MetricsReader
 from launchbay.runtime.for_client import is_alive
@@ -295,7 +296,7 @@ class _Engine:
             self.trials.append(trial)
         try:
             trial.handle = backend_for_plan(job_plan, self.session).run(job_plan)
-            trial.job_dir = trial.handle.describe().get("LocalJobDir")
+            trial.job_dir = JobState.from_description(trial.handle.describe()).job_dir
         except Exception as exc:  # a trial that cannot start fails; the search goes on
             logger.warning("Training job %s could not start: %s", trial.name, exc)
             self._ended(trial, "Failed", f"ClientError: {exc}")
@@ -323,9 +324,9 @@ class _Engine:
         for trial in self._running():
             if trial.handle is None:
                 continue
-            description = trial.handle.describe()
-            status = description.get("TrainingJobStatus")
-            trial.start = description.get("TrainingStartTime") or trial.start
+            state = JobState.from_description(trial.handle.describe())
+            status = state.status
+            trial.start = state.start_time or trial.start
             incomplete = None
             if trial.job_dir:
                 final = status in _TERMINAL
@@ -349,8 +350,8 @@ class _Engine:
                     )
                     trial.steps = []
             if status in _TERMINAL:
-                trial.end = description.get("TrainingEndTime")
-                self._ended(trial, str(status), description.get("FailureReason"))
+                trial.end = state.end_time
+                self._ended(trial, str(status), state.failure_reason)
                 readers.pop(trial.name, None)
                 if incomplete and status != "Failed":
                     trial.failure = (
@@ -554,7 +555,7 @@ class LocalTuningJob(NamedTuningJob):
     def training_jobs(self, status: str | None = None) -> list[dict[str, Any]]:
         """Every trial's TrainingJobSummary (``status``: only those with that status)."""
         found = list(self.describe().get("LocalTrainingJobs") or [])
-        return [s for s in found if status is None or s.get("TrainingJobStatus") == status]
+        return [s for s in found if status is None or JobState.from_description(s).status == status]
 
     def stop(self) -> None:
         """Stop the tuning job: every running trial is stopped (checkpoints saved); returns once all ended."""
@@ -619,18 +620,22 @@ def _reconcile(description: dict[str, Any]) -> dict[str, Any]:
     counters = dict.fromkeys(("Completed", "InProgress", "RetryableError", "NonRetryableError",
                               "Stopped"), 0)  # fmt: skip
     for summary in description.get("LocalTrainingJobs") or []:
-        if summary.get("TrainingJobStatus") == "InProgress":
+        status = JobState.from_description(summary).described("status")
+        if status == "InProgress":
             try:
                 found = registry.backend_for_job(summary["TrainingJobName"]).describe(
                     summary["TrainingJobName"]
                 )
-                summary["TrainingJobStatus"] = found.get("TrainingJobStatus", "Stopped")
+                now = JobState.from_description(found)
+                status = "Stopped" if now.status is None else str(now.status)
             except Exception:  # its directory is gone: it ran no longer
-                summary["TrainingJobStatus"] = "Stopped"
-            if summary["TrainingJobStatus"] == "InProgress":
-                summary["TrainingJobStatus"] = "Stopped"
+                status = "Stopped"
+            if status == "InProgress":
+                status = "Stopped"
+            summary["TrainingJobStatus"] = status
             summary["ObjectiveStatus"] = "Failed"
-        status = summary["TrainingJobStatus"]
+        if status is None:  # a trial without a status: the record is damaged
+            raise KeyError("TrainingJobStatus")
         counters["NonRetryableError" if status == "Failed" else status] += 1
     description["TrainingJobStatusCounters"] = counters
     return description

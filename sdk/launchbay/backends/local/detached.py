@@ -46,8 +46,8 @@ from typing import Any
 
 from launchbay._home import local_dir, local_home
 from launchbay.backends.base import DetachedRun
+from launchbay.backends.state import JobState
 from launchbay.errors import ConfigurationError, JobError
-from launchbay.runtime.names import TERMINAL_STATUSES
 
 __all__ = [
     "START_TIMEOUT",
@@ -284,7 +284,7 @@ def stop(
     deadline = time.monotonic() + grace + STOP_MARGIN
     while True:
         description = describe(name)
-        if description.get("TrainingJobStatus") in TERMINAL_STATUSES:
+        if JobState.from_description(description).terminal:
             return description
         if time.monotonic() > deadline:
             raise JobError(f"Local training job {name!r} did not stop in time.")

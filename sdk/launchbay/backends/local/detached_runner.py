@@ -22,6 +22,7 @@ import sys
 from launchbay.backends.local import detached
 from launchbay.backends.local.control import LocalBackend
 from launchbay.backends.plan import plan_request
+from launchbay.backends.state import JobState
 from launchbay.errors import LaunchbayError
 from launchbay.runtime.names import COMPLETED
 
@@ -62,7 +63,7 @@ def main(argv: list[str] | None = None) -> int:
         description = backend.wait(job.name, logs="All")
     except KeyboardInterrupt:  # the job was stopped on the way out
         return 1
-    return 0 if description.get("TrainingJobStatus") == COMPLETED else 1
+    return 0 if JobState.from_description(description).status == COMPLETED else 1
 
 
 if __name__ == "__main__":

@@ -26,6 +26,7 @@ import json
 import os
 import sys
 
+from launchbay.backends.state import JobState
 from launchbay.runtime.names import TERMINAL_STATUSES
 
 
@@ -36,7 +37,7 @@ def main(argv: list[str]) -> int:
     fcntl.flock(fd, fcntl.LOCK_EX)
     try:
         with open(os.path.join(job_root, name, "status.json"), encoding="utf-8") as f:
-            status = json.load(f).get("TrainingJobStatus")
+            status = JobState.from_description(json.load(f)).status
     except (OSError, ValueError, AttributeError):  # missing or damaged: finish_orphan says so
         status = None
     if status in TERMINAL_STATUSES:
