@@ -258,7 +258,7 @@ LAYERS = {
     # tuning (docs/tuning.md): ranges, settings and the plan are parts of a job (2); the
     # SageMaker side, analytics and the local hook run plans (3); the tuner and attach are
     # user API (5)
-    "launchbay.parameter": 2,
+    "launchbay.parameter": 5,  # SDK v2's sagemaker.parameter: a re-export of tuning.parameter
     "launchbay.tuning": 3,
     "launchbay.tuning.parameter": 2,
     "launchbay.tuning.configs": 2,
@@ -681,3 +681,160 @@ def test_the_private_name_check_sees_each_form(tmp_path):
         ("launchbay/sub/b.py", "launchbay.a", "_f"),
         ("launchbay/sub/b.py", "launchbay.sub.c", "_y"),
     }
+
+
+# -- issue 33: the rooms, and the few imports that go up --------------------------------------
+
+#: The rooms, lowest first: each top-level module or subpackage of launchbay is one room
+#: (a folder is drawn as one room, whatever its modules' layers). The order is the
+#: layers' (docs/architecture.md, ``LAYERS``); within a layer, a room comes before the
+#: rooms that import it. Two rooms sit where their folder as a whole belongs:
+#: ``tuning`` between the user API and the SDK v2 facades (its attach, spec and tuning
+#: backends rebuild estimators and read job specs; ``tuner`` is the facade over it), and
+#: ``parameter`` with the SDK v2 facades (it only re-exports ``tuning.parameter``).
+ROOMS = [
+    # 0: the runtime, inside every training host
+    "launchbay.runtime",
+    # 1: foundations
+    "launchbay._image_data",
+    "launchbay._instances",
+    "launchbay._patterns",
+    "launchbay._regions",
+    "launchbay.display",
+    "launchbay.errors",
+    "launchbay._docker",
+    "launchbay._home",
+    "launchbay._yamlfile",
+    "launchbay.s3uri",
+    # 2: the job's parts, and the services they talk to
+    "launchbay._logs",
+    "launchbay._names",
+    "launchbay._retrieve",
+    "launchbay._algorithm_images",
+    "launchbay._runner",
+    "launchbay._specyaml",
+    "launchbay.distribution",
+    "launchbay.image_uris",
+    "launchbay.images",
+    "launchbay.inputs",
+    "launchbay.debugger",
+    "launchbay.job",
+    "launchbay.metrics",
+    "launchbay._kinds",
+    "launchbay.arguments",
+    "launchbay._request",
+    "launchbay._request_rules",
+    "launchbay.transfer",
+    "launchbay._sagemaker_config",
+    "launchbay.session",
+    "launchbay.code",
+    "launchbay.vpc",
+    # 3: the plan and the backends
+    "launchbay.backends",
+    # 4: the user API
+    "launchbay._after_training",
+    "launchbay._attach",
+    "launchbay._bound",
+    "launchbay._resolve",
+    "launchbay._rules",
+    "launchbay.analytics",
+    "launchbay.jobspec",
+    "launchbay.replay",
+    "launchbay.estimator",
+    # between 4 and 5: tuning, on the estimators
+    "launchbay.tuning",
+    # 5: SDK v2's facades
+    "launchbay.huggingface",
+    "launchbay.instance_group",
+    "launchbay.local",
+    "launchbay.mxnet",
+    "launchbay.parameter",
+    "launchbay.pytorch",
+    "launchbay.s3",
+    "launchbay.sklearn",
+    "launchbay.tensorflow",
+    "launchbay.utils",
+    "launchbay.amazon",
+    "launchbay.tuner",
+    "launchbay.xgboost",
+    # 6: the command line
+    "launchbay.cli",
+]
+
+
+def room_of(module: str) -> str | None:
+    """A module's room: ``launchbay.x`` for ``launchbay.x`` and everything under it."""
+    parts = module.split(".")
+    return ".".join(parts[:2]) if parts[0] == "launchbay" and len(parts) > 1 else None
+
+
+def imports_up_the_rooms(
+    modules: Mapping[str, Path], rooms: list[str] = ROOMS
+) -> set[tuple[str, str]]:
+    """``(module, target)`` for each import, anywhere in a module, of a higher room's module.
+
+    Imports inside functions and under ``if TYPE_CHECKING:`` count as much as those at
+    the top; ``import launchbay`` (the package root) is no room's.
+    """
+    rank = {room: i for i, room in enumerate(rooms)}
+    found = set()
+    for name, path in modules.items():
+        own = room_of(name)
+        for node in _every_import(ast.parse(path.read_text(), str(path))):
+            for target in _import_targets(node, name, path, modules):
+                other = room_of(target)
+                if own in rank and other in rank and rank[other] > rank[own]:
+                    found.add((name, target))
+    return found
+
+
+#: The imports that still go up the rooms: issue 33's remaining work (at most three).
+#: A ratchet: a new upward import fails the test below, and so does an entry that no
+#: longer exists (remove it), so this set only shrinks.
+_UPWARD_IMPORTS_LEFT = {
+    # SDK v2 has the tuning table in sagemaker.analytics: re-exported from tuning/
+    ("launchbay.analytics", "launchbay.tuning.analytics"),
+    # a job spec's tuning: section becomes a HyperparameterTuner (tuning/ is not edited yet)
+    ("launchbay.tuning.spec", "launchbay.tuner"),
+}
+
+
+def test_every_room_has_its_place():
+    rooms = {room_of(name) for name in module_names()} - {None}
+    assert rooms ^ set(ROOMS) == set(), "place these rooms in ROOMS (and docs/architecture.md)"
+    assert len(ROOMS) == len(set(ROOMS))
+
+
+def test_rooms_follow_the_layers():
+    """The rooms' order is the layers' (tuning and parameter, drawn whole, aside)."""
+    whole = {"launchbay.tuning": 4.5, "launchbay.parameter": 5}
+    layers = [whole.get(room, layer_of(room)) for room in ROOMS]
+    assert layers == sorted(layers)
+
+
+def test_at_most_three_imports_go_up_the_rooms():
+    """With folders drawn as one room each, at most 3 imports run from a lower room up."""
+    found = imports_up_the_rooms(module_names())
+    print("imports up the rooms:", *sorted(f"{a} -> {b}" for a, b in found), sep="\n  ")
+    assert found - _UPWARD_IMPORTS_LEFT == set(), "import down the rooms (ROOMS)"
+    assert _UPWARD_IMPORTS_LEFT - found == set(), "gone: remove from _UPWARD_IMPORTS_LEFT"
+    assert len(found) <= 3
+
+
+def test_the_room_check_sees_an_import_up(tmp_path):
+    package = tmp_path / "launchbay"
+    (package / "low").mkdir(parents=True)
+    files = {
+        "low/__init__.py": "",
+        "low/a.py": "from launchbay.low import b\nimport launchbay\n",  # same room; root
+        "low/b.py": "def f():\n    from launchbay.high import c\n",  # up, in a function
+        "high.py": "from launchbay.low.a import x\n",  # down
+    }
+    modules = {}
+    for relative, text in files.items():
+        path = package / relative
+        path.write_text(text)
+        parts = ["launchbay", *Path(relative).with_suffix("").parts]
+        modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    rooms = ["launchbay.low", "launchbay.high"]
+    assert imports_up_the_rooms(modules, rooms) == {("launchbay.low.b", "launchbay.high")}
