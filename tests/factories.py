@@ -25,6 +25,9 @@ from typing import Any
 from launchbay.pytorch import PyTorch
 from launchbay.tensorflow import TensorFlow
 
+#: The training scripts of the ``local_process`` tests, which the Docker and Ray tests run too.
+LOCAL_PROCESS_SCRIPTS = Path(__file__).parent / "integration" / "local_process_scripts"
+
 #: A keyword's value that means: do not pass this keyword.
 OMIT: Any = object()
 
@@ -94,6 +97,24 @@ def sagemaker_arguments(
 def sagemaker_estimator(*args: Any, framework: type = PyTorch, **kwargs: Any) -> Any:
     """A ``framework`` estimator for a SageMaker job (the module's docstring says the defaults)."""
     return framework(**sagemaker_arguments(*args, framework=framework, **kwargs))
+
+
+def checkpointing_job(checkpoints: Path, out: Path, marker: str, **kwargs: Any) -> dict[str, Any]:
+    """Keywords of :func:`estimator` for 2 hosts of ``checkpoint_on_sigterm.py`` under
+    torch_distributed: they restore ``checkpoints`` (made here, holding ``old.ckpt``), write
+    ``started-<host>`` in ``marker`` and checkpoint on SIGTERM; ``kwargs`` win."""
+    checkpoints.mkdir()
+    (checkpoints / "old.ckpt").write_text("from an earlier run")
+    options: dict[str, Any] = dict(
+        entry_point="checkpoint_on_sigterm.py",
+        source_dir=str(LOCAL_PROCESS_SCRIPTS),
+        instance_count=2,
+        distribution={"torch_distributed": {"enabled": True, "processes_per_host": 1}},
+        hyperparameters={"marker": marker},
+        checkpoint_s3_uri=f"file://{checkpoints}",
+        output_path=f"file://{out}",
+    )
+    return options | kwargs
 
 
 def source_dir(root: Path, train: str = "") -> Path:

@@ -9,6 +9,7 @@ from __future__ import annotations
 import io
 import json
 import tarfile
+from pathlib import Path
 
 from pytest import approx
 
@@ -100,3 +101,36 @@ def networks_left(docker_client, keep, timeout: float = 10.0) -> list[str]:
         if not left or time.monotonic() > deadline:
             return left
         time.sleep(0.1)
+
+
+def docker_leftovers(docker_client, job_dir, network_timeout: float = 10.0) -> tuple[list, list]:
+    """Containers labelled with the job directory, and networks named after the job (waited
+    for as :func:`networks_left` does, ``network_timeout`` 0 for none)."""
+    from launchbay.backends.docker import LABEL_JOB_DIR
+
+    containers = docker_client.containers.list(
+        all=True, filters={"label": f"{LABEL_JOB_DIR}={job_dir}"}
+    )
+    network = f"launchbay-{Path(job_dir).name}"
+    return containers, networks_left(docker_client, lambda n: n == network, network_timeout)
+
+
+def assert_no_docker_leftovers(docker_client, job_dir, network_timeout: float = 10.0) -> None:
+    """Checks that no container and no network of the Docker job in ``job_dir`` is left."""
+    containers, networks = docker_leftovers(docker_client, job_dir, network_timeout)
+    assert not containers, [c.name for c in containers]
+    assert not networks, networks
+
+
+def check_sigterm_checkpoints(checkpoints) -> None:
+    """Each host's ``checkpoint_on_sigterm.py`` got SIGTERM and wrote its checkpoint."""
+    for host in ("algo-1", "algo-2"):
+        assert (checkpoints / f"last-{host}.ckpt").read_text() == f"stopped on {host}"
+
+
+def hosts_started(job_dir) -> bool:
+    """Whether both hosts of a Docker job of ``checkpoint_on_sigterm.py`` wrote ``started-<host>``
+    in their model directory."""
+    return all(
+        (Path(job_dir) / h / "model" / f"started-{h}").exists() for h in ("algo-1", "algo-2")
+    )

@@ -1,10 +1,19 @@
 """The processes a test's jobs left running on this machine (importable: ``tests/`` is on
-``sys.path``). Shared by the local process and the Ray tests."""
+``sys.path``). Shared by the local process, Docker and Ray tests; ``fit_in_child`` runs a job's client in
+a child process that a test interrupts or kills."""
 
 from __future__ import annotations
 
+import json
 import os
-from collections.abc import Callable
+import signal
+import subprocess
+import sys
+import time
+from collections.abc import Callable, Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
 
 import psutil
 
@@ -32,3 +41,48 @@ def job_processes(directory) -> list[psutil.Process]:
         return needle in " ".join(proc.cmdline()) + " " + " ".join(proc.environ().values())
 
     return live_processes(mentions)
+
+
+@contextmanager
+def fit_in_child(
+    keywords: dict[str, Any],
+    name: str,
+    started: Callable[[], bool],
+    timeout: float,
+    env: dict[str, str] | None = None,
+) -> Iterator[subprocess.Popen]:
+    """``interrupted_fit.py`` running job ``name`` (stdout and stderr piped together), yielded
+    once ``started()`` holds; fails if the child ends first or ``timeout`` passes, and kills it
+    if it is still running at the end."""
+    child = subprocess.Popen(
+        [
+            sys.executable,
+            str(Path(__file__).parent / "interrupted_fit.py"),
+            json.dumps(keywords),
+            name,
+        ],
+        stdout=subprocess.PIPE,
+        stderr=subprocess.STDOUT,
+        text=True,
+        env=env,
+    )
+    try:
+        deadline = time.monotonic() + timeout
+        while not started():
+            assert child.poll() is None, child.communicate()[0]
+            assert time.monotonic() < deadline, "the job did not start"
+            time.sleep(0.1)
+        yield child
+    finally:
+        if child.poll() is None:
+            child.kill()
+            child.communicate(timeout=30)
+
+
+def interrupt(child: subprocess.Popen, within: float, timeout: float) -> str:
+    """SIGINT to ``child``: checks it exited within ``within`` seconds; returns its output."""
+    interrupted = time.monotonic()
+    child.send_signal(signal.SIGINT)
+    output, _ = child.communicate(timeout=timeout)
+    assert time.monotonic() - interrupted < within, output
+    return output

@@ -20,17 +20,24 @@ engine that cannot be reached FAILS them, with the message saying how to start i
   cpu-py311``, ``launchbay/sklearn-training:1.2-1-cpu-py3``, ``launchbay/xgboost-training:
   1.7-1-cpu-py3``), from containers/packages/Dockerfile with the same base and wheelhouse as
   the PyTorch image (so they share its system and mpi4py layers), reused by context hash.
+* ``framework_version`` (session): the PyTorch version of ``pytorch_image`` (CPU, py311).
+* ``docker_options`` (session): the keywords of ``factories.estimator`` for a job of 2
+  containers of ``pytorch_image`` running the ``local_process`` scripts; ``docker_pytorch``
+  (session): ``factories.estimator`` with them bound.
 """
 
 from __future__ import annotations
 
+import functools
 import os
 import sys
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from pathlib import Path
 from typing import Any
 
 import pytest
+
+from factories import LOCAL_PROCESS_SCRIPTS, estimator
 
 TORCH_VERSION = "2.13.0"
 TF_VERSION = "2.21.0"
@@ -90,49 +97,54 @@ def wheelhouse() -> str:
 @pytest.fixture(scope="session")
 def pytorch_image(docker_client: Any, base_image: str, wheelhouse: str) -> str:
     """``launchbay/pytorch-training:2.13.0-cpu-py311``, (re)built when needed."""
-    from launchbay import images
-
-    try:
-        return images.build_image(
-            "pytorch",
-            TORCH_VERSION,
-            "cpu",
-            base_image=base_image,
-            wheelhouse=wheelhouse,
-            reuse=True,
-            client=docker_client,
-            stream=sys.stderr,
-        )
-    except images.ImageBuildError as exc:
-        pytest.fail(f"Building the PyTorch image failed:\n{exc}", pytrace=False)
-    raise AssertionError("unreachable")  # pragma: no cover
+    return _build_image(docker_client, base_image, wheelhouse, "pytorch", TORCH_VERSION)
 
 
 @pytest.fixture(scope="session")
 def tensorflow_image(docker_client: Any, base_image: str, wheelhouse: str) -> str:
     """``launchbay/tensorflow-training:2.21.0-cpu-py311`` (with Horovod), built when needed."""
-    from launchbay import images
-
-    try:
-        return images.build_image(
-            "tensorflow",
-            TF_VERSION,
-            "cpu",
-            base_image=base_image,
-            wheelhouse=wheelhouse,
-            reuse=True,
-            client=docker_client,
-            stream=sys.stderr,
-        )
-    except images.ImageBuildError as exc:
-        pytest.fail(f"Building the TensorFlow image failed:\n{exc}", pytrace=False)
-    raise AssertionError("unreachable")  # pragma: no cover
+    return _build_image(docker_client, base_image, wheelhouse, "tensorflow", TF_VERSION)
 
 
-def _package_image(
-    docker_client: Any, base_image: str, wheelhouse: str, framework: str, version: str, tag: str
+@pytest.fixture(scope="session")
+def framework_version(pytorch_image: str) -> str:
+    """The framework version of ``pytorch_image``, checked to be a CPU image for py311."""
+    from launchbay.images import parse_image_name
+
+    spec = parse_image_name(pytorch_image)
+    assert spec is not None and spec.processor == "cpu" and spec.py_version == "py311"
+    return spec.framework_version
+
+
+@pytest.fixture(scope="session")
+def docker_options(framework_version: str) -> dict[str, Any]:
+    """Keywords of ``factories.estimator``: 2 containers of ``pytorch_image``, the
+    ``local_process`` scripts."""
+    return dict(
+        source_dir=str(LOCAL_PROCESS_SCRIPTS),
+        instance_type="local",
+        instance_count=2,
+        framework_version=framework_version,
+        py_version="py311",
+    )
+
+
+@pytest.fixture(scope="session")
+def docker_pytorch(docker_options: dict[str, Any]) -> Callable[..., Any]:
+    """``factories.estimator`` with ``docker_options`` bound (keywords given to it win)."""
+    return functools.partial(estimator, **docker_options)
+
+
+def _build_image(
+    docker_client: Any,
+    base_image: str,
+    wheelhouse: str,
+    framework: str,
+    version: str,
+    tag: str | None = None,
 ) -> str:
-    """A HuggingFace, scikit-learn or XGBoost image named ``tag``, (re)built when needed."""
+    """The CPU image of ``framework`` ``version`` (named ``tag`` if given), (re)built when
+    needed; a failed build fails the test."""
     from launchbay import images
 
     try:
@@ -142,13 +154,14 @@ def _package_image(
             "cpu",
             base_image=base_image,
             wheelhouse=wheelhouse,
-            tag=tag,
+            **({} if tag is None else {"tag": tag}),
             reuse=True,
             client=docker_client,
             stream=sys.stderr,
         )
     except images.ImageBuildError as exc:
-        pytest.fail(f"Building the {framework} image failed:\n{exc}", pytrace=False)
+        name = {"pytorch": "PyTorch", "tensorflow": "TensorFlow"}.get(framework, framework)
+        pytest.fail(f"Building the {name} image failed:\n{exc}", pytrace=False)
     raise AssertionError("unreachable")  # pragma: no cover
 
 
@@ -159,18 +172,18 @@ def huggingface_image(docker_client: Any, base_image: str, wheelhouse: str) -> s
 
     version = images.huggingface_version(TRANSFORMERS_VERSION, TORCH_VERSION)
     tag = images.image_name("huggingface", version, "cpu")
-    return _package_image(docker_client, base_image, wheelhouse, "huggingface", version, tag)
+    return _build_image(docker_client, base_image, wheelhouse, "huggingface", version, tag)
 
 
 @pytest.fixture(scope="session")
 def sklearn_image(docker_client: Any, base_image: str, wheelhouse: str) -> str:
     """``launchbay/sklearn-training:1.2-1-cpu-py3`` (scikit-learn 1.9.1), built when needed."""
     tag = f"launchbay/sklearn-training:{SKLEARN_VERSION}-cpu-py3"
-    return _package_image(docker_client, base_image, wheelhouse, "sklearn", SKLEARN_VERSION, tag)
+    return _build_image(docker_client, base_image, wheelhouse, "sklearn", SKLEARN_VERSION, tag)
 
 
 @pytest.fixture(scope="session")
 def xgboost_image(docker_client: Any, base_image: str, wheelhouse: str) -> str:
     """``launchbay/xgboost-training:1.7-1-cpu-py3`` (xgboost-cpu 3.2.0), built when needed."""
     tag = f"launchbay/xgboost-training:{XGBOOST_VERSION}-cpu-py3"
-    return _package_image(docker_client, base_image, wheelhouse, "xgboost", XGBOOST_VERSION, tag)
+    return _build_image(docker_client, base_image, wheelhouse, "xgboost", XGBOOST_VERSION, tag)

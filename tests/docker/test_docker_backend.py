@@ -14,7 +14,6 @@ import ipaddress
 import json
 import os
 import shutil
-import signal
 import socket
 import subprocess
 import sys
@@ -26,7 +25,18 @@ from pathlib import Path
 import pytest
 import yaml
 
-from job_outputs import archive_members, check_ranks, file_uri, networks_left, rank_reports
+from factories import checkpointing_job, estimator
+from job_outputs import (
+    archive_members,
+    assert_no_docker_leftovers,
+    check_ranks,
+    check_sigterm_checkpoints,
+    docker_leftovers,
+    file_uri,
+    hosts_started,
+    rank_reports,
+)
+from job_processes import fit_in_child, interrupt
 from launchbay import Estimator, ImageNotFoundError, JobFailedError
 from launchbay.backends.docker import LABEL_CLIENT, LABEL_JOB, LABEL_JOB_DIR, DockerBackend
 from launchbay.pytorch import PyTorch
@@ -47,53 +57,14 @@ def make_bucket(s3, name):
     return name
 
 
-@pytest.fixture(scope="module")
-def framework_version(pytorch_image):
-    from launchbay.images import parse_image_name
-
-    spec = parse_image_name(pytorch_image)
-    assert spec is not None and spec.processor == "cpu" and spec.py_version == "py311"
-    return spec.framework_version
-
-
-def pytorch(framework_version, entry_point, source_dir=SCRIPTS, **kwargs):
-    options = dict(
-        entry_point=entry_point,
-        source_dir=str(source_dir),
-        role=None,
-        instance_type="local",
-        instance_count=2,
-        framework_version=framework_version,
-        py_version="py311",
-    )
-    options.update(kwargs)
-    return PyTorch(**options)
-
-
-def job_leftovers(docker_client, job_dir) -> tuple[list, list]:
-    """Containers labelled with the job directory, and networks named after the job."""
-    containers = docker_client.containers.list(
-        all=True, filters={"label": f"{LABEL_JOB_DIR}={job_dir}"}
-    )
-    name = Path(job_dir).name
-    return containers, networks_left(docker_client, lambda n: n == f"launchbay-{name}")
-
-
-def assert_nothing_left(docker_client, job_dir):
-    containers, networks = job_leftovers(docker_client, job_dir)
-    assert not containers, [c.name for c in containers]
-    assert not networks, networks
-
-
 # --------------------------------------------------------------------------- distributed
 
 
-def test_torch_distributed_2x2_in_two_containers(home, tmp_path, framework_version, docker_client):
+def test_torch_distributed_2x2_in_two_containers(home, tmp_path, docker_pytorch, docker_client):
     import torch
 
     out = tmp_path / "out"
-    est = pytorch(
-        framework_version,
+    est = docker_pytorch(
         "torch_ddp.py",
         distribution={"torch_distributed": {"enabled": True, "processes_per_host": 2}},
         output_path=file_uri(out),
@@ -107,13 +78,12 @@ def test_torch_distributed_2x2_in_two_containers(home, tmp_path, framework_versi
     assert torch.load(io.BytesIO(model["model.pt"]))["weight"].shape == (1, 4)
     check_ranks(rank_reports(archive_members(prefix / "output.tar.gz")))
     assert job.describe()["TrainingJobStatus"] == "Completed"
-    assert_nothing_left(docker_client, home / "jobs" / job.name)
+    assert_no_docker_leftovers(docker_client, home / "jobs" / job.name)
 
 
-def test_mpi_2x2_with_mpi4py_over_ssh(home, tmp_path, framework_version, docker_client):
+def test_mpi_2x2_with_mpi4py_over_ssh(home, tmp_path, docker_pytorch, docker_client):
     out = tmp_path / "out"
-    est = pytorch(
-        framework_version,
+    est = docker_pytorch(
         "mpi_check.py",
         distribution={"mpi": {"enabled": True, "processes_per_host": 2}},
         output_path=file_uri(out),
@@ -125,7 +95,7 @@ def test_mpi_2x2_with_mpi4py_over_ssh(home, tmp_path, framework_version, docker_
     check_ranks(rank_reports(archive_members(prefix / "output.tar.gz")))
     log = (home / "jobs" / job.name / "logs" / "algo-1.log").read_text()
     assert "mpirun" in log  # the master ran mpirun over SSH, not one local process per rank
-    assert_nothing_left(docker_client, home / "jobs" / job.name)
+    assert_no_docker_leftovers(docker_client, home / "jobs" / job.name)
     # Each host's published rank environment (it holds the job's secrets) is gone.
     job_dir = home / "jobs" / job.name
     assert not list(job_dir.glob("algo-*/output/ranks/host-env.json"))
@@ -136,10 +106,9 @@ def test_mpi_2x2_with_mpi4py_over_ssh(home, tmp_path, framework_version, docker_
 
 
 def test_rank_failure_in_algo_2_fails_fast_and_leaves_nothing(
-    home, tmp_path, framework_version, docker_client
+    home, tmp_path, docker_pytorch, docker_client
 ):
-    est = pytorch(
-        framework_version,
+    est = docker_pytorch(
         "torch_ddp.py",
         distribution={"torch_distributed": {"enabled": True, "processes_per_host": 2}},
         hyperparameters={"steps": 40, "fail-rank": 3, "fail-stamp": "/opt/ml/output/data/failed"},
@@ -159,62 +128,28 @@ def test_rank_failure_in_algo_2_fails_fast_and_leaves_nothing(
     assert (
         "boom from rank 3" in (tmp_path / "out" / error.job_name / "output" / "failure").read_text()
     )
-    assert_nothing_left(docker_client, directory)
+    assert_no_docker_leftovers(docker_client, directory)
 
 
-def test_sigint_to_the_client_tears_everything_down(
-    home, tmp_path, framework_version, docker_client
-):
+def test_sigint_to_the_client_tears_everything_down(home, tmp_path, docker_options, docker_client):
     checkpoints = tmp_path / "checkpoints"
-    checkpoints.mkdir()
-    (checkpoints / "old.ckpt").write_text("from an earlier run")
     name = "docker-sigint-job"
     directory = home / "jobs" / name
-    child = subprocess.Popen(
-        [
-            sys.executable,
-            str(HERE / "docker_driver.py"),
-            framework_version,
-            str(SCRIPTS),
-            file_uri(checkpoints),
-            file_uri(tmp_path / "out"),
-            name,
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env=dict(os.environ),
-    )
-    try:
-        deadline = time.monotonic() + 120
-        while not all(
-            (directory / h / "model" / f"started-{h}").exists() for h in ("algo-1", "algo-2")
-        ):
-            assert child.poll() is None, child.communicate()[0]
-            assert time.monotonic() < deadline, "the job did not start"
-            time.sleep(0.1)
-        interrupted = time.monotonic()
-        child.send_signal(signal.SIGINT)
-        output, _ = child.communicate(timeout=60)
-        assert time.monotonic() - interrupted < 15, output
-    finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait()
+    job = checkpointing_job(checkpoints, tmp_path / "out", "/opt/ml/model", **docker_options)
+    with fit_in_child(job, name, lambda: hosts_started(directory), 120, dict(os.environ)) as child:
+        output = interrupt(child, within=15, timeout=60)
     assert child.returncode == 42, output
     assert output.count("restored checkpoints: ['old.ckpt']") == 2, output
-    assert_nothing_left(docker_client, directory)
-    for host in ("algo-1", "algo-2"):  # each runtime got SIGTERM and its script checkpointed
-        assert (checkpoints / f"last-{host}.ckpt").read_text() == f"stopped on {host}"
+    assert_no_docker_leftovers(docker_client, directory)
+    check_sigterm_checkpoints(checkpoints)  # each runtime got SIGTERM and its script checkpointed
     status = json.loads((directory / "status.json").read_text())
     assert status["TrainingJobStatus"] == "Stopped"
 
 
 def test_an_exception_in_the_client_still_removes_the_containers(
-    home, tmp_path, framework_version, docker_client
+    home, tmp_path, docker_pytorch, docker_client
 ):
-    est = pytorch(
-        framework_version,
+    est = docker_pytorch(
         "checkpoint_on_sigterm.py",
         hyperparameters={"marker": "/opt/ml/model"},
         output_path=file_uri(tmp_path / "out"),
@@ -225,11 +160,11 @@ def test_an_exception_in_the_client_still_removes_the_containers(
     while not (directory / "algo-2" / "model" / "started-algo-2").exists():
         assert time.monotonic() < deadline
         time.sleep(0.1)
-    containers, _ = job_leftovers(docker_client, directory)
+    containers, _ = docker_leftovers(docker_client, directory)
     assert len(containers) == 2
     job.stop()  # what a client's `finally:` or error handler does
     assert job.describe()["TrainingJobStatus"] == "Stopped"
-    assert_nothing_left(docker_client, directory)
+    assert_no_docker_leftovers(docker_client, directory)
 
 
 # --------------------------------------------------------------------------- networking
@@ -317,7 +252,7 @@ def open_session(docker_client, moto_at):
 
 
 def test_channels_from_file_and_s3_and_outputs_to_both(
-    home, tmp_path, framework_version, docker_client, open_session
+    home, tmp_path, docker_pytorch, docker_client, open_session
 ):
     s3 = open_session.s3_client
     bucket = make_bucket(s3, f"{BUCKET}-channels")
@@ -340,8 +275,7 @@ def test_channels_from_file_and_s3_and_outputs_to_both(
         "remote": {"a.csv": "1,2", os.path.join("sub", "b.csv"): "3,4"},
     }
     for output_path in (f"s3://{bucket}/out", file_uri(tmp_path / "out")):
-        est = pytorch(
-            framework_version,
+        est = docker_pytorch(
             "channels.py",
             output_path=output_path,
             sagemaker_session=open_session,
@@ -365,18 +299,17 @@ def test_channels_from_file_and_s3_and_outputs_to_both(
         assert (
             "AWS_SECRET_ACCESS_KEY" in yaml.safe_load(compose)["services"]["algo-1"]["environment"]
         )
-        assert_nothing_left(docker_client, home / "jobs" / name)
+        assert_no_docker_leftovers(docker_client, home / "jobs" / name)
     # The data itself was never copied into a job directory, and the source stayed as it was.
     assert sorted(p.name for p in local.rglob("*")) == ["nested", "x.txt", "y.txt"]
 
 
 def test_code_on_s3_is_fetched_by_the_containers(
-    home, tmp_path, framework_version, docker_client, open_session
+    home, tmp_path, docker_pytorch, docker_client, open_session
 ):
     s3 = open_session.s3_client
     bucket = make_bucket(s3, f"{BUCKET}-code")
-    est = pytorch(
-        framework_version,
+    est = docker_pytorch(
         "channels.py",
         instance_count=1,
         code_location=f"s3://{bucket}/code",
@@ -400,9 +333,9 @@ def test_code_on_s3_is_fetched_by_the_containers(
 
 
 def test_compose_file_reproduces_the_run_with_docker_compose(
-    home, tmp_path, framework_version, docker_client
+    home, tmp_path, docker_pytorch, docker_client
 ):
-    est = pytorch(framework_version, "channels.py", output_path=file_uri(tmp_path / "out"))
+    est = docker_pytorch("channels.py", output_path=file_uri(tmp_path / "out"))
     data = tmp_path / "data"
     data.mkdir()
     (data / "d.txt").write_text("data")
@@ -421,8 +354,7 @@ def test_compose_file_reproduces_the_run_with_docker_compose(
             str(compose),
             "-p",
             "lbcompose",
-            "up",
-            "--abort-on-container-exit",
+            "up",  # until both hosts exit (aborting at the first exit could cut the other short)
         ],
         capture_output=True,
         text=True,
@@ -430,7 +362,15 @@ def test_compose_file_reproduces_the_run_with_docker_compose(
     )
     try:
         assert run.returncode == 0, run.stdout + run.stderr
-        assert "hello from algo-1" in run.stdout and "hello from algo-2" in run.stdout
+        # Each container's whole output, as the engine kept it (compose's attached stream
+        # can miss the lines of a container that exits while it attaches).
+        logs = subprocess.run(
+            ["docker-compose", "-f", str(compose), "-p", "lbcompose", "logs", "--no-color"],
+            capture_output=True,
+            text=True,
+            timeout=120,
+        ).stdout
+        assert "hello from algo-1" in logs and "hello from algo-2" in logs, logs
         for host in ("algo-1", "algo-2"):
             assert (directory / host / "model" / f"weights-{host}.txt").read_text() == host
     finally:
@@ -442,7 +382,15 @@ def test_compose_file_reproduces_the_run_with_docker_compose(
 
 
 def test_missing_launchbay_image_names_the_build_command(home, tmp_path, docker_client):
-    est = pytorch("9.9.9", "channels.py", output_path=file_uri(tmp_path / "out"))
+    est = estimator(
+        "channels.py",
+        SCRIPTS,
+        instance_type="local",
+        instance_count=2,
+        framework_version="9.9.9",
+        py_version="py311",
+        out=tmp_path / "out",
+    )
     with pytest.raises(ImageNotFoundError) as caught:
         est.fit(logs=False)
     message = str(caught.value)
@@ -476,15 +424,14 @@ def test_old_framework_version_names_its_image_and_how_to_build_it(
     from launchbay.tensorflow import TensorFlow
 
     cls = {"pytorch": PyTorch, "tensorflow": TensorFlow}[framework]
-    est = cls(
-        entry_point="channels.py",
-        source_dir=str(SCRIPTS),
-        role=None,
+    est = estimator(
+        "channels.py",
+        SCRIPTS,
+        framework=cls,
         instance_type="local",
-        instance_count=1,
         framework_version=version,
         py_version=py,
-        output_path=file_uri(tmp_path / "out"),
+        out=tmp_path / "out",
     )
     with pytest.raises(ImageNotFoundError) as caught:
         est.fit(logs=False)
@@ -519,11 +466,11 @@ def test_local_gpu_without_a_gpu_runtime_fails_clearly_and_leaves_nothing(
         "algo-1": [{"driver": "nvidia", "device_ids": ["0", "1"], "capabilities": ["gpu"]}],
         "algo-2": [{"driver": "nvidia", "device_ids": ["2", "3"], "capabilities": ["gpu"]}],
     }
-    assert_nothing_left(docker_client, directory)
+    assert_no_docker_leftovers(docker_client, directory)
 
 
 def test_files_written_as_root_are_given_back_to_the_caller(
-    tmp_path, framework_version, docker_client, monkeypatch
+    tmp_path, docker_pytorch, docker_client, monkeypatch
 ):
     # As if the caller were user 65534 (these tests run as root; so does the engine), with
     # its job directories where that user can reach them.
@@ -533,7 +480,7 @@ def test_files_written_as_root_are_given_back_to_the_caller(
     monkeypatch.setattr(os, "getuid", lambda: 65534)
     monkeypatch.setattr(os, "getgid", lambda: 65534)
     try:
-        est = pytorch(framework_version, "channels.py", output_path=file_uri(tmp_path / "out"))
+        est = docker_pytorch("channels.py", output_path=file_uri(tmp_path / "out"))
         est.fit(logs=False)
         directory = home / "jobs" / est.latest_training_job.name
         for written in (
@@ -713,7 +660,7 @@ def test_an_image_built_for_sagemaker_with_the_toolkit_runs_unchanged(
             "model_dir": "/opt/ml/model",
             "job_name": name,
         }
-    assert_nothing_left(docker_client, home / "jobs" / name)
+    assert_no_docker_leftovers(docker_client, home / "jobs" / name)
 
     failing = estimator(fail="yes")
     with pytest.raises(JobFailedError) as caught:
@@ -723,21 +670,21 @@ def test_an_image_built_for_sagemaker_with_the_toolkit_runs_unchanged(
     assert caught.value.reason.startswith("AlgorithmError: ExecuteUserScriptError")
     assert "RuntimeError: toolkit script failed on purpose" in "\n".join(caught.value.log_tail)
     assert "toolkit script failed on purpose" in str(caught.value)
-    assert_nothing_left(docker_client, home / "jobs" / caught.value.job_name)
+    assert_no_docker_leftovers(docker_client, home / "jobs" / caught.value.job_name)
 
 
 def test_a_leftover_container_and_network_of_the_same_job_name_are_replaced(
-    home, tmp_path, framework_version, docker_client
+    home, tmp_path, framework_version, docker_pytorch, docker_client
 ):
     image = f"launchbay/pytorch-training:{framework_version}-cpu-py311"
     name = "docker-rerun"
     network = docker_client.networks.create(f"launchbay-{name}", driver="bridge")
     stale = docker_client.containers.create(image, ["true"], name=f"launchbay-{name}-algo-1")
     try:
-        est = pytorch(framework_version, "channels.py", output_path=file_uri(tmp_path / "out"))
+        est = docker_pytorch("channels.py", output_path=file_uri(tmp_path / "out"))
         est.fit(job_name=name, logs=False)
         assert est.latest_training_job.describe()["TrainingJobStatus"] == "Completed"
-        assert_nothing_left(docker_client, home / "jobs" / name)
+        assert_no_docker_leftovers(docker_client, home / "jobs" / name)
         assert not docker_client.containers.list(all=True, filters={"id": stale.id})
         assert not docker_client.networks.list(ids=[network.id])
     finally:

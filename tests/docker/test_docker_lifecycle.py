@@ -10,67 +10,34 @@ from __future__ import annotations
 
 import json
 import os
-import subprocess
-import sys
 import time
-from pathlib import Path
 
 import pytest
 
-from job_outputs import file_uri
+from factories import checkpointing_job
+from job_outputs import (
+    assert_no_docker_leftovers,
+    check_sigterm_checkpoints,
+    docker_leftovers,
+    file_uri,
+    hosts_started,
+)
+from job_processes import fit_in_child
 
 pytestmark = [
     pytest.mark.docker,
     pytest.mark.filterwarnings("ignore:framework_version=:UserWarning"),
 ]
 
-HERE = Path(__file__).parent
-SCRIPTS = HERE.parent / "integration" / "local_process_scripts"
-
-
-@pytest.fixture(scope="module")
-def framework_version(pytorch_image):
-    from launchbay.images import parse_image_name
-
-    spec = parse_image_name(pytorch_image)
-    assert spec is not None
-    return spec.framework_version
-
 
 def test_a_sigkilled_client_leaves_a_finished_job_and_no_container(
-    home, tmp_path, framework_version, docker_client
+    home, tmp_path, docker_options, docker_client
 ):
-    from launchbay.backends.docker import LABEL_JOB_DIR
-
     checkpoints = tmp_path / "checkpoints"
-    checkpoints.mkdir()
-    (checkpoints / "old.ckpt").write_text("from an earlier run")
     name = "docker-client-sigkill"
     directory = home / "jobs" / name
-    child = subprocess.Popen(
-        [
-            sys.executable,
-            str(HERE / "docker_driver.py"),
-            framework_version,
-            str(SCRIPTS),
-            file_uri(checkpoints),
-            file_uri(tmp_path / "out"),
-            name,
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-        env=dict(os.environ),
-    )
-    try:
-        deadline = time.monotonic() + 120
-        while not all(
-            (directory / h / "model" / f"started-{h}").exists() for h in ("algo-1", "algo-2")
-        ):
-            assert child.poll() is None, child.communicate()[0]
-            assert time.monotonic() < deadline, "the job did not start"
-            time.sleep(0.1)
-    finally:
+    job = checkpointing_job(checkpoints, tmp_path / "out", "/opt/ml/model", **docker_options)
+    with fit_in_child(job, name, lambda: hosts_started(directory), 120, dict(os.environ)) as child:
         child.kill()
         child.communicate(timeout=30)
     deadline = time.monotonic() + 90
@@ -82,35 +49,24 @@ def test_a_sigkilled_client_leaves_a_finished_job_and_no_container(
         time.sleep(0.5)
     assert status["TrainingJobStatus"] == "Failed"
     assert "went away before the job ended" in status["FailureReason"]
+    check_sigterm_checkpoints(checkpoints)
     for host in ("algo-1", "algo-2"):
-        assert (checkpoints / f"last-{host}.ckpt").read_text() == f"stopped on {host}"
         log = (directory / "logs" / f"{host}.log").read_text()
         # What the watchdog did, should this fail again (CI saw it twice, under load only).
         watchdog = (directory / "artifacts" / "watchdog.log").read_text()
         assert "checkpoint written on SIGTERM" in log, (
             f"{host}.log:\n{log}\nwatchdog.log:\n{watchdog}"
         )
-    assert not docker_client.containers.list(
-        all=True, filters={"label": f"{LABEL_JOB_DIR}={directory}"}
-    )
-    assert not [n for n in docker_client.networks.list() if n.name == f"launchbay-{name}"]
+    assert_no_docker_leftovers(docker_client, directory, network_timeout=0)
 
 
 def test_mpi_workers_over_ssh_learn_at_once_that_the_master_could_not_start(
-    home, tmp_path, framework_version, docker_client
+    home, tmp_path, docker_pytorch, docker_client
 ):
     from launchbay import JobFailedError
-    from launchbay.backends.docker import LABEL_JOB_DIR
-    from launchbay.pytorch import PyTorch
 
-    est = PyTorch(
-        entry_point="mpi_check.py",
-        source_dir=str(SCRIPTS),
-        role=None,
-        instance_type="local",
-        instance_count=2,
-        framework_version=framework_version,
-        py_version="py311",
+    est = docker_pytorch(
+        "mpi_check.py",
         distribution={"mpi": {"enabled": True, "processes_per_host": 1}},
         # Python and the runtime stay reachable; mpirun (/usr/bin) does not.
         environment={"PATH": "/opt/venv/bin"},
@@ -124,6 +80,5 @@ def test_mpi_workers_over_ssh_learn_at_once_that_the_master_could_not_start(
     assert "The MPI master algo-1 failed before starting the job" in worker_log, worker_log
     assert "needs 'mpirun' on PATH" in worker_log
     assert "No MPI job reached this host" not in worker_log
-    assert not docker_client.containers.list(
-        all=True, filters={"label": f"{LABEL_JOB_DIR}={directory}"}
-    )
+    containers, _ = docker_leftovers(docker_client, directory, network_timeout=0)
+    assert not containers, [c.name for c in containers]

@@ -10,35 +10,18 @@ from pathlib import Path
 import pytest
 
 from job_outputs import file_uri
-from launchbay.pytorch import PyTorch
 
-SCRIPTS = Path(__file__).parent.parent / "integration" / "local_process_scripts"
 #: 15 s of epochs: the first two attempts (5 s each, counted from the hosts' start, which
 #: includes the script's imports) cannot finish them, so both interruptions always land.
 EPOCHS = 60
 
 
-@pytest.fixture(scope="module")
-def framework_version(pytorch_image):
-    from launchbay.images import parse_image_name
-
-    spec = parse_image_name(pytorch_image)
-    assert spec is not None
-    return spec.framework_version
-
-
 @pytest.mark.parametrize("resume", [True, False])
 def test_a_docker_job_interrupted_twice_restarts_with_its_checkpoints(
-    home, tmp_path, framework_version, resume
+    home, tmp_path, docker_pytorch, resume
 ):
-    est = PyTorch(
-        entry_point="epochs_checkpointed.py",
-        source_dir=str(SCRIPTS),
-        role=None,
-        instance_type="local",
-        instance_count=2,
-        framework_version=framework_version,
-        py_version="py311",
+    est = docker_pytorch(
+        "epochs_checkpointed.py",
         hyperparameters={"epochs": EPOCHS, "epoch-seconds": 0.25, "resume": str(resume).lower()},
         checkpoint_s3_uri=file_uri(tmp_path / "checkpoints"),
         output_path=file_uri(tmp_path / "out"),

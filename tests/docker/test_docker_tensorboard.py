@@ -17,25 +17,14 @@ import pytest
 from job_outputs import file_uri
 from launchbay.backends.local import tensorboard
 from launchbay.debugger import TensorBoardOutputConfig
-from launchbay.pytorch import PyTorch
 
 pytestmark = [
     pytest.mark.docker,
     pytest.mark.filterwarnings("ignore:framework_version=:UserWarning"),
 ]
 
-SCRIPTS = Path(__file__).parent.parent / "integration" / "local_process_scripts"
 HOSTS = ("algo-1", "algo-2")
 BUCKET = "docker-tensorboard"
-
-
-@pytest.fixture(scope="module")
-def framework_version(pytorch_image):
-    from launchbay.images import parse_image_name
-
-    spec = parse_image_name(pytorch_image)
-    assert spec is not None
-    return spec.framework_version
 
 
 def files_under(root: Path) -> dict[str, bytes]:
@@ -44,7 +33,7 @@ def files_under(root: Path) -> dict[str, bytes]:
 
 @pytest.mark.parametrize("where", ["file-default-path", "s3-own-path"])
 def test_container_tensorboard_files_arrive_while_running_and_at_the_end(
-    home, tmp_path, framework_version, docker_client, session, monkeypatch, where
+    home, tmp_path, docker_pytorch, docker_client, session, monkeypatch, where
 ):
     monkeypatch.setattr(tensorboard, "SYNC_SECONDS", 0.5)
     s3 = session.s3_client
@@ -55,14 +44,8 @@ def test_container_tensorboard_files_arrive_while_running_and_at_the_end(
             Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": "us-west-2"}
         )
         config = TensorBoardOutputConfig(f"s3://{BUCKET}/tb", "/opt/tensorboard/logs")
-    est = PyTorch(
-        entry_point="tensorboard_writer.py",
-        source_dir=str(SCRIPTS),
-        role=None,
-        instance_type="local",
-        instance_count=2,
-        framework_version=framework_version,
-        py_version="py311",
+    est = docker_pytorch(
+        "tensorboard_writer.py",
         output_path=file_uri(tmp_path / "out"),
         hyperparameters={"wait": 300},
         tensorboard_output_config=config,

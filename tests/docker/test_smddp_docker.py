@@ -7,43 +7,29 @@ on algo-1 reaches algo-2 over SSH, and the ``smddp`` process group is gloo.
 
 from __future__ import annotations
 
-from pathlib import Path
-
 import pytest
 
-from job_outputs import archive_members, check_ranks, file_uri, networks_left, rank_reports
+from job_outputs import (
+    archive_members,
+    assert_no_docker_leftovers,
+    check_ranks,
+    docker_leftovers,
+    file_uri,
+    rank_reports,
+)
 from launchbay import JobFailedError
-from launchbay.backends.docker import LABEL_JOB_DIR
-from launchbay.pytorch import PyTorch
 from smddp_checks import check_training
 
 pytestmark = pytest.mark.filterwarnings("ignore:framework_version=:UserWarning")
 
-SCRIPTS = Path(__file__).parent.parent / "integration" / "local_process_scripts"
-
-
-@pytest.fixture(scope="module")
-def framework_version(pytorch_image):
-    from launchbay.images import parse_image_name
-
-    spec = parse_image_name(pytorch_image)
-    assert spec is not None and spec.processor == "cpu"
-    return spec.framework_version
-
 
 @pytest.mark.parametrize("entry_point", ["smddp_torch.py", "smddp_torch_legacy.py"])
 def test_pytorch_scripts_train_2x2_in_two_containers(
-    home, tmp_path, framework_version, docker_client, entry_point
+    home, tmp_path, docker_pytorch, docker_client, entry_point
 ):
     out = tmp_path / "out"
-    est = PyTorch(
-        entry_point=entry_point,
-        source_dir=str(SCRIPTS),
-        role=None,
-        instance_type="local",
-        instance_count=2,
-        framework_version=framework_version,
-        py_version="py311",
+    est = docker_pytorch(
+        entry_point,
         distribution={"pytorchddp": {"enabled": True, "processes_per_host": 2}},
         output_path=file_uri(out),
     )
@@ -54,23 +40,14 @@ def test_pytorch_scripts_train_2x2_in_two_containers(
     check_training(reports, torch_layout=True)
     log = (home / "jobs" / job.name / "logs" / "algo-1.log").read_text()
     assert "smdistributed on algo-1: mpirun --host" in log  # over SSH, one rank per slot
-    job_dir = home / "jobs" / job.name
-    left = docker_client.containers.list(all=True, filters={"label": f"{LABEL_JOB_DIR}={job_dir}"})
-    assert not left, [c.name for c in left]
-    assert not networks_left(docker_client, lambda n: n == f"launchbay-{job.name}")
+    assert_no_docker_leftovers(docker_client, home / "jobs" / job.name)
 
 
 def test_a_rank_raising_in_algo_2_is_reported_and_nothing_is_left(
-    home, tmp_path, framework_version, docker_client
+    home, tmp_path, docker_pytorch, docker_client
 ):
-    est = PyTorch(
-        entry_point="smddp_torch.py",
-        source_dir=str(SCRIPTS),
-        role=None,
-        instance_type="local",
-        instance_count=2,
-        framework_version=framework_version,
-        py_version="py311",
+    est = docker_pytorch(
+        "smddp_torch.py",
         distribution={"pytorchddp": {"enabled": True, "processes_per_host": 2}},
         hyperparameters={"fail-rank": 3},
         output_path=file_uri(tmp_path / "out"),
@@ -80,6 +57,5 @@ def test_a_rank_raising_in_algo_2_is_reported_and_nothing_is_left(
     head = caught.value.reason[:1024]
     assert "Rank 3" in head and "algo-2" in head
     assert "ValueError: boom from rank 3" in head
-    job_dir = home / "jobs" / caught.value.job_name
-    left = docker_client.containers.list(all=True, filters={"label": f"{LABEL_JOB_DIR}={job_dir}"})
+    left, _ = docker_leftovers(docker_client, home / "jobs" / caught.value.job_name, 0)
     assert not left, [c.name for c in left]
