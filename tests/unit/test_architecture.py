@@ -838,3 +838,85 @@ def test_the_room_check_sees_an_import_up(tmp_path):
         modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
     rooms = ["launchbay.low", "launchbay.high"]
     assert imports_up_the_rooms(modules, rooms) == {("launchbay.low.b", "launchbay.high")}
+
+
+# -- issue 33: a job's DescribeTrainingJob fields are read through one codec --------------
+#: Keys only a job's description has (not its request): backends/ and tuning/ read them
+#: through launchbay.backends.state (JobState.from_description), and nowhere else.
+DESCRIPTION_ONLY_KEYS = (
+    "TrainingJobArn", "TrainingJobStatus", "SecondaryStatus", "SecondaryStatusTransitions",
+    "FailureReason", "CreationTime", "LastModifiedTime", "TrainingStartTime",
+    "TrainingEndTime", "TrainingTimeInSeconds", "BillableTimeInSeconds", "ModelArtifacts",
+    "WarmPoolStatus", "DebugRuleEvaluationStatuses", "ProfilerRuleEvaluationStatuses",
+    "ProfilingStatus", "FinalMetricDataList", "TuningJobArn",
+    # launchbay's additions to a local job's description
+    "LocalJobDir", "LocalClient", "LocalFailedHost", "LocalAttempts", "LocalEnding",
+    "LocalDetached",
+)  # fmt: skip
+#: (module, key): reads of these keys in dicts that are no training job's description.
+_NOT_A_JOB_DESCRIPTION = {
+    ("backends/local/rules.py", "LastModifiedTime"),  # a Debugger rule's own status record
+    ("backends/sagemaker.py", "TrainingJobArn"),  # CreateTrainingJob's response
+    ("tuning/local.py", "LocalClient"),  # a local tuning job's record
+    ("tuning/sagemaker.py", "FailureReason"),  # DescribeHyperParameterTuningJob's answer
+}
+
+
+def description_key_reads(tree: ast.AST, keys: tuple[str, ...]) -> list[tuple[int, str]]:
+    """``(line, key)`` of each string literal in ``keys`` used to read a dict.
+
+    A read is ``d["Key"]`` (not an assignment to it), ``d.get("Key")`` (also ``pop``
+    and ``setdefault``) and ``"Key" in d``.
+    """
+    found = []
+    for node in ast.walk(tree):
+        key: ast.AST | None = None
+        if isinstance(node, ast.Subscript) and isinstance(node.ctx, ast.Load):
+            key = node.slice
+        elif (
+            isinstance(node, ast.Call)
+            and isinstance(node.func, ast.Attribute)
+            and node.func.attr in ("get", "pop", "setdefault")
+            and node.args
+        ):
+            key = node.args[0]
+        elif isinstance(node, ast.Compare) and any(
+            isinstance(op, (ast.In, ast.NotIn)) for op in node.ops
+        ):
+            key = node.left
+        if isinstance(key, ast.Constant) and key.value in keys:
+            found.append((node.lineno, str(key.value)))
+    return found
+
+
+def test_only_the_codec_reads_a_jobs_description():
+    """backends/ and tuning/ read DescribeTrainingJob fields through JobState only (issue 33)."""
+    from launchbay.backends.state import DESCRIPTION_KEYS
+
+    assert set(DESCRIPTION_KEYS) - {"TrainingJobName"} <= set(DESCRIPTION_ONLY_KEYS)
+    found = set()
+    where = []
+    for package in ("backends", "tuning"):
+        for path in sorted((ROOT / package).rglob("*.py")):
+            relative = path.relative_to(ROOT).as_posix()
+            if relative == "backends/state.py":
+                continue
+            tree = ast.parse(path.read_text(encoding="utf-8"))
+            for line, key in description_key_reads(tree, DESCRIPTION_ONLY_KEYS):
+                if (relative, key) not in _NOT_A_JOB_DESCRIPTION:
+                    where.append(f"{relative}:{line} reads {key!r}")
+                found.add((relative, key))
+    assert where == [], "read it through JobState.from_description(...)"
+    assert _NOT_A_JOB_DESCRIPTION <= found, "gone: remove from _NOT_A_JOB_DESCRIPTION"
+
+
+def test_the_description_read_check_sees_each_kind_of_read():
+    source = (
+        'a = d["TrainingJobStatus"]\n'
+        'b = d.get("FailureReason")\n'
+        'c = "ModelArtifacts" in d\n'
+        'd["TrainingEndTime"] = 1\n'  # a write, not a read
+        'e = {"CreationTime": 1}\n'  # neither
+    )
+    found = description_key_reads(ast.parse(source), DESCRIPTION_ONLY_KEYS)
+    assert sorted(found) == [(1, "TrainingJobStatus"), (2, "FailureReason"), (3, "ModelArtifacts")]
