@@ -134,3 +134,26 @@ def hosts_started(job_dir) -> bool:
     return all(
         (Path(job_dir) / h / "model" / f"started-{h}").exists() for h in ("algo-1", "algo-2")
     )
+
+
+def check_torch_ddp_job(est, out) -> None:
+    """A finished 2x2 ``torch_ddp.py`` job with output under ``out``: ``est.model_data`` holds
+    only ``model.pt`` (a 1x4 weight), every rank's report is right, the job Completed."""
+    import torch
+
+    job = est.latest_training_job
+    prefix = Path(out) / job.name / "output"
+    assert est.model_data == file_uri(prefix / "model.tar.gz")
+    model = archive_members(prefix / "model.tar.gz")
+    assert list(model) == ["model.pt"]
+    assert torch.load(io.BytesIO(model["model.pt"]))["weight"].shape == (1, 4)
+    check_ranks(rank_reports(archive_members(prefix / "output.tar.gz")))
+    assert job.describe()["TrainingJobStatus"] == "Completed"
+
+
+def check_mpi_job(job, out) -> None:
+    """A finished 2x2 ``mpi_check.py`` job with output under ``out``: ``model.pt`` in its
+    model archive, every rank's report right."""
+    prefix = Path(out) / job.name / "output"
+    assert "model.pt" in archive_members(prefix / "model.tar.gz")
+    check_ranks(rank_reports(archive_members(prefix / "output.tar.gz")))

@@ -43,6 +43,16 @@ def job_processes(directory) -> list[psutil.Process]:
     return live_processes(mentions)
 
 
+def fit_command(keywords: dict[str, Any], name: str) -> list[str]:
+    """The command line of ``interrupted_fit.py`` running job ``name`` of ``keywords``."""
+    return [
+        sys.executable,
+        str(Path(__file__).parent / "interrupted_fit.py"),
+        json.dumps(keywords),
+        name,
+    ]
+
+
 @contextmanager
 def fit_in_child(
     keywords: dict[str, Any],
@@ -55,12 +65,7 @@ def fit_in_child(
     once ``started()`` holds; fails if the child ends first or ``timeout`` passes, and kills it
     if it is still running at the end."""
     child = subprocess.Popen(
-        [
-            sys.executable,
-            str(Path(__file__).parent / "interrupted_fit.py"),
-            json.dumps(keywords),
-            name,
-        ],
+        fit_command(keywords, name),
         stdout=subprocess.PIPE,
         stderr=subprocess.STDOUT,
         text=True,

@@ -10,13 +10,12 @@ runs under TensorFlow >= 2.16 with tf-keras installed and ``TF_USE_LEGACY_KERAS=
 
 from __future__ import annotations
 
-from pathlib import Path
 from typing import Any
 
+from factories import LOCAL_PROCESS_SCRIPTS, estimator
 from job_outputs import HOROVOD_MPI, rank_reports
 from launchbay.tensorflow import TensorFlow
 
-SCRIPTS = Path(__file__).parent / "integration" / "local_process_scripts"
 TF_VERSION = "2.21.0"
 LEGACY_KERAS = {"TF_USE_LEGACY_KERAS": "1", "TF_CPP_MIN_LOG_LEVEL": "2"}
 
@@ -24,10 +23,7 @@ LEGACY_KERAS = {"TF_USE_LEGACY_KERAS": "1", "TF_CPP_MIN_LOG_LEVEL": "2"}
 def keras2_estimator(**overrides: Any) -> TensorFlow:
     """2 hosts x 2 processes over MPI (Horovod), ``local_process`` unless overridden."""
     options: dict[str, Any] = dict(
-        entry_point="keras2_horovod.py",
-        source_dir=str(SCRIPTS),
-        role=None,
-        instance_type="local_process",
+        framework=TensorFlow,
         instance_count=2,
         framework_version=TF_VERSION,
         py_version="py311",
@@ -35,8 +31,7 @@ def keras2_estimator(**overrides: Any) -> TensorFlow:
         hyperparameters={"epochs": 4},
         environment=LEGACY_KERAS,
     )
-    options.update(overrides)
-    return TensorFlow(**options)
+    return estimator("keras2_horovod.py", LOCAL_PROCESS_SCRIPTS, **(options | overrides))
 
 
 def check_keras2_job(model_archive: dict[str, bytes], output_archive: dict[str, bytes]) -> None:

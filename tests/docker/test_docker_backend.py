@@ -9,7 +9,6 @@ plus ``scripts/`` here.
 
 from __future__ import annotations
 
-import io
 import ipaddress
 import json
 import os
@@ -29,12 +28,12 @@ from factories import checkpointing_job, estimator
 from job_outputs import (
     archive_members,
     assert_no_docker_leftovers,
-    check_ranks,
+    check_mpi_job,
     check_sigterm_checkpoints,
+    check_torch_ddp_job,
     docker_leftovers,
     file_uri,
     hosts_started,
-    rank_reports,
 )
 from job_processes import fit_in_child, interrupt
 from launchbay import Estimator, ImageNotFoundError, JobFailedError
@@ -61,8 +60,6 @@ def make_bucket(s3, name):
 
 
 def test_torch_distributed_2x2_in_two_containers(home, tmp_path, docker_pytorch, docker_client):
-    import torch
-
     out = tmp_path / "out"
     est = docker_pytorch(
         "torch_ddp.py",
@@ -70,15 +67,8 @@ def test_torch_distributed_2x2_in_two_containers(home, tmp_path, docker_pytorch,
         output_path=file_uri(out),
     )
     est.fit(logs=False)
-    job = est.latest_training_job
-    prefix = out / job.name / "output"
-    assert est.model_data == file_uri(prefix / "model.tar.gz")
-    model = archive_members(prefix / "model.tar.gz")
-    assert list(model) == ["model.pt"]
-    assert torch.load(io.BytesIO(model["model.pt"]))["weight"].shape == (1, 4)
-    check_ranks(rank_reports(archive_members(prefix / "output.tar.gz")))
-    assert job.describe()["TrainingJobStatus"] == "Completed"
-    assert_no_docker_leftovers(docker_client, home / "jobs" / job.name)
+    check_torch_ddp_job(est, out)
+    assert_no_docker_leftovers(docker_client, home / "jobs" / est.latest_training_job.name)
 
 
 def test_mpi_2x2_with_mpi4py_over_ssh(home, tmp_path, docker_pytorch, docker_client):
@@ -90,9 +80,7 @@ def test_mpi_2x2_with_mpi4py_over_ssh(home, tmp_path, docker_pytorch, docker_cli
     )
     est.fit(logs=False)
     job = est.latest_training_job
-    prefix = out / job.name / "output"
-    assert "model.pt" in archive_members(prefix / "model.tar.gz")
-    check_ranks(rank_reports(archive_members(prefix / "output.tar.gz")))
+    check_mpi_job(job, out)
     log = (home / "jobs" / job.name / "logs" / "algo-1.log").read_text()
     assert "mpirun" in log  # the master ran mpirun over SSH, not one local process per rank
     assert_no_docker_leftovers(docker_client, home / "jobs" / job.name)

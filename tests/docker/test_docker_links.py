@@ -18,8 +18,8 @@ from pathlib import Path
 
 import pytest
 
+from factories import estimator
 from job_outputs import file_uri
-from launchbay.pytorch import PyTorch
 
 pytestmark = [
     pytest.mark.docker,
@@ -73,12 +73,10 @@ def test_container_links_to_host_files_are_not_packed_or_uploaded(
     (src / "hostile.py").write_text(HOSTILE_SCRIPT)
     s3 = session.s3_client
     s3.create_bucket(Bucket=BUCKET, CreateBucketConfiguration={"LocationConstraint": "us-west-2"})
-    est = PyTorch(
-        entry_point="hostile.py",
-        source_dir=str(src),
-        role=None,
+    est = estimator(
+        "hostile.py",
+        src,
         instance_type="local",
-        instance_count=1,
         framework_version=spec.framework_version,
         py_version="py311",
         output_path=file_uri(tmp_path / "out"),

@@ -24,6 +24,7 @@ from typing import Any
 
 import pytest
 
+from factories import OMIT, estimator
 from job_outputs import archive_members, file_uri
 from launchbay import images
 
@@ -153,7 +154,6 @@ def test_a_second_build_of_the_gpu_image_builds_nothing(
 def test_a_torchrun_job_runs_on_cpu_in_the_gpu_image(
     home, tmp_path, docker_client, pytorch_gpu_image
 ):
-    from launchbay.pytorch import PyTorch
 
     source = tmp_path / "src"
     source.mkdir()
@@ -162,12 +162,12 @@ def test_a_torchrun_job_runs_on_cpu_in_the_gpu_image(
     data.mkdir()
     (data / "rows.csv").write_text("1,2\n")
     out = tmp_path / "out"
-    est = PyTorch(
-        entry_point="gpu_image_job.py",
-        source_dir=str(source),
-        role=None,
+    est = estimator(
+        "gpu_image_job.py",
+        source,
         instance_type="local",
-        instance_count=1,
+        framework_version=OMIT,
+        py_version=OMIT,
         image_uri=pytorch_gpu_image,
         distribution={"torch_distributed": {"enabled": True, "processes_per_host": 2}},
         output_path=file_uri(out),

@@ -11,9 +11,9 @@ from pathlib import Path
 
 import pytest
 
+from factories import estimator
 from job_outputs import HOROVOD_MPI as MPI
 from job_outputs import archive_members, check_horovod_ranks, file_uri, rank_reports
-from launchbay.pytorch import PyTorch
 from launchbay.tensorflow import TensorFlow
 
 pytestmark = [
@@ -28,15 +28,14 @@ def test_horovod_torch_allreduce_2x2_in_two_containers(
     home, tmp_path, pytorch_image, docker_client
 ):
     out = tmp_path / "out"
-    est = PyTorch(
-        entry_point="hvd_allreduce.py",
-        source_dir=str(SCRIPTS),
-        role=None,
-        image_uri=pytorch_image,
+    est = estimator(
+        "hvd_allreduce.py",
+        SCRIPTS,
         instance_type="local",
         instance_count=2,
         framework_version="2.13.0",
         py_version="py311",
+        image_uri=pytorch_image,
         distribution=MPI,
         hyperparameters={"framework": "torch"},
         output_path=file_uri(out),
@@ -57,15 +56,15 @@ def test_horovod_tensorflow_allreduce_2x2_in_two_containers(
     home, tmp_path, tensorflow_image, docker_client
 ):
     out = tmp_path / "out"
-    est = TensorFlow(
-        entry_point="hvd_allreduce.py",
-        source_dir=str(SCRIPTS),
-        role=None,
-        image_uri=tensorflow_image,
+    est = estimator(
+        "hvd_allreduce.py",
+        SCRIPTS,
+        framework=TensorFlow,
         instance_type="local",
         instance_count=2,
         framework_version="2.21.0",
         py_version="py311",
+        image_uri=tensorflow_image,
         distribution=MPI,
         hyperparameters={"framework": "tensorflow"},
         output_path=file_uri(out),

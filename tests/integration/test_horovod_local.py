@@ -38,14 +38,11 @@ def test_horovod_torch_allreduce_2x2(home, tmp_path):
 
 def test_horovod_tensorflow_allreduce_2x2(home, tmp_path):
     out = tmp_path / "out"
-    est = TensorFlow(
-        entry_point="hvd_allreduce.py",
-        source_dir=str(SCRIPTS),
-        role=None,
-        instance_type="local_process",
+    est = make_estimator(
+        "hvd_allreduce.py",
+        SCRIPTS,
+        framework=TensorFlow,
         instance_count=2,
-        framework_version="2.19.0",
-        py_version="py312",
         distribution=MPI,
         hyperparameters={"framework": "tensorflow"},
         output_path=file_uri(out),

@@ -14,6 +14,7 @@ import importlib.util
 
 import pytest
 
+from factories import estimator
 from job_outputs import archive_members, file_uri
 from keras2_job import check_keras2_job, keras2_estimator
 from launchbay.errors import JobFailedError
@@ -67,12 +68,10 @@ def _probe(home, tmp_path, framework_version, environment=None):
     src = tmp_path / "probe"
     src.mkdir(exist_ok=True)
     (src / "probe.py").write_text(KERAS_PROBE)
-    est = TensorFlow(
-        entry_point="probe.py",
-        source_dir=str(src),
-        role=None,
-        instance_type="local_process",
-        instance_count=1,
+    est = estimator(
+        "probe.py",
+        src,
+        framework=TensorFlow,
         framework_version=framework_version,
         py_version="py310",
         environment={"TF_CPP_MIN_LOG_LEVEL": "2", **(environment or {})},

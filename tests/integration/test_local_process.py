@@ -9,18 +9,21 @@ from __future__ import annotations
 import io
 import json
 import os
-import signal
-import subprocess
-import sys
 import time
 from functools import partial
 from pathlib import Path
 
 import pytest
 
-from factories import estimator
-from job_outputs import archive_members, check_ranks, file_uri, rank_reports
-from job_processes import job_processes
+from factories import checkpointing_job, estimator
+from job_outputs import (
+    archive_members,
+    check_mpi_job,
+    check_sigterm_checkpoints,
+    check_torch_ddp_job,
+    file_uri,
+)
+from job_processes import fit_in_child, interrupt, job_processes
 from launchbay import ConfigurationError, JobError, JobFailedError
 from launchbay.inputs import FileSystemInput, TrainingInput
 from launchbay.tensorflow import TensorFlow
@@ -43,8 +46,6 @@ def job_dir(home, job) -> Path:
 
 
 def test_torch_distributed_2x2_trains_and_writes_model(home, tmp_path):
-    import torch
-
     out = tmp_path / "out"
     est = pytorch(
         "torch_ddp.py",
@@ -52,15 +53,8 @@ def test_torch_distributed_2x2_trains_and_writes_model(home, tmp_path):
         output_path=file_uri(out),
     )
     est.fit(logs=False)
+    check_torch_ddp_job(est, out)
     job = est.latest_training_job
-    prefix = out / job.name / "output"
-    assert est.model_data == file_uri(prefix / "model.tar.gz")
-    model = archive_members(prefix / "model.tar.gz")
-    assert list(model) == ["model.pt"]
-    state = torch.load(io.BytesIO(model["model.pt"]))
-    assert state["weight"].shape == (1, 4)
-    check_ranks(rank_reports(archive_members(prefix / "output.tar.gz")))
-    assert job.describe()["TrainingJobStatus"] == "Completed"
     assert not job_processes(job_dir(home, job))
     # file:// only: no AWS session was ever needed.
     assert job.backend.stager._session is None
@@ -74,9 +68,7 @@ def test_mpi_2x2_with_mpi4py(home, tmp_path):
         output_path=file_uri(out),
     )
     est.fit(logs=False)
-    prefix = out / est.latest_training_job.name / "output"
-    assert "model.pt" in archive_members(prefix / "model.tar.gz")
-    check_ranks(rank_reports(archive_members(prefix / "output.tar.gz")))
+    check_mpi_job(est.latest_training_job, out)
     assert not job_processes(job_dir(home, est.latest_training_job))
 
 
@@ -173,43 +165,15 @@ def test_sigint_stops_everything_and_keeps_the_sigterm_checkpoint(home, tmp_path
     marker = tmp_path / "markers"
     marker.mkdir()
     checkpoints = tmp_path / "checkpoints"
-    (checkpoints).mkdir()
-    (checkpoints / "old.ckpt").write_text("from an earlier run")
     name = "sigint-job"
-    child = subprocess.Popen(
-        [
-            sys.executable,
-            str(SCRIPTS / "fit_driver.py"),
-            str(SCRIPTS),
-            str(marker),
-            file_uri(checkpoints),
-            file_uri(tmp_path / "out"),
-            name,
-        ],
-        stdout=subprocess.PIPE,
-        stderr=subprocess.STDOUT,
-        text=True,
-    )
-    try:
-        deadline = time.monotonic() + 60
-        while len(list(marker.glob("started-*"))) < 2:
-            assert child.poll() is None, child.communicate()[0]
-            assert time.monotonic() < deadline, "the job did not start"
-            time.sleep(0.1)
-        interrupted = time.monotonic()
-        child.send_signal(signal.SIGINT)
-        output, _ = child.communicate(timeout=30)
-        assert time.monotonic() - interrupted < 10, output
-    finally:
-        if child.poll() is None:
-            child.kill()
-            child.wait()
+    job = checkpointing_job(checkpoints, tmp_path / "out", str(marker))
+    with fit_in_child(job, name, lambda: len(list(marker.glob("started-*"))) >= 2, 60) as child:
+        output = interrupt(child, within=10, timeout=30)
     assert child.returncode == 42, output
     assert output.count("restored checkpoints: ['old.ckpt']") == 2, output  # printed once each
     directory = Path(home) / "jobs" / name
     assert not job_processes(directory)
-    for host in ("algo-1", "algo-2"):
-        assert (checkpoints / f"last-{host}.ckpt").read_text() == f"stopped on {host}"
+    check_sigterm_checkpoints(checkpoints)
     status = json.loads((directory / "status.json").read_text())
     assert status["TrainingJobStatus"] == "Stopped"
 

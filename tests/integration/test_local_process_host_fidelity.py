@@ -175,14 +175,11 @@ def test_no_mount_namespace_warns_once_naming_what_happens_to_opt_ml(home, tmp_p
 def test_tf_workers_at_algo_n_on_the_same_port(home, tmp_path):
     from launchbay.tensorflow import TensorFlow
 
-    est = TensorFlow(
-        entry_point="mwms_own_tf_config.py",
-        source_dir=str(SCRIPTS),
-        role=None,
-        instance_type="local_process",
+    est = estimator(
+        "mwms_own_tf_config.py",
+        SCRIPTS,
+        framework=TensorFlow,
         instance_count=2,
-        framework_version="2.19.0",
-        py_version="py312",
         output_path=file_uri(tmp_path / "out"),
         environment={"TF_CPP_MIN_LOG_LEVEL": "2"},
     )

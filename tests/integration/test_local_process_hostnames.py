@@ -85,14 +85,10 @@ def test_mpirun_started_by_the_script_with_algo_host_names(home, tmp_path):
 def test_tensorflow_model_dir_is_the_jobs_own_model_dir(home, tmp_path):
     from launchbay.tensorflow import TensorFlow
 
-    est = TensorFlow(
-        entry_point="tf_model_dir.py",
-        source_dir=str(SCRIPTS),
-        role=None,
-        instance_type="local_process",
-        instance_count=1,
-        framework_version="2.19.0",
-        py_version="py312",
+    est = estimator(
+        "tf_model_dir.py",
+        SCRIPTS,
+        framework=TensorFlow,
         output_path=file_uri(tmp_path / "out"),
     )
     # The request is SageMaker's: the container path, as SDK v2 sends it.

@@ -150,11 +150,10 @@ def test_pytorch_scripts_run_without_mpi4py_or_mpirun(home, tmp_path, entry_poin
 
 def test_tensorflow_script_trains_2x2_like_one_process(home, tmp_path):
     out = tmp_path / "out"
-    est = TensorFlow(
-        entry_point="smddp_tf.py",
-        source_dir=str(SCRIPTS),
-        role=None,
-        instance_type="local_process",
+    est = estimator(
+        "smddp_tf.py",
+        SCRIPTS,
+        framework=TensorFlow,
         instance_count=2,
         framework_version="2.11.0",  # a version SDK v2 accepts with smdistributed dataparallel
         py_version="py39",

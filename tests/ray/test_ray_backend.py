@@ -8,9 +8,7 @@ from __future__ import annotations
 
 import json
 import os
-import signal
 import subprocess
-import sys
 import tarfile
 import time
 from functools import partial
@@ -20,6 +18,7 @@ import pytest
 from ray_cluster_helpers import SCRIPTS, left_running, wait_none_left
 
 from factories import estimator
+from job_processes import fit_command, interrupt
 from launchbay import ConfigurationError, JobFailedError
 
 pytestmark = pytest.mark.filterwarnings("ignore:framework_version=:UserWarning")
@@ -36,6 +35,18 @@ def nodes_of(home, name) -> dict:
     return json.loads((job_dir(home, name) / "ray-nodes.json").read_text())
 
 
+def fit_on_two_nodes(estimator, home) -> tuple[str, dict]:
+    """Runs ``estimator``'s job (logs shown); checks it Completed with algo-1 and algo-2 on two
+    nodes; returns its name and its hosts' nodes."""
+    estimator.fit(wait=True, logs=True)
+    name = estimator.latest_training_job.name
+    description = estimator.latest_training_job.describe()
+    assert description["TrainingJobStatus"] == "Completed", description.get("FailureReason")
+    nodes = nodes_of(home, name)
+    assert nodes["algo-1"]["node_id"] != nodes["algo-2"]["node_id"]
+    return name, nodes
+
+
 def test_torch_distributed_2x2_across_two_raylets(ray_home, tmp_path, capsys):
     import ray
 
@@ -45,13 +56,8 @@ def test_torch_distributed_2x2_across_two_raylets(ray_home, tmp_path, capsys):
         hyperparameters={"sagemaker_mpi_num_of_processes_per_host": 2},
         output_path=f"file://{tmp_path}/out",
     )
-    estimator.fit(wait=True, logs=True)
-    name = estimator.latest_training_job.name
-    description = estimator.latest_training_job.describe()
-    assert description["TrainingJobStatus"] == "Completed", description.get("FailureReason")
-    nodes = nodes_of(ray_home, name)
+    name, nodes = fit_on_two_nodes(estimator, ray_home)
     assert set(nodes) == {"algo-1", "algo-2"}
-    assert nodes["algo-1"]["node_id"] != nodes["algo-2"]["node_id"]
     head = ray.get_runtime_context().get_node_id()
     assert head not in {n["node_id"] for n in nodes.values()}
     model = tmp_path / "out" / name / "output" / "model.tar.gz"
@@ -100,26 +106,10 @@ def test_more_hosts_than_nodes_is_refused_before_anything_starts(ray_home, tmp_p
 
 def test_ctrl_c_stops_every_host_on_every_node(ray_cluster, ray_home, tmp_path):
     name = "ray-sigint"
-    env = dict(os.environ, RAY_ADDRESS=ray_cluster.address, PYTHONUNBUFFERED="1")
-    child = subprocess.Popen(
-        [sys.executable, str(Path(__file__).parent / "ray_driver.py"), str(SCRIPTS), name,
-         f"file://{tmp_path}/out"],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
-    )  # fmt: skip
-    lines: list[str] = []
+    child, lines = _start_driver(ray_cluster, name, f"file://{tmp_path}/out")
     try:
-        deadline = time.monotonic() + 90
-        assert child.stdout is not None
-        while sum("sleeping on" in line for line in lines) < 2:
-            line = child.stdout.readline()
-            assert line or child.poll() is None, "".join(lines)
-            lines.append(line)
-            assert time.monotonic() < deadline, "".join(lines)
         assert len(left_running()) >= 2  # each host's runtime and its rank, on its node
-        interrupted = time.monotonic()
-        child.send_signal(signal.SIGINT)
-        output, _ = child.communicate(timeout=60)
-        assert time.monotonic() - interrupted < 30, output
+        output = interrupt(child, within=30, timeout=60)
     finally:
         if child.poll() is None:
             child.kill()
@@ -142,19 +132,32 @@ def test_max_run_stops_every_host(ray_home, tmp_path):
 
 
 def _start_driver(ray_cluster, name, out):
+    """``interrupted_fit.py`` running job ``name`` (2 hosts of ``sleep.py``) on the cluster,
+    returned with the lines it printed once both hosts sleep."""
     env = dict(os.environ, RAY_ADDRESS=ray_cluster.address, PYTHONUNBUFFERED="1")
+    job = dict(
+        entry_point="sleep.py",
+        source_dir=str(SCRIPTS),
+        instance_type="ray",
+        instance_count=2,
+        output_path=out,
+    )
     child = subprocess.Popen(
-        [sys.executable, str(Path(__file__).parent / "ray_driver.py"), str(SCRIPTS), name, out],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env,
-    )  # fmt: skip
+        fit_command(job, name), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
+    )
     lines: list[str] = []
-    deadline = time.monotonic() + 90
-    assert child.stdout is not None
-    while sum("sleeping on" in line for line in lines) < 2:
-        line = child.stdout.readline()
-        assert line or child.poll() is None, "".join(lines)
-        lines.append(line)
-        assert time.monotonic() < deadline, "".join(lines)
+    try:
+        deadline = time.monotonic() + 90
+        assert child.stdout is not None
+        while sum("sleeping on" in line for line in lines) < 2:
+            line = child.stdout.readline()
+            assert line or child.poll() is None, "".join(lines)
+            lines.append(line)
+            assert time.monotonic() < deadline, "".join(lines)
+    except BaseException:
+        child.kill()
+        child.wait()
+        raise
     return child, lines
 
 

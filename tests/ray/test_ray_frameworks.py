@@ -4,12 +4,15 @@ from __future__ import annotations
 
 import json
 import tarfile
+from functools import partial
 
 import pytest
 from ray_cluster_helpers import SCRIPTS
 from test_ray_backend import nodes_of, pytorch
 
 from launchbay.tensorflow import TensorFlow
+
+tensorflow = partial(pytorch, framework=TensorFlow)
 
 
 def output_reports(tmp_path, name, prefix):
@@ -40,14 +43,8 @@ def test_smdistributed_dataparallel_across_two_hosts(ray_home, tmp_path):
 
 @pytest.mark.filterwarnings("ignore::UserWarning")
 def test_multi_worker_mirrored_strategy_across_two_hosts(ray_home, tmp_path):
-    estimator = TensorFlow(
-        entry_point="mwms.py",
-        source_dir=str(SCRIPTS),
-        role=None,
-        instance_type="ray",
-        instance_count=2,
-        framework_version="2.19.0",
-        py_version="py312",
+    estimator = tensorflow(
+        "mwms.py",
         distribution={"multi_worker_mirrored_strategy": {"enabled": True}},
         output_path=f"file://{tmp_path}/out",
     )
@@ -63,14 +60,9 @@ def test_parameter_server_tf_config_across_two_hosts(ray_home, tmp_path):
     """Each Ray host gets SageMaker's parameter-server TF_CONFIG: the master and a ps on algo-1's
     node, a ps and the worker on algo-2's, every address:port its own (the nodes share a machine)."""
     scripts = SCRIPTS.parent.parent / "integration" / "local_process_scripts"
-    estimator = TensorFlow(
-        entry_point="tf_config_dump.py",
-        source_dir=str(scripts),
-        role=None,
-        instance_type="ray",
-        instance_count=2,
-        framework_version="2.19.0",
-        py_version="py312",
+    estimator = tensorflow(
+        "tf_config_dump.py",
+        source_dir=scripts,
         distribution={"parameter_server": {"enabled": True}},
         output_path=f"file://{tmp_path}/out",
     )

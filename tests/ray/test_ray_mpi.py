@@ -5,7 +5,7 @@ from __future__ import annotations
 import json
 import tarfile
 
-from test_ray_backend import nodes_of, pytorch
+from test_ray_backend import fit_on_two_nodes, pytorch
 
 
 def test_mpi_across_two_hosts(ray_home, tmp_path, capsys):
@@ -14,12 +14,7 @@ def test_mpi_across_two_hosts(ray_home, tmp_path, capsys):
         distribution={"mpi": {"enabled": True, "processes_per_host": 2}},
         output_path=f"file://{tmp_path}/out",
     )
-    estimator.fit(wait=True, logs=True)
-    name = estimator.latest_training_job.name
-    description = estimator.latest_training_job.describe()
-    assert description["TrainingJobStatus"] == "Completed", description.get("FailureReason")
-    nodes = nodes_of(ray_home, name)
-    assert nodes["algo-1"]["node_id"] != nodes["algo-2"]["node_id"]
+    name, nodes = fit_on_two_nodes(estimator, ray_home)
     out = capsys.readouterr().out
     for rank in range(4):
         assert f"mpi rank {rank} of 4" in out, out

@@ -8,9 +8,8 @@ from __future__ import annotations
 import os
 
 import pytest
-from ray_cluster_helpers import SCRIPTS
+from test_ray_backend import pytorch
 
-from launchbay.pytorch import PyTorch
 from launchbay.tuner import ContinuousParameter, HyperparameterTuner
 
 pytestmark = pytest.mark.filterwarnings("ignore:framework_version=:UserWarning")
@@ -27,14 +26,9 @@ def test_ray_trials_run_in_parallel_beyond_this_machines_capacity(ray_home, tmp_
     monkeypatch.setenv("LAUNCHBAY_MAX_LOCAL_RANKS", str(min(cores, 2)))
     together = tmp_path / "together"
     together.mkdir()
-    estimator = PyTorch(
-        entry_point="tune_together.py",
-        source_dir=str(SCRIPTS),
-        role=None,
-        instance_type="ray",
+    estimator = pytorch(
+        "tune_together.py",
         instance_count=1,
-        framework_version="2.8.0",
-        py_version="py312",
         output_path=f"file://{tmp_path}/out",
         environment={"TOGETHER_DIR": str(together), "TOGETHER_WANTED": str(PARALLEL)},
     )
