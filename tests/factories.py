@@ -28,6 +28,10 @@ from launchbay.tensorflow import TensorFlow
 #: The training scripts of the ``local_process`` tests, which the Docker and Ray tests run too.
 LOCAL_PROCESS_SCRIPTS = Path(__file__).parent / "integration" / "local_process_scripts"
 
+#: 2 processes a host under torchrun, and under mpirun: the ``distribution`` of the 2x2 jobs.
+TORCH_2X2 = {"torch_distributed": {"enabled": True, "processes_per_host": 2}}
+MPI_2X2 = {"mpi": {"enabled": True, "processes_per_host": 2}}
+
 #: A keyword's value that means: do not pass this keyword.
 OMIT: Any = object()
 
@@ -115,6 +119,45 @@ def checkpointing_job(checkpoints: Path, out: Path, marker: str, **kwargs: Any) 
         output_path=f"file://{out}",
     )
     return options | kwargs
+
+
+def classification_csv(directory: Path, rows: int = 200) -> str:
+    """``train.csv`` in ``directory`` (made): label first, 4 features, the label a linear rule of
+    the features; returns the directory's ``file://`` URI."""
+    import numpy as np
+
+    rng = np.random.default_rng(0)
+    features = rng.normal(size=(rows, 4))
+    labels = (features @ np.array([1.0, -2.0, 0.5, 1.5]) > 0).astype(float)
+    directory.mkdir(parents=True, exist_ok=True)
+    np.savetxt(directory / "train.csv", np.column_stack([labels, features]), delimiter=",")
+    return f"file://{directory}"
+
+
+#: The keywords a HuggingFace estimator of ``hf_train.py`` gets: 2 hosts under torchrun, offline.
+TINY_BERT = dict(
+    instance_count=2,
+    distribution={"torch_distributed": {"enabled": True}},
+    environment={"HF_HUB_OFFLINE": "1"},
+    hyperparameters={"epochs": 2},
+)
+
+
+def tiny_bert_tokens(directory: Path) -> str:
+    """``tokens.pt`` in ``directory`` (made): 16 sequences of 8 token ids below 64 and their 0/1
+    labels, for ``hf_train.py``; returns the directory's ``file://`` URI."""
+    import torch
+
+    directory.mkdir()
+    generator = torch.Generator().manual_seed(0)
+    torch.save(
+        {
+            "input_ids": torch.randint(0, 64, (16, 8), generator=generator),
+            "labels": torch.randint(0, 2, (16,), generator=generator),
+        },
+        directory / "tokens.pt",
+    )
+    return f"file://{directory}"
 
 
 def source_dir(root: Path, train: str = "") -> Path:

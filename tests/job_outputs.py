@@ -28,6 +28,23 @@ def archive_members(source) -> dict[str, bytes]:
         return {m.name: tar.extractfile(m).read() for m in tar.getmembers() if m.isfile()}
 
 
+def tar_contents(data) -> tuple[dict[str, bytes], dict[str, str]]:
+    """Files and symbolic links (name: target) of a tar.gz given as a path or as its bytes;
+    checks that it holds nothing else."""
+    opened = (
+        tarfile.open(fileobj=io.BytesIO(data)) if isinstance(data, bytes) else tarfile.open(data)
+    )
+    files, links = {}, {}
+    with opened as tar:
+        for member in tar.getmembers():
+            assert member.isfile() or member.issym(), member.name
+            if member.issym():
+                links[member.name] = member.linkname
+            else:
+                files[member.name] = tar.extractfile(member).read()
+    return files, links
+
+
 def rank_reports(members) -> dict[int, dict]:
     """``rank-N.json`` files of an output archive, by rank."""
     return {
@@ -157,3 +174,66 @@ def check_mpi_job(job, out) -> None:
     prefix = Path(out) / job.name / "output"
     assert "model.pt" in archive_members(prefix / "model.tar.gz")
     check_ranks(rank_reports(archive_members(prefix / "output.tar.gz")))
+
+
+def check_sklearn_job(est, out) -> dict:
+    """A Completed ``sklearn_train.py`` job with output under ``out``: its model (``C`` 0.5) at
+    ``est.model_data``, its report naming algo-1 alone with accuracy over 0.9; returns it."""
+    import joblib
+
+    job = est.latest_training_job
+    prefix = Path(out) / job.name / "output"
+    assert est.model_data == file_uri(prefix / "model.tar.gz")
+    model = joblib.load(io.BytesIO(archive_members(prefix / "model.tar.gz")["model.joblib"]))
+    assert model.C == 0.5
+    report = json.loads(archive_members(prefix / "output.tar.gz")["report.json"])
+    assert report["hosts"] == ["algo-1"] and report["accuracy"] > 0.9
+    assert job.describe()["TrainingJobStatus"] == "Completed"
+    return report
+
+
+def check_xgboost_job(est, out, train_csv) -> None:
+    """``xgboost_train.py`` on 2 hosts, output under ``out``: each host saved a model that
+    predicts the labels of ``train_csv`` more than 80% right."""
+    import numpy as np
+    import xgboost as xgb
+
+    model = archive_members(Path(out) / est.latest_training_job.name / "output" / "model.tar.gz")
+    assert sorted(model) == ["xgboost-model-algo-1.json", "xgboost-model-algo-2.json"]
+    data = np.loadtxt(train_csv, delimiter=",")
+    for name, raw in model.items():
+        booster = xgb.Booster()
+        booster.load_model(bytearray(raw))
+        predicted = booster.predict(xgb.DMatrix(data[:, 1:])) > 0.5
+        assert np.mean(predicted == data[:, 0]) > 0.8, name
+
+
+def check_tiny_bert_job(est, out, saved) -> None:
+    """``hf_train.py`` on 2 hosts, output under ``out``: ranks 0-1 on algo-1/algo-2 trained
+    offline (world 2, sum 3), and the 32-wide BERT of model.tar.gz loads back offline from
+    ``saved`` (made)."""
+    from transformers import BertForSequenceClassification
+
+    prefix = Path(out) / est.latest_training_job.name / "output"
+    model = archive_members(prefix / "model.tar.gz")
+    assert "config.json" in model and "model.safetensors" in model
+    assert json.loads(model["config.json"])["hidden_size"] == 32
+    reports = rank_reports(archive_members(prefix / "output.tar.gz"))
+    assert sorted(reports) == [0, 1]
+    assert {r["host"] for r in reports.values()} == {"algo-1", "algo-2"}
+    assert all(r["world"] == 2 and r["sum"] == 3 and r["offline"] == "1" for r in reports.values())
+    saved.mkdir()
+    for name, raw in model.items():
+        (saved / name).write_bytes(raw)
+    assert BertForSequenceClassification.from_pretrained(saved).config.num_labels == 2
+
+
+def fit_failure(est, match: str | None = None):
+    """The ``JobFailedError`` that ``est.fit(logs=False)`` raises (checked to match ``match``)."""
+    import pytest
+
+    from launchbay import JobFailedError
+
+    with pytest.raises(JobFailedError, match=match) as caught:
+        est.fit(logs=False)
+    return caught.value

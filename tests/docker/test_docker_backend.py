@@ -24,7 +24,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from factories import checkpointing_job, estimator
+from factories import MPI_2X2, TORCH_2X2, checkpointing_job, estimator
 from job_outputs import (
     archive_members,
     assert_no_docker_leftovers,
@@ -40,15 +40,34 @@ from launchbay import Estimator, ImageNotFoundError, JobFailedError
 from launchbay.backends.docker import LABEL_CLIENT, LABEL_JOB, LABEL_JOB_DIR, DockerBackend
 from launchbay.pytorch import PyTorch
 
-pytestmark = [
-    pytest.mark.docker,
-    pytest.mark.filterwarnings("ignore:framework_version=:UserWarning"),
-]
+pytestmark = pytest.mark.filterwarnings("ignore:framework_version=:UserWarning")
 
 HERE = Path(__file__).parent
 SCRIPTS = HERE.parent / "integration" / "local_process_scripts"
 DOCKER_SCRIPTS = HERE / "scripts"
 BUCKET = "docker-mode-data"
+
+
+def generic_estimator(framework_version, entry_point, source_dir=DOCKER_SCRIPTS, *, out, **kwargs):
+    """A generic ``Estimator`` of the CPU PyTorch image of ``framework_version`` for 2 containers,
+    output under ``out`` (``kwargs`` win)."""
+    options = dict(
+        image_uri=f"launchbay/pytorch-training:{framework_version}-cpu-py311",
+        role=None,
+        instance_type="local",
+        instance_count=2,
+        entry_point=entry_point,
+        source_dir=str(source_dir),
+        output_path=file_uri(out),
+    )
+    return Estimator(**(options | kwargs))
+
+
+def image_not_found(est) -> ImageNotFoundError:
+    """The ``ImageNotFoundError`` that ``est.fit(logs=False)`` raises."""
+    with pytest.raises(ImageNotFoundError) as caught:
+        est.fit(logs=False)
+    return caught.value
 
 
 def make_bucket(s3, name):
@@ -61,11 +80,7 @@ def make_bucket(s3, name):
 
 def test_torch_distributed_2x2_in_two_containers(home, tmp_path, docker_pytorch, docker_client):
     out = tmp_path / "out"
-    est = docker_pytorch(
-        "torch_ddp.py",
-        distribution={"torch_distributed": {"enabled": True, "processes_per_host": 2}},
-        output_path=file_uri(out),
-    )
+    est = docker_pytorch("torch_ddp.py", distribution=TORCH_2X2, out=out)
     est.fit(logs=False)
     check_torch_ddp_job(est, out)
     assert_no_docker_leftovers(docker_client, home / "jobs" / est.latest_training_job.name)
@@ -73,11 +88,7 @@ def test_torch_distributed_2x2_in_two_containers(home, tmp_path, docker_pytorch,
 
 def test_mpi_2x2_with_mpi4py_over_ssh(home, tmp_path, docker_pytorch, docker_client):
     out = tmp_path / "out"
-    est = docker_pytorch(
-        "mpi_check.py",
-        distribution={"mpi": {"enabled": True, "processes_per_host": 2}},
-        output_path=file_uri(out),
-    )
+    est = docker_pytorch("mpi_check.py", distribution=MPI_2X2, out=out)
     est.fit(logs=False)
     job = est.latest_training_job
     check_mpi_job(job, out)
@@ -191,16 +202,12 @@ def host_listener(docker_client):
 def test_network_isolation(
     home, tmp_path, framework_version, docker_client, host_listener, isolated
 ):
-    est = Estimator(
-        image_uri=f"launchbay/pytorch-training:{framework_version}-cpu-py311",
-        role=None,
-        instance_type="local",
-        instance_count=2,
-        entry_point="net_probe.py",
-        source_dir=str(DOCKER_SCRIPTS),
+    est = generic_estimator(
+        framework_version,
+        "net_probe.py",
         hyperparameters={"outside": host_listener},
         enable_network_isolation=isolated,
-        output_path=file_uri(tmp_path / "out"),
+        out=tmp_path / "out",
     )
     est.fit(logs=False)
     members = archive_members(
@@ -379,9 +386,8 @@ def test_missing_launchbay_image_names_the_build_command(home, tmp_path, docker_
         py_version="py311",
         out=tmp_path / "out",
     )
-    with pytest.raises(ImageNotFoundError) as caught:
-        est.fit(logs=False)
-    message = str(caught.value)
+    refused = image_not_found(est)
+    message = str(refused)
     assert "launchbay/pytorch-training:9.9.9-cpu-py311" in message
     assert "launchbay images build pytorch --framework-version 9.9.9 --processor cpu" in message
     assert not (home / "jobs").exists() or not any((home / "jobs").iterdir())
@@ -421,9 +427,8 @@ def test_old_framework_version_names_its_image_and_how_to_build_it(
         py_version=py,
         out=tmp_path / "out",
     )
-    with pytest.raises(ImageNotFoundError) as caught:
-        est.fit(logs=False)
-    message = str(caught.value)
+    refused = image_not_found(est)
+    message = str(refused)
     assert f"launchbay/{framework}-training:{version}-cpu-{py}" in message
     assert command in message
     assert "image_uri=" in message
@@ -435,14 +440,13 @@ def test_local_gpu_without_a_gpu_runtime_fails_clearly_and_leaves_nothing(
     # As if this machine had 4 GPUs (a fake nvidia-smi); its engine has no NVIDIA runtime.
     # Without any GPU, local_gpu is refused before anything is made (tests/unit/test_gpu_split.py).
     fake_gpus(4)
-    est = Estimator(
-        image_uri=f"launchbay/pytorch-training:{framework_version}-cpu-py311",
-        role=None,
+    est = generic_estimator(
+        framework_version,
+        "channels.py",
+        source_dir=SCRIPTS,
         instance_type="local_gpu",
         instance_count=2,  # SDK v2 refuses more than one local_gpu instance
-        entry_point="channels.py",
-        source_dir=str(SCRIPTS),
-        output_path=file_uri(tmp_path / "out"),
+        out=tmp_path / "out",
     )
     with pytest.raises(JobFailedError) as caught:
         est.fit(logs=False)
@@ -688,15 +692,11 @@ def test_containers_get_the_request_environment_and_no_credentials_without_s3(
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDCALLER")
     monkeypatch.setenv("AWS_SECRET_ACCESS_KEY", "caller-secret")
     monkeypatch.setenv("AWS_REGION", "eu-west-1")
-    est = Estimator(
-        image_uri=f"launchbay/pytorch-training:{framework_version}-cpu-py311",
-        role=None,
-        instance_type="local",
-        instance_count=2,
-        entry_point="env_dump.py",
-        source_dir=str(DOCKER_SCRIPTS),
+    est = generic_estimator(
+        framework_version,
+        "env_dump.py",
         environment={"MY_SETTING": "on"},
-        output_path=file_uri(tmp_path / "out"),
+        out=tmp_path / "out",
     )
     est.fit(logs=False)
     name = est.latest_training_job.name
@@ -714,37 +714,30 @@ def test_containers_get_the_request_environment_and_no_credentials_without_s3(
 
 
 def test_an_image_that_is_neither_local_nor_pullable_is_reported(home, tmp_path, docker_client):
-    est = Estimator(
+    est = generic_estimator(
+        "",
+        "env_dump.py",
         image_uri="registry.invalid/team/trainer:1",
-        role=None,
-        instance_type="local",
         instance_count=1,
-        entry_point="env_dump.py",
-        source_dir=str(DOCKER_SCRIPTS),
-        output_path=file_uri(tmp_path / "out"),
+        out=tmp_path / "out",
     )
-    with pytest.raises(ImageNotFoundError) as caught:
-        est.fit(logs=False)
-    message = str(caught.value)
+    refused = image_not_found(est)
+    message = str(refused)
     assert "'registry.invalid/team/trainer:1' is not on this machine's Docker engine" in message
     assert "pulling it failed" in message
-    assert caught.value.argument == "image_uri"
+    assert refused.argument == "image_uri"
 
 
 def test_a_custom_checkpoint_local_path_is_mounted_and_saved(
     home, tmp_path, framework_version, docker_client
 ):
     saved = tmp_path / "checkpoints"
-    est = Estimator(
-        image_uri=f"launchbay/pytorch-training:{framework_version}-cpu-py311",
-        role=None,
-        instance_type="local",
-        instance_count=2,
-        entry_point="ckpt_write.py",
-        source_dir=str(DOCKER_SCRIPTS),
+    est = generic_estimator(
+        framework_version,
+        "ckpt_write.py",
         checkpoint_s3_uri=file_uri(saved),
         checkpoint_local_path="/ckpt/run",
-        output_path=file_uri(tmp_path / "out"),
+        out=tmp_path / "out",
     )
     est.fit(logs=False)
     for host in ("algo-1", "algo-2"):

@@ -24,10 +24,7 @@ from job_outputs import (
 )
 from job_processes import fit_in_child
 
-pytestmark = [
-    pytest.mark.docker,
-    pytest.mark.filterwarnings("ignore:framework_version=:UserWarning"),
-]
+pytestmark = pytest.mark.filterwarnings("ignore:framework_version=:UserWarning")
 
 
 def test_a_sigkilled_client_leaves_a_finished_job_and_no_container(

@@ -10,16 +10,14 @@ holds the job's environment values, is readable by its owner only.
 
 from __future__ import annotations
 
-import io
 import os
 import stat
-import tarfile
 from pathlib import Path
 
 import pytest
 
 from factories import estimator
-from job_outputs import file_uri
+from job_outputs import file_uri, tar_contents
 
 pytestmark = [
     pytest.mark.docker,
@@ -43,21 +41,6 @@ for d in ("/opt/ml/model", "/opt/ml/output/data", "/opt/ml/checkpoints"):
     os.symlink(os.path.join(d, "weights.pt"), os.path.join(d, "best.pt"))
 print("links written")
 """
-
-
-def tar_contents(data) -> tuple[dict[str, bytes], dict[str, str]]:
-    opened = (
-        tarfile.open(fileobj=io.BytesIO(data)) if isinstance(data, bytes) else tarfile.open(data)
-    )
-    files, links = {}, {}
-    with opened as tar:
-        for member in tar.getmembers():
-            assert member.isfile() or member.issym(), member.name
-            if member.issym():
-                links[member.name] = member.linkname
-            else:
-                files[member.name] = tar.extractfile(member).read()
-    return files, links
 
 
 def test_container_links_to_host_files_are_not_packed_or_uploaded(

@@ -13,38 +13,37 @@ scikit-learn on 1 (single instance, as in SDK v2). Each leaves its model in
 
 from __future__ import annotations
 
-import io
-import json
 import re
 import sys
 from pathlib import Path
 from typing import Any
 
-import numpy as np
 import pytest
 
-from job_outputs import archive_members, file_uri, networks_left, rank_reports
+from factories import TINY_BERT, classification_csv, tiny_bert_tokens
+from job_outputs import (
+    check_sklearn_job,
+    check_tiny_bert_job,
+    check_xgboost_job,
+    file_uri,
+    networks_left,
+)
 from launchbay import images
 
-pytestmark = [
-    pytest.mark.docker,
-    pytest.mark.filterwarnings("ignore:framework_version=:UserWarning"),
-]
+pytestmark = pytest.mark.filterwarnings("ignore:framework_version=:UserWarning")
 
 ROOT = Path(__file__).resolve().parents[2]
 SCRIPTS = ROOT / "tests" / "integration" / "framework_scripts"
 PACKAGES_DOCKERFILE = ROOT / "containers" / "packages" / "Dockerfile"
 PYTORCH_DOCKERFILE = ROOT / "containers" / "pytorch" / "Dockerfile"
+SKLEARN_SETTINGS = {"inverse-reg": 0.5, "max-iter": 200}
+XGBOOST_SETTINGS = {"num_round": 20, "max_depth": 3}
 
 
-def _classification_csv(directory: Path, rows: int = 200) -> str:
-    """``train.csv``: label first, 4 features; the label is a linear rule of the features."""
-    rng = np.random.default_rng(0)
-    features = rng.normal(size=(rows, 4))
-    labels = (features @ np.array([1.0, -2.0, 0.5, 1.5]) > 0).astype(float)
-    directory.mkdir(parents=True, exist_ok=True)
-    np.savetxt(directory / "train.csv", np.column_stack([labels, features]), delimiter=",")
-    return file_uri(directory)
+def _estimator(cls, entry_point: str, version: str, out: Path, **kwargs):
+    """A ``cls`` estimator of a framework script for a local Docker job, output under ``out``."""
+    return cls(entry_point, version, source_dir=str(SCRIPTS), role=None, instance_type="local",
+               output_path=file_uri(out), **kwargs)  # fmt: skip
 
 
 def _assert_nothing_left(docker_client: Any, job_name: str) -> None:
@@ -132,84 +131,34 @@ def test_a_second_build_reuses_the_image(docker_client, sklearn_image, base_imag
 
 
 def test_sklearn_one_host_in_a_container(home, tmp_path, docker_client, sklearn_image):
-    import joblib
-
     from launchbay.sklearn import SKLearn
 
-    train = _classification_csv(tmp_path / "data")
     out = tmp_path / "out"
-    est = SKLearn(
-        "sklearn_train.py",
-        "1.2-1",
-        source_dir=str(SCRIPTS),
-        role=None,
-        instance_type="local",
-        hyperparameters={"inverse-reg": 0.5, "max-iter": 200},
-        output_path=file_uri(out),
-    )
+    est = _estimator(SKLearn, "sklearn_train.py", "1.2-1", out, hyperparameters=SKLEARN_SETTINGS)
     assert est.training_image_uri() == sklearn_image
-    est.fit({"train": train}, logs=False)
-    job = est.latest_training_job
-    prefix = out / job.name / "output"
-    assert est.model_data == file_uri(prefix / "model.tar.gz")
-    model = joblib.load(io.BytesIO(archive_members(prefix / "model.tar.gz")["model.joblib"]))
-    assert model.C == 0.5
-    report = json.loads(archive_members(prefix / "output.tar.gz")["report.json"])
-    assert report["hosts"] == ["algo-1"] and report["host"] == "algo-1"
-    assert report["accuracy"] > 0.9
-    assert job.describe()["TrainingJobStatus"] == "Completed"
-    _assert_nothing_left(docker_client, job.name)
+    est.fit({"train": classification_csv(tmp_path / "data")}, logs=False)
+    assert check_sklearn_job(est, out)["host"] == "algo-1"
+    _assert_nothing_left(docker_client, est.latest_training_job.name)
 
 
 def test_xgboost_two_hosts_in_two_containers(home, tmp_path, docker_client, xgboost_image):
-    import xgboost as xgb
-
     from launchbay.xgboost import XGBoost
 
-    train = _classification_csv(tmp_path / "data")
     out = tmp_path / "out"
-    est = XGBoost(
-        "xgboost_train.py",
-        "1.7-1",
-        source_dir=str(SCRIPTS),
-        role=None,
-        instance_type="local",
-        instance_count=2,
-        hyperparameters={"num_round": 20, "max_depth": 3},
-        output_path=file_uri(out),
-    )
+    est = _estimator(XGBoost, "xgboost_train.py", "1.7-1", out, instance_count=2,
+                     hyperparameters=XGBOOST_SETTINGS)  # fmt: skip
     assert est.training_image_uri() == xgboost_image
-    est.fit({"train": train}, logs=False)
-    job = est.latest_training_job
-    prefix = out / job.name / "output"
-    model = archive_members(prefix / "model.tar.gz")
-    assert sorted(model) == ["xgboost-model-algo-1.json", "xgboost-model-algo-2.json"]
-    data = np.loadtxt(tmp_path / "data" / "train.csv", delimiter=",")
-    for name, raw in model.items():
-        booster = xgb.Booster()
-        booster.load_model(bytearray(raw))
-        predicted = booster.predict(xgb.DMatrix(data[:, 1:])) > 0.5
-        assert np.mean(predicted == data[:, 0]) > 0.8, name
-    _assert_nothing_left(docker_client, job.name)
+    est.fit({"train": classification_csv(tmp_path / "data")}, logs=False)
+    check_xgboost_job(est, out, tmp_path / "data" / "train.csv")
+    _assert_nothing_left(docker_client, est.latest_training_job.name)
 
 
 def test_huggingface_two_hosts_tiny_bert_in_two_containers(
     home, tmp_path, docker_client, huggingface_image
 ):
-    import torch
-
     from launchbay.huggingface import HuggingFace
 
-    data = tmp_path / "data"
-    data.mkdir()
-    generator = torch.Generator().manual_seed(0)
-    torch.save(
-        {
-            "input_ids": torch.randint(0, 64, (16, 8), generator=generator),
-            "labels": torch.randint(0, 2, (16,), generator=generator),
-        },
-        data / "tokens.pt",
-    )
+    data = tiny_bert_tokens(tmp_path / "data")
     out = tmp_path / "out"
     est = HuggingFace(
         "py311",
@@ -219,50 +168,24 @@ def test_huggingface_two_hosts_tiny_bert_in_two_containers(
         source_dir=str(SCRIPTS),
         role=None,
         instance_type="local",
-        instance_count=2,
-        distribution={"torch_distributed": {"enabled": True}},
-        environment={"HF_HUB_OFFLINE": "1"},
-        hyperparameters={"epochs": 2},
         output_path=file_uri(out),
+        **TINY_BERT,
     )
     assert est.training_image_uri() == huggingface_image
-    est.fit({"train": file_uri(data)}, logs=False)
-    job = est.latest_training_job
-    prefix = out / job.name / "output"
-    model = archive_members(prefix / "model.tar.gz")
-    assert "config.json" in model and "model.safetensors" in model
-    assert json.loads(model["config.json"])["hidden_size"] == 32
-    reports = rank_reports(archive_members(prefix / "output.tar.gz"))
-    assert sorted(reports) == [0, 1]
-    assert {r["host"] for r in reports.values()} == {"algo-1", "algo-2"}
-    assert all(r["world"] == 2 and r["sum"] == 3 and r["offline"] == "1" for r in reports.values())
-    _assert_nothing_left(docker_client, job.name)
-
+    est.fit({"train": data}, logs=False)
     # The model saved in the container loads back here, offline, from the archive.
-    from transformers import BertForSequenceClassification
-
-    saved = tmp_path / "saved"
-    saved.mkdir()
-    for name, raw in model.items():
-        (saved / name).write_bytes(raw)
-    assert BertForSequenceClassification.from_pretrained(saved).config.num_labels == 2
+    check_tiny_bert_job(est, out, tmp_path / "saved")
+    _assert_nothing_left(docker_client, est.latest_training_job.name)
 
 
 def test_a_missing_image_names_its_build_command(home, tmp_path, docker_client):
     from launchbay.errors import ImageNotFoundError
     from launchbay.xgboost import XGBoost
 
-    est = XGBoost(
-        "xgboost_train.py",
-        "1.3-1",  # no image of this version is built here
-        source_dir=str(SCRIPTS),
-        role=None,
-        instance_type="local",
-        instance_count=1,
-        output_path=file_uri(tmp_path / "out"),
-    )
+    # no image of this version is built here
+    est = _estimator(XGBoost, "xgboost_train.py", "1.3-1", tmp_path / "out", instance_count=1)
     with pytest.raises(ImageNotFoundError) as info:
-        est.fit({"train": _classification_csv(tmp_path / "data")}, logs=False)
+        est.fit({"train": classification_csv(tmp_path / "data")}, logs=False)
     assert (
         "launchbay images build xgboost --framework-version 1.3-1 --processor cpu "
         "--tag launchbay/xgboost-training:1.3-1-cpu-py3" in str(info.value)

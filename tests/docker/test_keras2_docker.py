@@ -13,10 +13,7 @@ import pytest
 from job_outputs import archive_members, file_uri
 from keras2_job import check_keras2_job, keras2_estimator
 
-pytestmark = [
-    pytest.mark.docker,
-    pytest.mark.filterwarnings("ignore:framework_version=:UserWarning"),
-]
+pytestmark = pytest.mark.filterwarnings("ignore:framework_version=:UserWarning")
 
 
 def test_keras2_horovod_script_runs_with_tf_keras_in_two_containers(

@@ -26,7 +26,7 @@ from pathlib import Path
 import pytest
 
 from factories import estimator
-from job_outputs import file_uri
+from job_outputs import file_uri, fit_failure
 from launchbay import ConfigurationError, JobFailedError
 from launchbay.backends.plan import plan_request
 from launchbay.backends.process import ProcessBackend
@@ -35,6 +35,10 @@ from launchbay.pytorch import PyTorch
 pytestmark = pytest.mark.filterwarnings("ignore:framework_version=:UserWarning")
 
 MB = 1 << 20
+
+
+#: One process a host under mpirun.
+MPI_1 = {"mpi": {"enabled": True, "processes_per_host": 1}}
 
 
 def pytorch(entry_point: str, source_dir: Path, **kwargs) -> PyTorch:
@@ -330,16 +334,10 @@ def test_max_run_of_an_mpi_job_with_a_shell_entry_point_names_only_the_rank_stil
         },
     )
     est = pytorch(
-        "stuck.sh",
-        src,
-        instance_count=2,
-        distribution={"mpi": {"enabled": True, "processes_per_host": 1}},
-        output_path=file_uri(tmp_path / "out"),
-        max_run=8,
+        "stuck.sh", src, instance_count=2, distribution=MPI_1, out=tmp_path / "out", max_run=8
     )
-    with pytest.raises(JobFailedError, match="Stopped") as caught:
-        est.fit(logs=False)
-    reason = caught.value.reason
+    failure = fit_failure(est, "Stopped")
+    reason = failure.reason
     assert "MaxRuntimeInSeconds (8 seconds)" in reason
     assert "Still running when the limit was hit: host algo-2 (rank 1)." in reason, reason
     assert "algo-1" not in reason, reason
@@ -361,16 +359,9 @@ def test_a_shell_rank_ends_as_its_program_ends(home, tmp_path):
             """
         },
     )
-    est = pytorch(
-        "fail.sh",
-        src,
-        instance_count=2,
-        distribution={"mpi": {"enabled": True, "processes_per_host": 1}},
-        output_path=file_uri(tmp_path / "out"),
-    )
-    with pytest.raises(JobFailedError) as caught:
-        est.fit(logs=False)
-    reason = caught.value.reason
+    est = pytorch("fail.sh", src, instance_count=2, distribution=MPI_1, out=tmp_path / "out")
+    failure = fit_failure(est)
+    reason = failure.reason
     assert "Rank 1 (local rank 0) on host algo-2 failed (exit code 3)" in reason, reason
     assert "./fail.sh exited with code 3" in reason, reason
     ranks = home / "jobs" / est.latest_training_job.name / "shared" / "ranks"

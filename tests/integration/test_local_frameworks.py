@@ -9,58 +9,37 @@ MXNet's local job is refused before anything starts where ``import mxnet`` fails
 
 from __future__ import annotations
 
-import io
-import json
 import subprocess
 import sys
 from pathlib import Path
 
-import numpy as np
 import pytest
 
-from job_outputs import archive_members, file_uri, rank_reports
+from factories import TINY_BERT, classification_csv, tiny_bert_tokens
+from job_outputs import check_sklearn_job, check_tiny_bert_job, check_xgboost_job, file_uri
 from launchbay import ConfigurationError
 from launchbay.inputs import TrainingInput
 
 pytestmark = pytest.mark.filterwarnings("ignore:framework_version=:UserWarning")
 
 SCRIPTS = Path(__file__).parent / "framework_scripts"
+SKLEARN_SETTINGS = {"inverse-reg": 0.5, "max-iter": 200}
+XGBOOST_SETTINGS = {"num_round": 20, "max_depth": 3}
 
 
-def _classification_csv(directory: Path, rows: int = 200) -> str:
-    """``train.csv``: label first, 4 features; the label is a linear rule of the features."""
-    rng = np.random.default_rng(0)
-    features = rng.normal(size=(rows, 4))
-    labels = (features @ np.array([1.0, -2.0, 0.5, 1.5]) > 0).astype(float)
-    directory.mkdir(parents=True, exist_ok=True)
-    np.savetxt(directory / "train.csv", np.column_stack([labels, features]), delimiter=",")
-    return file_uri(directory)
+def _estimator(cls, entry_point: str, version: str, out: Path, **kwargs):
+    """A ``cls`` estimator of a script here for a ``local_process`` job, output under ``out``."""
+    return cls(entry_point, version, source_dir=str(SCRIPTS), instance_type="local_process",
+               output_path=file_uri(out), **kwargs)  # fmt: skip
 
 
 def test_sklearn_one_host_writes_its_model(home, tmp_path):
-    import joblib
-
     from launchbay.sklearn import SKLearn
 
-    train = _classification_csv(tmp_path / "data")
     out = tmp_path / "out"
-    est = SKLearn(
-        "sklearn_train.py",
-        "1.4-2",
-        source_dir=str(SCRIPTS),
-        instance_type="local_process",
-        hyperparameters={"inverse-reg": 0.5, "max-iter": 200},
-        output_path=file_uri(out),
-    )
-    est.fit({"train": train}, logs=False)
-    job = est.latest_training_job
-    prefix = out / job.name / "output"
-    assert est.model_data == file_uri(prefix / "model.tar.gz")
-    model = joblib.load(io.BytesIO(archive_members(prefix / "model.tar.gz")["model.joblib"]))
-    assert model.C == 0.5
-    report = json.loads(archive_members(prefix / "output.tar.gz")["report.json"])
-    assert report["hosts"] == ["algo-1"] and report["accuracy"] > 0.9
-    assert job.describe()["TrainingJobStatus"] == "Completed"
+    est = _estimator(SKLearn, "sklearn_train.py", "1.4-2", out, hyperparameters=SKLEARN_SETTINGS)
+    est.fit({"train": classification_csv(tmp_path / "data")}, logs=False)
+    check_sklearn_job(est, out)
 
 
 def test_sklearn_refuses_two_instances():
@@ -74,49 +53,20 @@ def test_sklearn_refuses_two_instances():
 
 
 def test_xgboost_two_hosts_each_train_their_share(home, tmp_path):
-    import xgboost as xgb
-
     from launchbay.xgboost import XGBoost
 
-    train = _classification_csv(tmp_path / "data")
     out = tmp_path / "out"
-    est = XGBoost(
-        "xgboost_train.py",
-        "1.7-1",
-        source_dir=str(SCRIPTS),
-        instance_type="local_process",
-        instance_count=2,
-        hyperparameters={"num_round": 20, "max_depth": 3},
-        output_path=file_uri(out),
-    )
-    est.fit({"train": TrainingInput(train)}, logs=False)
-    prefix = out / est.latest_training_job.name / "output"
-    model = archive_members(prefix / "model.tar.gz")
-    assert sorted(model) == ["xgboost-model-algo-1.json", "xgboost-model-algo-2.json"]
-    data = np.loadtxt(tmp_path / "data" / "train.csv", delimiter=",")
-    for name, raw in model.items():
-        booster = xgb.Booster()
-        booster.load_model(bytearray(raw))
-        predicted = booster.predict(xgb.DMatrix(data[:, 1:])) > 0.5
-        assert np.mean(predicted == data[:, 0]) > 0.8, name
+    est = _estimator(XGBoost, "xgboost_train.py", "1.7-1", out, instance_count=2,
+                     hyperparameters=XGBOOST_SETTINGS)  # fmt: skip
+    est.fit({"train": TrainingInput(classification_csv(tmp_path / "data"))}, logs=False)
+    check_xgboost_job(est, out, tmp_path / "data" / "train.csv")
 
 
 def test_huggingface_two_hosts_tiny_bert(home, tmp_path, monkeypatch):
-    import torch
-
     from launchbay.huggingface import HuggingFace
 
     monkeypatch.setenv("HF_HUB_OFFLINE", "1")
-    data = tmp_path / "data"
-    data.mkdir()
-    generator = torch.Generator().manual_seed(0)
-    torch.save(
-        {
-            "input_ids": torch.randint(0, 64, (16, 8), generator=generator),
-            "labels": torch.randint(0, 2, (16,), generator=generator),
-        },
-        data / "tokens.pt",
-    )
+    data = tiny_bert_tokens(tmp_path / "data")
     out = tmp_path / "out"
     est = HuggingFace(
         "py312",
@@ -125,30 +75,11 @@ def test_huggingface_two_hosts_tiny_bert(home, tmp_path, monkeypatch):
         pytorch_version="2.8.0",
         source_dir=str(SCRIPTS),
         instance_type="local_process",
-        instance_count=2,
-        distribution={"torch_distributed": {"enabled": True}},
-        environment={"HF_HUB_OFFLINE": "1"},
-        hyperparameters={"epochs": 2},
         output_path=file_uri(out),
+        **TINY_BERT,
     )
-    est.fit({"train": file_uri(data)}, logs=False)
-    prefix = out / est.latest_training_job.name / "output"
-    model = archive_members(prefix / "model.tar.gz")
-    assert "config.json" in model and "model.safetensors" in model
-    assert json.loads(model["config.json"])["hidden_size"] == 32
-    reports = rank_reports(archive_members(prefix / "output.tar.gz"))
-    assert sorted(reports) == [0, 1]
-    assert {r["host"] for r in reports.values()} == {"algo-1", "algo-2"}
-    assert all(r["world"] == 2 and r["sum"] == 3 and r["offline"] == "1" for r in reports.values())
-
-    # The saved model loads back offline from the archive.
-    from transformers import BertForSequenceClassification
-
-    saved = tmp_path / "saved"
-    saved.mkdir()
-    for name, raw in model.items():
-        (saved / name).write_bytes(raw)
-    assert BertForSequenceClassification.from_pretrained(saved).config.num_labels == 2
+    est.fit({"train": data}, logs=False)
+    check_tiny_bert_job(est, out, tmp_path / "saved")  # the saved model loads back offline
 
 
 def _mxnet_imports() -> bool:

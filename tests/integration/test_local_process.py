@@ -15,13 +15,14 @@ from pathlib import Path
 
 import pytest
 
-from factories import checkpointing_job, estimator
+from factories import MPI_2X2, TORCH_2X2, checkpointing_job, estimator
 from job_outputs import (
     archive_members,
     check_mpi_job,
     check_sigterm_checkpoints,
     check_torch_ddp_job,
     file_uri,
+    fit_failure,
 )
 from job_processes import fit_in_child, interrupt, job_processes
 from launchbay import ConfigurationError, JobError, JobFailedError
@@ -47,11 +48,7 @@ def job_dir(home, job) -> Path:
 
 def test_torch_distributed_2x2_trains_and_writes_model(home, tmp_path):
     out = tmp_path / "out"
-    est = pytorch(
-        "torch_ddp.py",
-        distribution={"torch_distributed": {"enabled": True, "processes_per_host": 2}},
-        output_path=file_uri(out),
-    )
+    est = pytorch("torch_ddp.py", distribution=TORCH_2X2, out=out)
     est.fit(logs=False)
     check_torch_ddp_job(est, out)
     job = est.latest_training_job
@@ -62,11 +59,7 @@ def test_torch_distributed_2x2_trains_and_writes_model(home, tmp_path):
 
 def test_mpi_2x2_with_mpi4py(home, tmp_path):
     out = tmp_path / "out"
-    est = pytorch(
-        "mpi_check.py",
-        distribution={"mpi": {"enabled": True, "processes_per_host": 2}},
-        output_path=file_uri(out),
-    )
+    est = pytorch("mpi_check.py", distribution=MPI_2X2, out=out)
     est.fit(logs=False)
     check_mpi_job(est.latest_training_job, out)
     assert not job_processes(job_dir(home, est.latest_training_job))
@@ -338,15 +331,14 @@ def test_a_host_that_dies_without_a_report_is_named_with_its_last_log_lines(home
     est = pytorch(
         "die.py", source_dir=str(src), instance_count=1, output_path=file_uri(tmp_path / "out")
     )
-    with pytest.raises(JobFailedError) as caught:
-        est.fit(logs=False)
-    reason = caught.value.reason
+    failure = fit_failure(est)
+    reason = failure.reason
     assert reason.startswith(
         "AlgorithmError: Host algo-1 failed: killed by SIGKILL (signal 9); SIGKILL is what "
         "the kernel's out-of-memory killer sends"
     ), reason
     assert "last words before the host dies" in reason
-    assert "last words before the host dies" in str(caught.value)  # the log tail shown
+    assert "last words before the host dies" in str(failure)  # the log tail shown
     assert not job_processes(job_dir(home, est.latest_training_job))
 
 
@@ -364,9 +356,8 @@ def test_max_run_names_the_hosts_and_ranks_still_running(home, tmp_path):
         output_path=file_uri(tmp_path / "out"),
         max_run=4,
     )
-    with pytest.raises(JobFailedError, match="Stopped") as caught:
-        est.fit(logs=False)
-    reason = caught.value.reason
+    failure = fit_failure(est, "Stopped")
+    reason = failure.reason
     assert "MaxRuntimeInSeconds (4 seconds)" in reason
     assert "Still running when the limit was hit: host algo-2 (ranks 2, 3)." in reason, reason
     assert "algo-1" not in reason, reason
@@ -393,7 +384,7 @@ def test_a_finished_job_is_described_from_its_directory(home, tmp_path, capsys):
     est = pytorch("sleepy.py", output_path=file_uri(tmp_path / "out"))
     job = est.fit(logs=False)
     directory = str(job_dir(home, job))
-    signals._JOBS.pop(directory)  # as if another Python process had run it
+    signals.RUNNING_JOBS.pop(directory)  # as if another Python process had run it
     backend = process.ProcessBackend()
     description = backend.describe(job.name)
     assert description["TrainingJobStatus"] == "Completed"

@@ -16,14 +16,12 @@ the same), a real moto server, real Open MPI.
 
 from __future__ import annotations
 
-import http.server
 import json
 import os
 import select
 import socket
 import subprocess
 import sys
-import threading
 import time
 from collections.abc import Iterator
 from pathlib import Path
@@ -31,7 +29,8 @@ from pathlib import Path
 import pytest
 
 from factories import estimator
-from job_outputs import archive_members
+from job_outputs import archive_members, fit_failure
+from job_processes import http_answers
 from launchbay import JobFailedError
 from launchbay.pytorch import PyTorch
 
@@ -86,18 +85,6 @@ with open(os.path.join(os.environ["SM_MODEL_DIR"], f"{host}.json"), "w") as f:
 """
 
 
-class _ClientAnswer(http.server.BaseHTTPRequestHandler):
-    def do_GET(self) -> None:  # noqa: N802 - http.server's name
-        body = b"the client machine"
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
 def test_a_hosts_loopback_is_its_own_and_the_clients_services_are_reached_by_name(
     home, tmp_path, aws
 ):
@@ -111,29 +98,23 @@ def test_a_hosts_loopback_is_its_own_and_the_clients_services_are_reached_by_nam
     src = tmp_path / "src"
     src.mkdir()
     (src / "own_loopback.py").write_text(OWN_LOOPBACK)
-    # The client machine runs a server on the port every host's script serves on.
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _ClientAnswer)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    port = server.server_address[1]
     moto_port = aws.rsplit(":", 1)[1]
     out = tmp_path / "out"
-    est = _estimator(
-        src,
-        "own_loopback.py",
-        out,
-        environment={
-            "LAUNCHBAY_HOST_NETWORK": "own",
-            "PROBE_PORT": str(port),
-            # given, not inherited: rewritten too
-            "AWS_ENDPOINT_URL_S3": f"http://localhost:{moto_port}",
-        },
-    )
-    try:
+    # The client machine runs a server on the port every host's script serves on.
+    with http_answers(lambda path: b"the client machine") as port:
+        est = _estimator(
+            src,
+            "own_loopback.py",
+            out,
+            environment={
+                "LAUNCHBAY_HOST_NETWORK": "own",
+                "PROBE_PORT": str(port),
+                # given, not inherited: rewritten too
+                "AWS_ENDPOINT_URL_S3": f"http://localhost:{moto_port}",
+            },
+        )
         with pytest.warns(UserWarning, match=r"loopback") as caught:
             est.fit(logs=False)
-    finally:
-        server.shutdown()
-        server.server_close()
     notices = [str(w.message) for w in caught if "AWS_ENDPOINT_URL" in str(w.message)]
     assert len(notices) == 1, notices
     assert "AWS_ENDPOINT_URL_S3" in notices[0] and "host.docker.internal" in notices[0]
@@ -165,9 +146,8 @@ def test_a_host_killed_by_sigkill_is_the_one_named(home, tmp_path):
     src.mkdir()
     (src / "die.py").write_text(SIGKILLED_HOST)
     est = _estimator(src, "die.py", tmp_path / "out")
-    with pytest.raises(JobFailedError) as caught:
-        est.fit(logs=False)
-    reason = caught.value.reason
+    failure = fit_failure(est)
+    reason = failure.reason
     assert reason.startswith(
         "AlgorithmError: Host algo-2 failed: killed by SIGKILL (signal 9); SIGKILL is what "
         "the kernel's out-of-memory killer sends"

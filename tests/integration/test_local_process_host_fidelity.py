@@ -7,16 +7,15 @@ namespaces give the same), real torch/gloo. See :mod:`launchbay.runtime._netns`,
 
 from __future__ import annotations
 
-import http.server
 import json
 import os
-import threading
 from pathlib import Path
 
 import pytest
 
 from factories import estimator
 from job_outputs import archive_members, file_uri
+from job_processes import http_answers
 from launchbay import JobFailedError
 from launchbay.backends.local import process_hosts
 from launchbay.pytorch import PyTorch
@@ -111,23 +110,8 @@ def test_the_same_port_on_a_shared_loopback_names_the_cause(home, tmp_path):
     assert "loopback" in reason and "instance_type='local'" in reason
 
 
-class _Answer(http.server.BaseHTTPRequestHandler):
-    def do_GET(self) -> None:  # noqa: N802 - http.server's name
-        body = f"client loopback {self.path}".encode()
-        self.send_response(200)
-        self.send_header("Content-Length", str(len(body)))
-        self.end_headers()
-        self.wfile.write(body)
-
-    def log_message(self, *args: object) -> None:
-        pass
-
-
 def test_a_host_reaches_the_clients_network_through_the_relay(home, tmp_path):
-    server = http.server.ThreadingHTTPServer(("127.0.0.1", 0), _Answer)
-    threading.Thread(target=server.serve_forever, daemon=True).start()
-    port = server.server_address[1]
-    try:
+    with http_answers(lambda path: f"client loopback {path}".encode()) as port:
         est = _estimator(
             "outside.py",
             tmp_path / "out",
@@ -139,9 +123,6 @@ def test_a_host_reaches_the_clients_network_through_the_relay(home, tmp_path):
             },
         )
         est.fit(logs=False)
-    finally:
-        server.shutdown()
-        server.server_close()
     model = archive_members(
         tmp_path / "out" / est.latest_training_job.name / "output" / "model.tar.gz"
     )

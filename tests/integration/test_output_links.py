@@ -9,7 +9,6 @@ files, real processes, moto's server for ``s3://``.
 
 from __future__ import annotations
 
-import io
 import logging
 import os
 import tarfile
@@ -18,6 +17,7 @@ from pathlib import Path
 import pytest
 
 from factories import estimator as make_estimator
+from job_outputs import tar_contents
 from launchbay.backends.local.layout import JobLayout
 from launchbay.backends.local.staging import LocalStager
 
@@ -71,21 +71,6 @@ EXPECTED_LINKS = {
     "chain": ".",
 }
 ESCAPING = ["stolen.txt", "sub/dotdot.txt", "chained.txt", "loop-a", "loop-b", "hostdir"]
-
-
-def tar_contents(data) -> tuple[dict[str, bytes], dict[str, str]]:
-    opened = (
-        tarfile.open(fileobj=io.BytesIO(data)) if isinstance(data, bytes) else tarfile.open(data)
-    )
-    files, links = {}, {}
-    with opened as tar:
-        for member in tar.getmembers():
-            assert member.isfile() or member.issym(), member.name
-            if member.issym():
-                links[member.name] = member.linkname
-            else:
-                files[member.name] = tar.extractfile(member).read()
-    return files, links
 
 
 def assert_no_secret_anywhere(root: Path) -> None:

@@ -12,7 +12,6 @@ import contextlib
 import json
 import re
 import signal
-import subprocess
 import sys
 import time
 from pathlib import Path
@@ -21,6 +20,7 @@ import pytest
 from test_local_lifecycle import finish, job_processes
 
 from job_outputs import file_uri
+from job_processes import started_child
 from launchbay.metrics import load_metrics
 from launchbay.pytorch import PyTorch
 from launchbay.tuner import (
@@ -281,21 +281,15 @@ def tuning_driver(tmp_path: Path, job_name: str, epochs: int):
         "checkpoint": file_uri(tmp_path / "checkpoints"), "job_name": job_name,
         "max_jobs": 6, "max_parallel_jobs": 2, "hyperparameters": {"epochs": epochs, "pause": 0.2},
     }  # fmt: skip
-    driver = subprocess.Popen(
-        [sys.executable, str(SCRIPTS / "tuning_driver.py"), json.dumps(options)],
-        stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True,
-    )  # fmt: skip
-    try:
-        deadline = time.monotonic() + 120
-        while sum(1 for r in marks(tmp_path).values() if r["values"]) < 2:
-            assert driver.poll() is None, driver.communicate()[0]
-            assert time.monotonic() < deadline, "the trials did not start"
-            time.sleep(0.2)
+    command = [sys.executable, str(SCRIPTS / "tuning_driver.py"), json.dumps(options)]
+
+    def both_logged() -> bool:
+        return sum(1 for r in marks(tmp_path).values() if r["values"]) >= 2
+
+    with started_child(
+        command, both_logged, 120, message="the trials did not start", poll=0.2
+    ) as driver:
         yield driver
-    finally:
-        if driver.poll() is None:
-            driver.kill()
-            driver.wait()
 
 
 def test_ctrl_c_stops_every_trial_saves_checkpoints_and_leaves_nothing(home, tmp_path):

@@ -135,13 +135,7 @@ def _start_driver(ray_cluster, name, out):
     """``interrupted_fit.py`` running job ``name`` (2 hosts of ``sleep.py``) on the cluster,
     returned with the lines it printed once both hosts sleep."""
     env = dict(os.environ, RAY_ADDRESS=ray_cluster.address, PYTHONUNBUFFERED="1")
-    job = dict(
-        entry_point="sleep.py",
-        source_dir=str(SCRIPTS),
-        instance_type="ray",
-        instance_count=2,
-        output_path=out,
-    )
+    job = dict(pytorch.keywords, entry_point="sleep.py", source_dir=str(SCRIPTS), output_path=out)
     child = subprocess.Popen(
         fit_command(job, name), stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, env=env
     )
