@@ -85,14 +85,20 @@ def stopped_at_the_end(*names: str):
                 cli("stop", name, timeout=60)
 
 
+def start_detached(tmp_path, name: str, seconds: str) -> None:
+    """Runs ``STARTER`` in a Python process of its own: job ``name`` (``seconds`` long) started
+    with ``fit(wait=False)``; checks that the script saw it InProgress and exited 0."""
+    started = python(
+        tmp_path, STARTER, str(SCRIPTS), file_uri(tmp_path / "out"), name, seconds, timeout=120
+    )
+    assert started.returncode == 0, started.stderr
+    assert f"started {name} InProgress" in started.stdout
+
+
 def test_a_job_started_by_fit_without_wait_outlives_its_script(home, tmp_path):
     name = "outlives-its-script"
     with stopped_at_the_end(name):
-        started = python(
-            tmp_path, STARTER, str(SCRIPTS), file_uri(tmp_path / "out"), name, "4", timeout=120
-        )
-        assert started.returncode == 0, started.stderr
-        assert f"started {name} InProgress" in started.stdout
+        start_detached(tmp_path, name, "4")
         # The script has exited; the job still runs, in a runner process of its own.
         assert status_of(home, name)["TrainingJobStatus"] == "InProgress"
         status = cli("status", name, "--output", "json")
@@ -126,11 +132,7 @@ def test_the_attached_setting_stops_the_job_when_its_script_exits(home, tmp_path
     monkeypatch.setenv("LAUNCHBAY_LOCAL_NO_WAIT", "attached")
     name = "stops-with-its-script"
     with stopped_at_the_end(name):
-        started = python(
-            tmp_path, STARTER, str(SCRIPTS), file_uri(tmp_path / "out"), name, "120", timeout=120
-        )
-    assert started.returncode == 0, started.stderr
-    assert f"started {name} InProgress" in started.stdout
+        start_detached(tmp_path, name, "120")
     status = status_of(home, name)  # stopped at interpreter exit, before the script ended
     assert status["TrainingJobStatus"] == "Stopped", status
     assert "the Python process that started it exited" in status["FailureReason"]
