@@ -195,6 +195,23 @@ def _colours(monkeypatch):
     monkeypatch.delenv("NO_COLOR", raising=False)
 
 
+def image_request(name: str, volume: int, max_run: int) -> dict:
+    """A CreateTrainingJob request of job ``name``: ``IMAGE`` on one ml.m5.xlarge with a
+    ``volume`` GB volume, at most ``max_run`` seconds, output to s3://bucket/out."""
+    return {
+        "TrainingJobName": name,
+        "AlgorithmSpecification": {"TrainingImage": IMAGE, "TrainingInputMode": "File"},
+        "RoleArn": ROLE,
+        "OutputDataConfig": {"S3OutputPath": "s3://bucket/out"},
+        "ResourceConfig": {
+            "InstanceType": "ml.m5.xlarge",
+            "InstanceCount": 1,
+            "VolumeSizeInGB": volume,
+        },
+        "StoppingCondition": {"MaxRuntimeInSeconds": max_run},
+    }
+
+
 def torch_estimator(session, **overrides):
     kwargs = dict(instance_count=2, instance_type="ml.c5.xlarge", sagemaker_session=session)
     return sagemaker_estimator(**{**kwargs, **overrides})
@@ -266,20 +283,9 @@ def test_logs_values_of_sdk_v2(value, shown):
 
 def test_list_jobs_newest_first_with_status_filter(session):
     client = session.sagemaker_client
-    request = {
-        "AlgorithmSpecification": {"TrainingImage": IMAGE, "TrainingInputMode": "File"},
-        "RoleArn": ROLE,
-        "OutputDataConfig": {"S3OutputPath": "s3://bucket/out"},
-        "ResourceConfig": {
-            "InstanceType": "ml.m5.xlarge",
-            "InstanceCount": 1,
-            "VolumeSizeInGB": 30,
-        },
-        "StoppingCondition": {"MaxRuntimeInSeconds": 3600},
-    }
     backend = SageMakerBackend(session)
     for name in ("list-a", "list-b", "list-c"):
-        backend.run(plan_request(dict(request, TrainingJobName=name)))
+        backend.run(plan_request(image_request(name, volume=30, max_run=3600)))
         time.sleep(0.01)  # distinct CreationTime
     listed = [j["TrainingJobName"] for j in backend.list_jobs()]
     assert listed == ["list-c", "list-b", "list-a"]
@@ -302,20 +308,8 @@ def test_botocore_errors_become_job_errors_with_the_next_step(session):
     assert info.value.__cause__ is not None
     with Stubber(session.sagemaker_client) as stub:
         stub.add_client_error("create_training_job", "ResourceInUse", "Job already exists")
-        request = {
-            "TrainingJobName": "dup-1",
-            "AlgorithmSpecification": {"TrainingImage": IMAGE, "TrainingInputMode": "File"},
-            "RoleArn": ROLE,
-            "OutputDataConfig": {"S3OutputPath": "s3://bucket/out"},
-            "ResourceConfig": {
-                "InstanceType": "ml.m5.xlarge",
-                "InstanceCount": 1,
-                "VolumeSizeInGB": 1,
-            },
-            "StoppingCondition": {"MaxRuntimeInSeconds": 60},
-        }
         with pytest.raises(JobError, match=r"'dup-1'.*already exists.*another job_name"):
-            backend.run(plan_request(request))
+            backend.run(plan_request(image_request("dup-1", volume=1, max_run=60)))
         stub.add_client_error("stop_training_job", "AccessDeniedException", "not allowed")
         with pytest.raises(JobError, match=r"sagemaker:StopTrainingJob"):
             backend.stop("dup-1")
