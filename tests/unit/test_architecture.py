@@ -574,73 +574,9 @@ def private_names_imported(
     return found
 
 
-#: Issue 33's remaining work: the private names still taken across files, all in
-#: backends/ and tuning/ (being reworked there: each goes when its file's interface is
-#: settled). A ratchet: a new private import fails the test below, and so does an entry
-#: that no longer exists (remove it), so this set only shrinks.
-_PRIVATE_IMPORTS_LEFT = {
-    ("launchbay/backends/local/control.py", "launchbay.backends.local.logs", "_LogFiles"),
-    ("launchbay/backends/local/control.py", "launchbay.backends.local.logs", "_log_tail"),
-    ("launchbay/backends/local/control.py", "launchbay.backends.local.record", "_JOB_NAME"),
-    ("launchbay/backends/local/control.py", "launchbay.backends.local.record", "_LOCKS_DIR"),
-    ("launchbay/backends/local/control.py", "launchbay.backends.local.record", "_damaged"),
-    ("launchbay/backends/local/control.py", "launchbay.backends.local.record", "_from_json"),
-    ("launchbay/backends/local/control.py", "launchbay.backends.local.record", "_instance_types"),
-    ("launchbay/backends/local/control.py", "launchbay.backends.local.record", "_make_reserve"),
-    ("launchbay/backends/local/control.py", "launchbay.backends.local.record", "_now"),
-    ("launchbay/backends/local/control.py", "launchbay.backends.local.record", "_read_record"),
-    ("launchbay/backends/local/control.py", "launchbay.backends.local.record", "_status_problem"),
-    ("launchbay/backends/local/control.py", "launchbay.backends.local.record", "_warn_once"),
-    ("launchbay/backends/local/control.py", "launchbay.backends.local.signals", "_JOBS"),
-    ("launchbay/backends/local/control.py", "launchbay.backends.local.signals", "_JOBS_LOCK"),
-    ("launchbay/backends/local/control.py", "launchbay.backends.local.signals", "_SigintFlag"),
-    (
-        "launchbay/backends/local/control.py",
-        "launchbay.backends.local.signals",
-        "_die_after_stopping",
-    ),
-    ("launchbay/backends/local/control.py", "launchbay.backends.local.signals", "_register"),
-    ("launchbay/backends/local/control.py", "launchbay.backends.local.signals", "_running_jobs"),
-    ("launchbay/backends/local/control.py", "launchbay.backends.local.signals", "_sigterm"),
-    ("launchbay/backends/local/finish.py", "launchbay.backends.local.logs", "_log_tail"),
-    ("launchbay/backends/local/finish.py", "launchbay.backends.local.record", "_REASON_LIMIT"),
-    ("launchbay/backends/local/logs.py", "launchbay.backends.local.signals", "_SigintFlag"),
-    ("launchbay/backends/local/outputs.py", "launchbay.backends.local.layout", "_join_uri"),
-    ("launchbay/backends/local/outputs.py", "launchbay.backends.local.layout", "_list_files"),
-    ("launchbay/backends/local/outputs.py", "launchbay.backends.local.layout", "_relative_key"),
-    ("launchbay/backends/local/outputs.py", "launchbay.backends.local.layout", "_safe_join"),
-    (
-        "launchbay/backends/local/outputs.py",
-        "launchbay.backends.local.layout",
-        "_write_json_atomic",
-    ),
-    (
-        "launchbay/backends/local/ray_agent.py",
-        "launchbay.backends.local.process_hosts",
-        "_descendants",
-    ),
-    (
-        "launchbay/backends/local/ray_agent.py",
-        "launchbay.backends.local.process_hosts",
-        "_parent_death_signal",
-    ),
-    ("launchbay/backends/local/record.py", "launchbay.backends.local.layout", "_write_json_atomic"),
-    ("launchbay/backends/local/staging.py", "launchbay.backends.local.layout", "_list_files"),
-    ("launchbay/backends/local/staging.py", "launchbay.backends.local.layout", "_relative_key"),
-    ("launchbay/backends/local/staging.py", "launchbay.backends.local.layout", "_remove"),
-    ("launchbay/backends/local/staging.py", "launchbay.backends.local.layout", "_safe_join"),
-    (
-        "launchbay/backends/local/staging.py",
-        "launchbay.backends.local.layout",
-        "_write_json_atomic",
-    ),
-    ("launchbay/backends/local/tensorboard.py", "launchbay.backends.local.layout", "_join_uri"),
-    (
-        "launchbay/backends/local/tensorboard.py",
-        "launchbay.backends.local.layout",
-        "_write_json_atomic",
-    ),
-}
+#: Private names still taken across files: none. Kept as a set so that an exception, if
+#: one is ever needed, is written down here with its reason.
+_PRIVATE_IMPORTS_LEFT: set[tuple[str, str, str]] = set()
 
 
 def test_no_private_name_is_imported_across_files():

@@ -242,7 +242,7 @@ def test_log_files_are_read_in_bounded_pieces(tmp_path):
     a read shows the last), and a last line without a line end comes only once the host
     has stopped writing (``final``)."""
     from launchbay.backends.local.layout import JobLayout
-    from launchbay.backends.local.logs import _READ_CHUNK, _LogFiles
+    from launchbay.backends.local.logs import _READ_CHUNK, LogFiles
     from launchbay.runtime.names import MAX_LOG_LINE
 
     layout = JobLayout(str(tmp_path), ("algo-1",))
@@ -250,7 +250,7 @@ def test_log_files_are_read_in_bounded_pieces(tmp_path):
     long_line = "x" + "é" * _READ_CHUNK  # 2 bytes a character: cuts fall inside characters
     with open(layout.log_file("algo-1"), "w", encoding="utf-8", newline="") as f:
         f.write("first\r\n" + long_line + "\nbar 1\rbar 2\runfinished")
-    files = _LogFiles(layout)
+    files = LogFiles(layout)
     got = []
     while lines := files.read("algo-1", final=False):
         got.extend(lines)
@@ -266,13 +266,13 @@ def test_log_files_are_read_in_bounded_pieces(tmp_path):
 
 def test_a_carriage_return_and_newline_split_between_reads_end_one_line(tmp_path):
     from launchbay.backends.local.layout import JobLayout
-    from launchbay.backends.local.logs import _READ_CHUNK, _LogFiles
+    from launchbay.backends.local.logs import _READ_CHUNK, LogFiles
 
     layout = JobLayout(str(tmp_path), ("algo-1",))
     os.makedirs(layout.logs_dir)
     with open(layout.log_file("algo-1"), "wb") as f:
         f.write(b"a" * (_READ_CHUNK - 1) + b"\r\nnext\n")
-    files = _LogFiles(layout)
+    files = LogFiles(layout)
     first = files.read("algo-1", final=False)
     assert "".join(first) == "a" * (_READ_CHUNK - 1)
     assert files.read("algo-1", final=False) == ["next"]

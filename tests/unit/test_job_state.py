@@ -20,8 +20,8 @@ from moto import mock_aws
 from launchbay.backends.local.layout import JobLayout
 from launchbay.backends.local.record import (
     LocalJob,
-    _from_json,
     billable_seconds,
+    from_json,
     job_arn,
 )
 from launchbay.backends.state import (
@@ -151,7 +151,7 @@ def test_a_local_jobs_description_keeps_v2s_shape_and_round_trips(tmp_path, ende
     assert list(described) == list(expected)  # the same keys in the same order
     assert to_description(JobState.from_description(described)) == described
     # the record written and read back gives the same job again
-    record = _from_json(json.loads(Path(job.layout.status_file).read_text()))
+    record = from_json(json.loads(Path(job.layout.status_file).read_text()))
     assert to_description(JobState.from_description(record)) == record
     again = LocalJob(dict(request), job.layout, None, 1.0, lambda _job: None, record=record)  # type: ignore[arg-type]
     state = again.state()

@@ -14,7 +14,7 @@ import pytest
 
 from launchbay.backends.local.finish import orphan_outcome
 from launchbay.backends.local.layout import JobLayout
-from launchbay.backends.local.record import LocalJob, _from_json
+from launchbay.backends.local.record import LocalJob, from_json
 from launchbay.pytorch import PyTorch
 
 pytestmark = pytest.mark.filterwarnings("ignore:framework_version=:UserWarning")
@@ -32,7 +32,7 @@ def _recovered(tmp_path: Path, src: Path, **state: object) -> LocalJob:
     for key, value in state.items():
         setattr(live, key, value)
     live.save()
-    record = _from_json(json.loads(Path(layout.status_file).read_text()))
+    record = from_json(json.loads(Path(layout.status_file).read_text()))
     return LocalJob(dict(request), layout, None, 1.0, lambda _job: None, record=record)  # type: ignore[arg-type]
 
 
@@ -49,7 +49,7 @@ def _report(job: LocalJob, host: str, cause: str, timestamp: float, text: str = 
 def test_a_recovered_job_is_the_one_its_record_describes(tmp_path, src):
     job = _recovered(tmp_path, src)
     described = job.describe()
-    stored = _from_json(json.loads(Path(job.layout.status_file).read_text()))
+    stored = from_json(json.loads(Path(job.layout.status_file).read_text()))
     assert {k: v for k, v in described.items() if k != "LastModifiedTime"} == {
         k: v for k, v in stored.items() if k != "LastModifiedTime"
     }

@@ -55,31 +55,31 @@ from launchbay.backends.local.layout import (
     default_job_root,
     host_names,
 )
-from launchbay.backends.local.logs import _log_tail, _LogFiles, follow_lines
+from launchbay.backends.local.logs import LogFiles, follow_lines, log_tail
 from launchbay.backends.local.record import (
-    _JOB_NAME,
-    _LOCKS_DIR,
+    JOB_NAME_RE,
+    LOCKS_DIR,
     LocalJob,
     NameLock,
-    _damaged,
-    _from_json,
-    _instance_types,
-    _make_reserve,
-    _now,
-    _read_record,
-    _status_problem,
-    _warn_once,
     client_pid,
+    damaged_record,
+    from_json,
+    instance_types_of,
+    make_reserve,
+    read_record,
+    status_problem,
+    utc_now,
+    warn_once,
 )
 from launchbay.backends.local.rules import start_rules
 from launchbay.backends.local.signals import (
-    _JOBS,
-    _JOBS_LOCK,
-    _die_after_stopping,
-    _register,
-    _running_jobs,
-    _SigintFlag,
-    _sigterm,
+    RUNNING_JOBS,
+    RUNNING_JOBS_LOCK,
+    SIGTERM_STATE,
+    SigintFlag,
+    die_after_stopping,
+    register_job,
+    running_jobs,
     start_watchdog,
 )
 from launchbay.backends.local.staging import LocalStager, check_request
@@ -281,7 +281,7 @@ class LocalBackend(InProcessBackend):
             self._finish_left_behind(name)
             layout = JobLayout.create(self.job_root, name, hosts)
             layout.write_request(request)
-            _make_reserve(layout.status_file)
+            make_reserve(layout.status_file)
             job = LocalJob(request, layout, self.stager, grace, self.runner.hard_kill, plan)
             job.gpus = gpus
         except BaseException:
@@ -289,7 +289,7 @@ class LocalBackend(InProcessBackend):
             raise
         job.name_lock = name_lock
         job.watchdog = start_watchdog(type(self), self.job_root, job)
-        _register(job)
+        register_job(job)
         job.thread = threading.Thread(
             target=self._supervise, args=(job,), name=f"launchbay-job-{name}", daemon=True
         )
@@ -323,7 +323,7 @@ class LocalBackend(InProcessBackend):
             JobError: a job of that name runs (in this process or another one).
         """
         job_dir = self.job_dir(name)
-        path = os.path.join(self._usable_job_root(), _LOCKS_DIR, f"{name}.lock")
+        path = os.path.join(self._usable_job_root(), LOCKS_DIR, f"{name}.lock")
         handed = NameLock.adopt(name, path)
         if handed is not None:
             return handed
@@ -355,7 +355,7 @@ class LocalBackend(InProcessBackend):
         try:
             if self._job_root is None:
                 usable_local_home()
-            os.makedirs(os.path.join(root, _LOCKS_DIR), exist_ok=True)
+            os.makedirs(os.path.join(root, LOCKS_DIR), exist_ok=True)
         except OSError as exc:
             if self._job_root is None:
                 raise unusable_home_error(root, exc) from exc
@@ -404,10 +404,10 @@ class LocalBackend(InProcessBackend):
             JobError: ``request.json`` is missing or damaged (naming it and what is wrong).
         """
         request_file = os.path.join(self.job_dir(name), "request.json")
-        request = _read_record(name, request_file)
-        problem = _status_problem(dict(request, TrainingJobStatus=IN_PROGRESS))
+        request = read_record(name, request_file)
+        problem = status_problem(dict(request, TrainingJobStatus=IN_PROGRESS))
         if problem:
-            raise _damaged(name, request_file, problem)
+            raise damaged_record(name, request_file, problem)
         return plan_request(request, stored=True)
 
     def _finish_left_behind(self, name: str) -> None:
@@ -429,7 +429,7 @@ class LocalBackend(InProcessBackend):
         """A job left unfinished with nobody holding its name is finished here and now."""
         if JobState.from_description(description).terminal or self._find(name) is not None:
             return description
-        lock = NameLock.try_acquire(os.path.join(self.job_root, _LOCKS_DIR, f"{name}.lock"))
+        lock = NameLock.try_acquire(os.path.join(self.job_root, LOCKS_DIR, f"{name}.lock"))
         if lock is None:  # its client (or its watchdog) is at work
             return description
         try:
@@ -476,12 +476,12 @@ class LocalBackend(InProcessBackend):
         job = self._find(name)
         if job is not None and follow:
             yield JobHosts(name, tuple(job.hosts))
-            yield from self._follow_own(job, _LogFiles(job.layout) if lines else None)
+            yield from self._follow_own(job, LogFiles(job.layout) if lines else None)
             return
         description = self.describe(name)
         hosts = host_names(description)
         yield JobHosts(name, tuple(hosts))
-        files = _LogFiles(JobLayout(self.job_dir(name), tuple(hosts)))
+        files = LogFiles(JobLayout(self.job_dir(name), tuple(hosts)))
         if not follow:
             yield from files.all_lines()
             return
@@ -510,9 +510,9 @@ class LocalBackend(InProcessBackend):
                 return
             time.sleep(0.5)
 
-    def _follow_own(self, job: LocalJob, files: _LogFiles | None) -> Iterator[Event]:
+    def _follow_own(self, job: LocalJob, files: LogFiles | None) -> Iterator[Event]:
         """Follow a job this process runs to its end (Ctrl-C stops it: see :meth:`events`)."""
-        with _SigintFlag() as interrupts:
+        with SigintFlag() as interrupts:
             try:
                 yield from follow_lines(job, files, interrupts)
             except KeyboardInterrupt:
@@ -530,8 +530,8 @@ class LocalBackend(InProcessBackend):
                     except KeyboardInterrupt:
                         job.force_kill.set()
                 raise
-        if _sigterm["stopping"] and threading.current_thread() is threading.main_thread():
-            _die_after_stopping(_running_jobs())  # SIGTERM stopped the job: now obey it
+        if SIGTERM_STATE["stopping"] and threading.current_thread() is threading.main_thread():
+            die_after_stopping(running_jobs())  # SIGTERM stopped the job: now obey it
         yield JobEnded(job.describe())
 
     def stop(self, name: str) -> None:
@@ -559,7 +559,7 @@ class LocalBackend(InProcessBackend):
             pid = client_pid(state.client or "")
             if pid is not None and not is_alive(pid):
                 # Its watchdog is finishing it: wait until it lets the name go.
-                path = os.path.join(self.job_root, _LOCKS_DIR, f"{name}.lock")
+                path = os.path.join(self.job_root, LOCKS_DIR, f"{name}.lock")
                 deadline = time.monotonic() + grace + RUNTIME_MARGIN + 60
                 while time.monotonic() < deadline:
                     lock = NameLock.try_acquire(path)
@@ -617,7 +617,7 @@ class LocalBackend(InProcessBackend):
             try:
                 description = self.describe(name)
             except JobError as exc:  # a damaged job directory: say so, list the others
-                _warn_once(self.job_dir(name), f"{exc} It is left out of the list.")
+                warn_once(self.job_dir(name), f"{exc} It is left out of the list.")
                 continue
             state = JobState.from_description(description)
             if status is not None and state.status != status:
@@ -649,11 +649,11 @@ class LocalBackend(InProcessBackend):
         ``request.json`` (a damaged job directory) is owned by every local
         backend: it is a local job, and :meth:`describe` says what is wrong with it.
         """
-        if not _JOB_NAME.match(name) or not os.path.lexists(self.job_dir(name)):
+        if not JOB_NAME_RE.match(name) or not os.path.lexists(self.job_dir(name)):
             return False
-        types = _instance_types(os.path.join(self.job_dir(name), "status.json"))
+        types = instance_types_of(os.path.join(self.job_dir(name), "status.json"))
         if types is None:
-            types = _instance_types(os.path.join(self.job_dir(name), "request.json"))
+            types = instance_types_of(os.path.join(self.job_dir(name), "request.json"))
         if types is None:
             return True
         return any(t in self.instance_types for t in types)
@@ -725,8 +725,8 @@ class LocalBackend(InProcessBackend):
 
     # -- lookup -------------------------------------------------------------------
     def _find(self, name: str) -> LocalJob | None:
-        with _JOBS_LOCK:
-            return _JOBS.get(self.job_dir(name))
+        with RUNNING_JOBS_LOCK:
+            return RUNNING_JOBS.get(self.job_dir(name))
 
     def _load(self, name: str) -> dict[str, Any]:
         """The job's ``status.json``, checked.
@@ -738,11 +738,11 @@ class LocalBackend(InProcessBackend):
         job_dir = self.job_dir(name)
         if not os.path.lexists(job_dir):
             raise JobError(f"No local training job named {name!r} under {self.job_root}.")
-        description = _read_record(name, os.path.join(job_dir, "status.json"))
-        problem = _status_problem(description)
+        description = read_record(name, os.path.join(job_dir, "status.json"))
+        problem = status_problem(description)
         if problem:
-            raise _damaged(name, os.path.join(job_dir, "status.json"), problem)
-        return _from_json(description)
+            raise damaged_record(name, os.path.join(job_dir, "status.json"), problem)
+        return from_json(description)
 
     def _wait_detached(self, name: str, description: dict[str, Any]) -> dict[str, Any]:
         """Wait for a job another process runs to end (its status file); its last description."""
@@ -793,7 +793,7 @@ class LocalBackend(InProcessBackend):
             finally:
                 if not job.done.is_set():  # _finish itself failed: still end the job
                     with job.lock:
-                        job.status, job.end_time = FAILED, job.end_time or _now()
+                        job.status, job.end_time = FAILED, job.end_time or utc_now()
                         job.failure_reason = job.failure_reason or outcome[1]
                     job.save_final()
                     job.release_name()
@@ -931,5 +931,5 @@ class LocalBackend(InProcessBackend):
         if not host:
             return None
         path = JobLayout(self.job_dir(name), (str(host),)).log_file(str(host))
-        tail = _log_tail(path, lines)
+        tail = log_tail(path, lines)
         return LogTail(str(host), path, tail) if tail else None

@@ -16,8 +16,8 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
-from launchbay.backends.local.logs import _log_tail
-from launchbay.backends.local.record import _REASON_LIMIT, LocalJob
+from launchbay.backends.local.logs import log_tail
+from launchbay.backends.local.record import REASON_LIMIT, LocalJob
 from launchbay.runtime.for_client import describe_exit, fit_lines
 from launchbay.runtime.names import (
     COMPLETED,
@@ -96,7 +96,7 @@ def failure_reason(job: LocalJob, first_host: str, code: int | None) -> str:
         host = job.failed_host = first_host
         text = job.layout.read_host_file(first_host, "failure")
         if not text:
-            tail = _log_tail(job.layout.log_file(first_host), _TAIL_LINES)
+            tail = log_tail(job.layout.log_file(first_host), _TAIL_LINES)
             how = describe_exit(code)
             text = f"Host {first_host} failed: {how}.\n" + "\n".join(tail)
     whole = os.path.join(job.layout.host_dir(host), "output", "failure")
@@ -108,12 +108,12 @@ def failure_reason(job: LocalJob, first_host: str, code: int | None) -> str:
         return f"[{count} more {lines} left out; the whole report: {whole}]"
 
     lines = ("AlgorithmError: " + text.strip()).splitlines()
-    if sum(len(line) + 1 for line in lines) - 1 > _REASON_LIMIT and "" in lines:
+    if sum(len(line) + 1 for line in lines) - 1 > REASON_LIMIT and "" in lines:
         # The report's first paragraph is the reason (the runtime keeps it short):
         # the details after it (the ranks' stderr tails) are left out whole.
         reason = lines[: lines.index("")]
-        return fit_lines(reason, _REASON_LIMIT, left_out, more=len(lines) - len(reason))
-    return fit_lines(lines, _REASON_LIMIT, left_out)
+        return fit_lines(reason, REASON_LIMIT, left_out, more=len(lines) - len(reason))
+    return fit_lines(lines, REASON_LIMIT, left_out)
 
 
 def orphan_outcome(
@@ -215,7 +215,7 @@ def finish_job(job: LocalJob, status: str, reason: str | None) -> None:
 def _whole_lines(reason: str) -> str:
     """A reason within 1024 characters, as whole lines (ones from failure_reason() fit)."""
     return fit_lines(
-        reason.splitlines(), _REASON_LIMIT, lambda count: f"[{count} more lines left out]"
+        reason.splitlines(), REASON_LIMIT, lambda count: f"[{count} more lines left out]"
     )
 
 

@@ -72,7 +72,7 @@ def file_uri_path(uri: str) -> str:
     return os.path.abspath(os.path.expanduser(path))
 
 
-def _join_uri(base: str, *parts: str) -> str:
+def join_uri(base: str, *parts: str) -> str:
     """``base`` and ``parts`` joined with single slashes (keeps ``s3://``/``file://``)."""
     scheme = ""
     for prefix in ("s3://", "file://"):
@@ -176,10 +176,10 @@ class JobLayout:
 
     def write_request(self, request: Mapping[str, Any]) -> None:
         """Store the request as ``request.json``."""
-        _write_json_atomic(self.request_file, request)
+        write_json_atomic(self.request_file, request)
 
 
-def _write_json_atomic(path: str, obj: Any) -> None:
+def write_json_atomic(path: str, obj: Any) -> None:
     os.makedirs(os.path.dirname(path), exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=os.path.dirname(path))
     try:
@@ -192,13 +192,13 @@ def _write_json_atomic(path: str, obj: Any) -> None:
         raise
 
 
-def _list_files(client: Any, bucket: str, prefix: str) -> list[S3Object]:
+def list_files(client: Any, bucket: str, prefix: str) -> list[S3Object]:
     """Every object under ``s3://bucket/prefix`` (directory markers left out), sorted by key."""
     found = transfer.list_objects(client, bucket, prefix)
     return sorted((o for o in found if not o.key.endswith("/")), key=lambda o: o.key)
 
 
-def _relative_key(key: str, prefix: str) -> str:
+def relative_key(key: str, prefix: str) -> str:
     """Where an object lands inside its channel (SageMaker SDK v2's local layout).
 
     The URI names the object itself: its base name. Otherwise the key after the
@@ -209,14 +209,14 @@ def _relative_key(key: str, prefix: str) -> str:
     return key[len(prefix) :].lstrip("/")
 
 
-def _safe_join(root: str, rel: str) -> str:
+def safe_join(root: str, rel: str) -> str:
     parts = [p for p in rel.split("/") if p not in ("", ".")]
     if not parts or ".." in parts:
         raise TransferError(f"Refusing to place {rel!r} under {root!r}: it would land outside.")
     return os.path.join(root, *parts)
 
 
-def _remove(path: str) -> None:
+def remove_path(path: str) -> None:
     if os.path.islink(path) or os.path.isfile(path):
         os.unlink(path)
     elif os.path.isdir(path):

@@ -3,8 +3,8 @@
 Hosts' lines reach their log file through a reader thread (:func:`start_reader`,
 a container's output) or are written by the host itself (:func:`start_watcher`
 wakes the followers as the file grows). :func:`follow_lines` gives them as events
-(:class:`~launchbay.backends.events.LogLines`), from the files, as :class:`_LogFiles`
-reads them; :func:`_log_tail` gives a failure's last lines.
+(:class:`~launchbay.backends.events.LogLines`), from the files, as :class:`LogFiles`
+reads them; :func:`log_tail` gives a failure's last lines.
 """
 
 from __future__ import annotations
@@ -15,7 +15,7 @@ from launchbay.backends.local.hosts import POLL
 from launchbay.backends.local.record import LocalJob
 
 if TYPE_CHECKING:
-    from launchbay.backends.local.signals import _SigintFlag
+    from launchbay.backends.local.signals import SigintFlag
 
 import codecs
 import collections
@@ -39,7 +39,7 @@ logger = logging.getLogger("launchbay.backends.local")
 
 
 _READER_JOIN = 5.0
-#: Most bytes of one host's log file a follower reads at once (see _LogFiles).
+#: Most bytes of one host's log file a follower reads at once (see LogFiles).
 _READ_CHUNK = 1 << 20
 #: What ends a line in a log file: a newline, or a carriage return (a progress bar).
 _LINE_END = re.compile(rb"\r\n|\r|\n")
@@ -47,7 +47,7 @@ _LINE_END = re.compile(rb"\r\n|\r|\n")
 _TAIL_BYTES = 256 * 1024
 
 
-class _LogFiles:
+class LogFiles:
     """Each host's ``logs/<host>.log``, read from where the last read stopped.
 
     Followers print from these files, not from memory: a driver whose display is
@@ -152,7 +152,7 @@ class _LogFiles:
                     break
 
 
-def _log_tail(path: str, lines: int) -> list[str]:
+def log_tail(path: str, lines: int) -> list[str]:
     """The last ``lines`` lines of a host's log file (``[]`` if it cannot be read).
 
     Only the file's last :data:`_TAIL_BYTES` are read, however long its lines; a
@@ -176,7 +176,7 @@ def _log_tail(path: str, lines: int) -> list[str]:
 
 
 def follow_lines(
-    job: LocalJob, files: _LogFiles | None, interrupts: _SigintFlag | None = None
+    job: LocalJob, files: LogFiles | None, interrupts: SigintFlag | None = None
 ) -> Iterator[LogLines]:
     """The job's new lines (read from ``files``) as they come, until it is done and every line
     is read; with ``files`` None, only the wait.

@@ -39,12 +39,12 @@ from launchbay import transfer
 from launchbay.backends.local import tensorboard
 from launchbay.backends.local.layout import (
     JobLayout,
-    _join_uri,
-    _list_files,
-    _relative_key,
-    _safe_join,
-    _write_json_atomic,
     file_uri_path,
+    join_uri,
+    list_files,
+    relative_key,
+    safe_join,
+    write_json_atomic,
 )
 from launchbay.backends.plan import JobFields
 from launchbay.runtime.contract import rewrite_container_path
@@ -120,8 +120,8 @@ class Outputs:
             prefix = prefix.rstrip("/") + "/" if prefix.strip("/") else ""
             entries = []
             plan = []
-            for obj in _list_files(self.s3, bucket, prefix):
-                rel = _relative_key(obj.key, prefix)
+            for obj in list_files(self.s3, bucket, prefix):
+                rel = relative_key(obj.key, prefix)
                 destination = _confined_destination(dirs[0], rel)
                 if destination is None:
                     continue
@@ -146,7 +146,7 @@ class Outputs:
                         continue
                 restored[entry.rel] = _fingerprint(target)
             restored_count = max(restored_count, len(restored))
-        _write_json_atomic(layout.checkpoint_manifest, manifest)
+        write_json_atomic(layout.checkpoint_manifest, manifest)
         if entries:
             logger.info("Restored %d checkpoint file(s) from %s", restored_count, uri)
         return restored_count
@@ -192,15 +192,15 @@ class Outputs:
     def output_prefix(source: JobFields | Mapping[str, Any]) -> str:
         """``<S3OutputPath>/<job>/output``."""
         plan = JobFields.of(source)
-        return _join_uri(plan.output_path, plan.job_name, "output")
+        return join_uri(plan.output_path, plan.job_name, "output")
 
     @classmethod
     def model_artifacts_uri(cls, source: JobFields | Mapping[str, Any]) -> str:
         """Where the model goes: ``.../output/model.tar.gz`` (``.../output/model/`` uncompressed)."""
         plan = JobFields.of(source)
         if not plan.compress_outputs:
-            return _join_uri(cls.output_prefix(plan), "model") + "/"
-        return _join_uri(cls.output_prefix(plan), "model.tar.gz")
+            return join_uri(cls.output_prefix(plan), "model") + "/"
+        return join_uri(cls.output_prefix(plan), "model.tar.gz")
 
     def collect_outputs(
         self,
@@ -222,13 +222,13 @@ class Outputs:
         model = _merged(model_dirs, "/opt/ml/model", layout.job_dir)
         data = _merged(data_dirs, "/opt/ml/output/data", layout.job_dir)
         if not plan.compress_outputs:
-            self._publish_files(model, _join_uri(prefix, "model"), plan)
-            self._publish_files(data, _join_uri(prefix, "data"), plan)
+            self._publish_files(model, join_uri(prefix, "model"), plan)
+            self._publish_files(data, join_uri(prefix, "data"), plan)
         else:
             for name, entries in (("model.tar.gz", model), ("output.tar.gz", data)):
-                self._publish_archive(entries, _join_uri(prefix, name), layout, plan)
+                self._publish_archive(entries, join_uri(prefix, name), layout, plan)
         if failure_reason:
-            self._publish_bytes(failure_reason.encode(), _join_uri(prefix, "failure"), layout, plan)
+            self._publish_bytes(failure_reason.encode(), join_uri(prefix, "failure"), layout, plan)
         self._publish_debug_output(plan, layout)
         self._publish_rule_outputs(plan, layout)
         try:
@@ -277,7 +277,7 @@ class Outputs:
                 dirs.append(directory)
         files = _merged(dirs, "/opt/ml/output/tensors", layout.job_dir)
         if files:
-            destination = _join_uri(target, plan.job_name, "debug-output")
+            destination = join_uri(target, plan.job_name, "debug-output")
             self._publish_files(files, destination, plan)
 
     def _publish_rule_outputs(self, plan: JobFields, layout: JobLayout) -> None:
@@ -289,7 +289,7 @@ class Outputs:
             if os.path.isdir(folder) and target and (is_file_uri(target) or is_s3_uri(target)):
                 files = _merged([folder], "/opt/ml/" + name, layout.job_dir)
                 if files:
-                    self._publish_files(files, _join_uri(target, plan.job_name, name), plan)
+                    self._publish_files(files, join_uri(target, plan.job_name, name), plan)
 
     # -- publishing -------------------------------------------------------------
     def _upload_args(self, plan: JobFields) -> dict[str, Any]:
@@ -342,7 +342,7 @@ class Outputs:
             root = file_uri_path(base_uri)
             jobs: list[Callable[[], object]] = []
             for entry in files:
-                destination = _safe_join(root, entry.rel)
+                destination = safe_join(root, entry.rel)
                 if entry.kind == "link":
                     jobs.append(functools.partial(_link_atomic, entry.link, destination))
                 else:
@@ -365,7 +365,7 @@ class Outputs:
                     )
                     continue
                 source = entry.target_path
-            uploads.setdefault(entry.base, []).append((source, _join_uri(base_uri, entry.rel)))
+            uploads.setdefault(entry.base, []).append((source, join_uri(base_uri, entry.rel)))
         for base, batch in uploads.items():
             self._upload(batch, plan, base or None)
 
@@ -503,7 +503,7 @@ def _confined_destination(root: str, rel: str) -> str | None:
     A checkpoint dir may already hold links (a custom ``LocalPath`` kept between
     jobs); writing a restored file through one would land outside it.
     """
-    target = _safe_join(root, rel)
+    target = safe_join(root, rel)
     if os.path.islink(root):
         logger.warning(
             "Not restoring checkpoint %s: %s itself is a symbolic link, and writing through it "

@@ -115,7 +115,7 @@ def _launchbay_path() -> str | None:
 # --------------------------------------------------------------------------- process control
 
 
-def _parent_death_signal() -> Any:
+def parent_death_signal() -> Any:
     """A ``preexec_fn`` giving the child SIGTERM when the thread that started it dies (Linux).
 
     Without it, a Python process killed by SIGKILL/SIGTERM (no atexit) would leave
@@ -139,7 +139,7 @@ def _parent_death_signal() -> Any:
     return preexec
 
 
-def _descendants(roots: list[int]) -> set[int]:
+def host_descendants(roots: list[int]) -> set[int]:
     """Every process below ``roots`` (the runtime's process table: /proc, or ps)."""
     found: set[int] = set()
     for root in roots:
@@ -226,7 +226,7 @@ class ProcessHosts:
             if shm is not None:
                 for name in _OMPI_SHM_DIRS:
                     env.setdefault(name, shm)
-        preexec = _parent_death_signal()
+        preexec = parent_death_signal()
         with job.lock:
             for host in job.hosts:
                 tmp = self._host_tmpdir(job, host)
@@ -249,7 +249,7 @@ class ProcessHosts:
                         stdout=log_fd,
                         stderr=subprocess.STDOUT,
                         start_new_session=True,
-                        preexec_fn=preexec,  # noqa: PLW1509 - see _parent_death_signal
+                        preexec_fn=preexec,  # noqa: PLW1509 - see parent_death_signal
                     )
                 finally:
                     os.close(log_fd)
@@ -337,7 +337,7 @@ class ProcessHosts:
     def signal(self, job: LocalJob, hosts: list[str], sig: signal.Signals) -> None:
         """``sig`` to each host's process group; SIGKILL also to every process below it."""
         pids = [job.procs[h].pid for h in hosts]
-        below = _descendants(pids) if sig == signal.SIGKILL else set()
+        below = host_descendants(pids) if sig == signal.SIGKILL else set()
         for pid in pids:
             _killpg(pid, sig)
         _kill(below, sig)
@@ -362,7 +362,7 @@ class ProcessHosts:
 
     def hard_kill(self, job: LocalJob) -> None:
         roots = [p.pid for p in job.procs.values() if p.poll() is None]
-        below = _descendants(roots)
+        below = host_descendants(roots)
         for pid in roots:
             _killpg(pid, signal.SIGKILL)
         _kill(below | _job_processes(job.layout.job_dir), signal.SIGKILL)

@@ -51,9 +51,9 @@ import launchbay
 from launchbay.backends.local.layout import JobLayout
 from launchbay.backends.local.outputs import add_entry
 from launchbay.backends.local.process_hosts import (
-    _descendants,
-    _parent_death_signal,
     free_port_block,
+    host_descendants,
+    parent_death_signal,
 )
 from launchbay.backends.local.staging import LocalStager
 from launchbay.backends.plan import JobFields
@@ -325,7 +325,7 @@ class HostAgent:
                     stdout=log_fd,
                     stderr=subprocess.STDOUT,
                     start_new_session=True,
-                    preexec_fn=_parent_death_signal(),  # noqa: PLW1509 - see process_hosts
+                    preexec_fn=parent_death_signal(),  # noqa: PLW1509 - see process_hosts
                 )
             finally:
                 os.close(log_fd)
@@ -369,7 +369,7 @@ class HostAgent:
                     stdout=log,
                     stderr=subprocess.STDOUT,
                     start_new_session=True,
-                    preexec_fn=_parent_death_signal(),  # noqa: PLW1509 - see process_hosts
+                    preexec_fn=parent_death_signal(),  # noqa: PLW1509 - see process_hosts
                 )
             self.commands[number] = proc
             started.set()
@@ -405,7 +405,7 @@ class HostAgent:
     def _signal(self, proc: subprocess.Popen[bytes], sig: int) -> None:
         if proc.poll() is not None:
             return
-        below = _descendants([proc.pid]) if sig == signal.SIGKILL else set()
+        below = host_descendants([proc.pid]) if sig == signal.SIGKILL else set()
         with contextlib.suppress(ProcessLookupError, PermissionError):
             os.killpg(proc.pid, sig)
         for pid in below:
@@ -437,7 +437,7 @@ class HostAgent:
         """Kill what is left of the host and remove its node-local directory; the pids killed."""
         killed: list[int] = []
         for proc in self._groups():
-            below = _descendants([proc.pid])
+            below = host_descendants([proc.pid])
             if proc.poll() is None:
                 below.add(proc.pid)
                 with contextlib.suppress(ProcessLookupError, PermissionError):

@@ -2,7 +2,7 @@
 
 :class:`LocalJob` is what the supervisor thread and the callers share while the
 job runs; its description is written to ``status.json`` (the job record other
-processes read, :func:`_read_record`), with space set aside for the final one
+processes read, :func:`read_record`), with space set aside for the final one
 (:func:`_write_final`). :class:`NameLock` holds the job's name on this machine.
 """
 
@@ -21,8 +21,8 @@ from typing import Any
 
 from launchbay.backends.local.layout import (
     JobLayout,
-    _write_json_atomic,
     host_names,
+    write_json_atomic,
 )
 from launchbay.backends.local.staging import LocalStager
 from launchbay.backends.plan import JobFields, JobPlan, plan_request
@@ -39,7 +39,7 @@ from launchbay.runtime.names import (
 logger = logging.getLogger("launchbay.backends.local")
 
 
-_REASON_LIMIT = 1024
+REASON_LIMIT = 1024
 _REQUEST_KEYS_NOT_DESCRIBED = ("Tags",)
 #: The Debugger rules' statuses in a description (LocalJob.rule_statuses's keys).
 _DEBUG_RULES, _PROFILER_RULES = "DebugRuleEvaluationStatuses", "ProfilerRuleEvaluationStatuses"
@@ -62,11 +62,11 @@ def job_arn(name: str, environ: Mapping[str, str] | None = None) -> str:
     return f"arn:aws:sagemaker:{region}:000000000000:training-job/{name.lower()}"
 
 
-def _now() -> _dt.datetime:
+def utc_now() -> _dt.datetime:
     return _dt.datetime.now(_dt.timezone.utc)
 
 
-_LOCKS_DIR = ".locks"
+LOCKS_DIR = ".locks"
 #: ``<job>:<fd>``: the name lock a detached runner handed down (see NameLock.adopt).
 HANDED_LOCK_ENV = "LAUNCHBAY_NAME_LOCK"
 
@@ -129,7 +129,7 @@ class NameLock:
         import fcntl
 
         path = os.path.join(
-            os.path.dirname(job_dir), _LOCKS_DIR, f"{os.path.basename(job_dir)}.lock"
+            os.path.dirname(job_dir), LOCKS_DIR, f"{os.path.basename(job_dir)}.lock"
         )
         try:
             fd = os.open(path, os.O_RDONLY | os.O_NOFOLLOW)
@@ -169,7 +169,7 @@ class LocalJob:
         *,
         record: Mapping[str, Any] | None = None,
     ) -> None:
-        """A new job; with ``record`` (its ``status.json``, read by :func:`_from_json`), the
+        """A new job; with ``record`` (its ``status.json``, read by :func:`from_json`), the
         unfinished job that record describes, taken up where it was left (a job whose
         client died is finished through it, by the same function as a live one)."""
         self.request = request
@@ -198,7 +198,7 @@ class LocalJob:
         #: The host whose failure ended the job (the root cause, not the first to exit).
         self.failed_host: str | None = None
         self.model_artifacts: str | None = None
-        self.creation_time = _now()
+        self.creation_time = utc_now()
         self.start_time: _dt.datetime | None = None
         self.end_time: _dt.datetime | None = None
         #: What runs each host, by host name (a process, a container ...), backend's own.
@@ -266,7 +266,7 @@ class LocalJob:
 
     # -- status -----------------------------------------------------------------
     def _set_secondary(self, status: str, message: str) -> None:
-        now = _now()
+        now = utc_now()
         with self.lock:
             if self.transitions:
                 self.transitions[-1].setdefault("EndTime", now)
@@ -288,7 +288,7 @@ class LocalJob:
                 status=self.status,
                 secondary=self.secondary,
                 creation_time=self.creation_time,
-                last_modified_time=_now(),
+                last_modified_time=utc_now(),
                 transitions=tuple(Transition.from_dict(t) for t in self.transitions),
                 job_dir=self.layout.job_dir,
                 client=self.client,
@@ -318,7 +318,7 @@ class LocalJob:
     def save(self) -> None:
         """Write the description to ``status.json`` (best effort)."""
         try:
-            _write_json_atomic(self.layout.status_file, _to_json(self.describe()))
+            write_json_atomic(self.layout.status_file, _to_json(self.describe()))
         except OSError as exc:
             logger.debug("Could not write %s: %s", self.layout.status_file, exc)
 
@@ -346,7 +346,7 @@ class LocalJob:
                     self.failure_reason = (
                         f"ClientError: the end of the job could not be recorded in "
                         f"{self.layout.status_file}: {exc}"
-                    )[:_REASON_LIMIT]
+                    )[:REASON_LIMIT]
 
     def release_name(self) -> None:
         """Let the job name go (the job has ended and its final state is written).
@@ -410,34 +410,34 @@ def _to_json(value: Any) -> Any:
     return value
 
 
-def _from_json(value: Any, key: str = "") -> Any:
+def from_json(value: Any, key: str = "") -> Any:
     if isinstance(value, str) and key.endswith("Time"):
         with contextlib.suppress(ValueError):
             return _dt.datetime.fromisoformat(value)
     if isinstance(value, dict):
-        return {k: _from_json(v, k) for k, v in value.items()}
+        return {k: from_json(v, k) for k, v in value.items()}
     if isinstance(value, list):
-        return [_from_json(v, key) for v in value]
+        return [from_json(v, key) for v in value]
     return value
 
 
 # --------------------------------------------------------------------------- job records
 
 #: A SageMaker job name: what a job directory under the job root is called.
-_JOB_NAME = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
+JOB_NAME_RE = re.compile(r"^[a-zA-Z0-9](-*[a-zA-Z0-9]){0,62}$")
 _warned: set[str] = set()
 #: More hosts than any local job can have: a record claiming more is damaged.
 _MAX_RECORDED_HOSTS = 100_000
 
 
-def _warn_once(key: str, message: str) -> None:
+def warn_once(key: str, message: str) -> None:
     """Warn once per process about ``key`` (the local backends share the job root)."""
     if key not in _warned:
         _warned.add(key)
         logger.warning("%s", message)
 
 
-def _instance_types(path: str) -> list[Any] | None:
+def instance_types_of(path: str) -> list[Any] | None:
     """The instance types a job record (``status.json``, ``request.json``) names, or None."""
     try:
         with open(path, encoding="utf-8") as f:
@@ -448,7 +448,7 @@ def _instance_types(path: str) -> list[Any] | None:
         return None
 
 
-def _damaged(name: str, path: str, problem: str, job_dir: str | None = None) -> JobError:
+def damaged_record(name: str, path: str, problem: str, job_dir: str | None = None) -> JobError:
     return JobError(
         f"Local training job {name!r} cannot be read: {path} {problem}. The job directory "
         f"is damaged (a full disk, an interrupted copy, or an edit); remove "
@@ -456,7 +456,7 @@ def _damaged(name: str, path: str, problem: str, job_dir: str | None = None) -> 
     )
 
 
-def _read_record(name: str, path: str) -> dict[str, Any]:
+def read_record(name: str, path: str) -> dict[str, Any]:
     """A job's JSON record (``status.json``, ``request.json``) as a dict.
 
     Raises:
@@ -465,20 +465,20 @@ def _read_record(name: str, path: str) -> dict[str, Any]:
     """
     job_dir = os.path.dirname(path)
     if not os.path.isdir(job_dir):
-        raise _damaged(name, job_dir, "is not a directory", job_dir)
+        raise damaged_record(name, job_dir, "is not a directory", job_dir)
     try:
         with open(path, encoding="utf-8") as f:
             document = json.load(f)
     except FileNotFoundError as exc:
-        raise _damaged(name, path, "is missing") from exc
+        raise damaged_record(name, path, "is missing") from exc
     except IsADirectoryError as exc:
-        raise _damaged(name, path, "is a directory, not a file") from exc
+        raise damaged_record(name, path, "is a directory, not a file") from exc
     except OSError as exc:
-        raise _damaged(name, path, f"cannot be read ({exc.strerror or exc})") from exc
+        raise damaged_record(name, path, f"cannot be read ({exc.strerror or exc})") from exc
     except ValueError as exc:
-        raise _damaged(name, path, f"is not valid JSON ({exc})") from exc
+        raise damaged_record(name, path, f"is not valid JSON ({exc})") from exc
     if not isinstance(document, dict):
-        raise _damaged(name, path, f"holds a JSON {type(document).__name__}, not an object")
+        raise damaged_record(name, path, f"holds a JSON {type(document).__name__}, not an object")
     return document
 
 
@@ -491,7 +491,7 @@ def _reserve_file(status_file: str) -> str:
     return os.path.join(os.path.dirname(status_file), "artifacts", "status.reserve")
 
 
-def _make_reserve(status_file: str) -> None:
+def make_reserve(status_file: str) -> None:
     """Set aside :data:`_RESERVE_BYTES` next to ``status_file`` for the final record."""
     path = _reserve_file(status_file)
     try:
@@ -518,7 +518,7 @@ def _write_final(status_file: str, record: Any) -> None:
     """
     reserve = _reserve_file(status_file)
     try:
-        _write_json_atomic(status_file, record)
+        write_json_atomic(status_file, record)
     except OSError as exc:
         data = json.dumps(record, indent=2, default=str).encode()
         if len(data) > _RESERVE_BYTES or not os.path.isfile(reserve):
@@ -540,7 +540,7 @@ def _write_final(status_file: str, record: Any) -> None:
         os.unlink(reserve)
 
 
-def _status_problem(description: Mapping[str, Any]) -> str | None:
+def status_problem(description: Mapping[str, Any]) -> str | None:
     """What is wrong with a job record's fields the local backends rely on, or None."""
     status = JobState.from_description(description).described("status")
     if status not in JOB_STATUSES:

@@ -8,7 +8,7 @@
 * a watchdog process (:func:`start_watchdog`, :mod:`launchbay.backends.local.watchdog`)
   finishes a job whose client died; detached runs are :mod:`launchbay.backends.local.detached`'s.
 
-The jobs this interpreter runs are registered here (:func:`_register`, ``_JOBS``).
+The jobs this interpreter runs are registered here (:func:`register_job`, ``RUNNING_JOBS``).
 """
 
 from __future__ import annotations
@@ -67,20 +67,16 @@ class SigintFlag:
         return False
 
 
-#: The name this module's own users knew it by.
-_SigintFlag = SigintFlag
-
-
 # Every job started in this interpreter, by job directory (for atexit and other backends).
-_JOBS: dict[str, LocalJob] = {}
-_JOBS_LOCK = threading.Lock()
+RUNNING_JOBS: dict[str, LocalJob] = {}
+RUNNING_JOBS_LOCK = threading.Lock()
 _ATEXIT_REGISTERED = False
 
 
-def _register(job: LocalJob) -> None:
+def register_job(job: LocalJob) -> None:
     global _ATEXIT_REGISTERED
-    with _JOBS_LOCK:
-        _JOBS[job.layout.job_dir] = job
+    with RUNNING_JOBS_LOCK:
+        RUNNING_JOBS[job.layout.job_dir] = job
         if not _ATEXIT_REGISTERED:
             atexit.register(_stop_all_at_exit)
             _ATEXIT_REGISTERED = True
@@ -90,17 +86,17 @@ def _register(job: LocalJob) -> None:
 # SIGTERM to the client is handled like Ctrl-C: every running job is stopped (its
 # hosts get SIGTERM, checkpoints and outputs are saved, it ends Stopped), then the
 # process dies of SIGTERM as it was told to. Installed only over the default action.
-_sigterm = {"installed": False, "stopping": False, "exit": False}
+SIGTERM_STATE = {"installed": False, "stopping": False, "exit": False}
 
 
 def sigterm_received() -> bool:
     """Whether this process got SIGTERM and is stopping its local jobs (so should any other
     control loop it runs: a local tuning job starts no trial more and stops those running)."""
-    return bool(_sigterm["stopping"])
+    return bool(SIGTERM_STATE["stopping"])
 
 
 def _install_sigterm_handler() -> None:
-    if _sigterm["installed"] or threading.current_thread() is not threading.main_thread():
+    if SIGTERM_STATE["installed"] or threading.current_thread() is not threading.main_thread():
         return
     try:
         if signal.getsignal(signal.SIGTERM) is not signal.SIG_DFL:
@@ -108,31 +104,31 @@ def _install_sigterm_handler() -> None:
         signal.signal(signal.SIGTERM, _on_sigterm)
     except (ValueError, OSError):
         return
-    _sigterm["installed"] = True
+    SIGTERM_STATE["installed"] = True
 
 
-def _running_jobs() -> list[LocalJob]:
+def running_jobs() -> list[LocalJob]:
     # No lock here: a signal handler must never wait for one its own thread may hold.
     for _ in range(10):
         try:
-            return [job for job in list(_JOBS.values()) if not job.done.is_set()]
+            return [job for job in list(RUNNING_JOBS.values()) if not job.done.is_set()]
         except RuntimeError:  # the dict changed while being copied
             continue
     return []
 
 
 def _on_sigterm(signum: int, frame: Any) -> None:
-    if _sigterm["exit"]:
+    if SIGTERM_STATE["exit"]:
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
         os.kill(os.getpid(), signal.SIGTERM)
         return
-    running = _running_jobs()
-    if _sigterm["stopping"]:  # a second SIGTERM: kill the hosts at once
+    running = running_jobs()
+    if SIGTERM_STATE["stopping"]:  # a second SIGTERM: kill the hosts at once
         for job in running:
             job.force_kill.set()
             job.changed.set()
         return
-    _sigterm["stopping"] = True
+    SIGTERM_STATE["stopping"] = True
     for job in running:
         logger.warning(
             "SIGTERM: stopping local training job %s (SIGTERM again to kill at once)", job.name
@@ -141,16 +137,16 @@ def _on_sigterm(signum: int, frame: Any) -> None:
         job.stop_requested.set()
         job.changed.set()
     threading.Thread(
-        target=_die_after_stopping, args=(running,), name="launchbay-sigterm", daemon=True
+        target=die_after_stopping, args=(running,), name="launchbay-sigterm", daemon=True
     ).start()
 
 
-def _die_after_stopping(jobs: list[LocalJob]) -> None:
+def die_after_stopping(jobs: list[LocalJob]) -> None:
     """Wait for ``jobs`` to end (checkpoints and outputs saved), then die of SIGTERM."""
     deadline = time.monotonic() + max((j.grace for j in jobs), default=0) + RUNTIME_MARGIN + 120
     for job in jobs:
         job.done.wait(max(deadline - time.monotonic(), 0.1))
-    _sigterm["exit"] = True
+    SIGTERM_STATE["exit"] = True
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
     os.kill(os.getpid(), signal.SIGTERM)  # else the handler, on the main thread, lets it kill us
@@ -160,8 +156,8 @@ def _die_after_stopping(jobs: list[LocalJob]) -> None:
 
 def _stop_all_at_exit() -> None:
     """Stop every job still running when the interpreter exits; leave no process behind."""
-    with _JOBS_LOCK:
-        running = [job for job in _JOBS.values() if not job.done.is_set()]
+    with RUNNING_JOBS_LOCK:
+        running = [job for job in RUNNING_JOBS.values() if not job.done.is_set()]
     for job in running:
         logger.warning("Stopping local training job %s (the Python process is exiting)", job.name)
         job.stop_reason = job.stop_reason or "the Python process that started it exited"

@@ -45,12 +45,12 @@ from launchbay import transfer
 from launchbay._home import local_home
 from launchbay.backends.local.layout import (
     JobLayout,
-    _list_files,
-    _relative_key,
-    _remove,
-    _safe_join,
-    _write_json_atomic,
     file_uri_path,
+    list_files,
+    relative_key,
+    remove_path,
+    safe_join,
+    write_json_atomic,
 )
 from launchbay.backends.local.outputs import Outputs
 from launchbay.backends.plan import JobFields
@@ -246,7 +246,7 @@ class S3Cache:
                         "stamp": _stamp(os.stat(path)),
                     }
                     result[obj.uri] = path
-                _write_json_atomic(self.index_file, index)
+                write_json_atomic(self.index_file, index)
         else:
             logger.debug("All %d S3 object(s) already cached in %s", len(objects), self.root)
         return result
@@ -332,7 +332,7 @@ def _link_files(channel_dir: str, files: Sequence[tuple[str, str]], own_files: b
     os.makedirs(channel_dir, exist_ok=True)
     copies = 0
     for rel, target in files:
-        link = _safe_join(channel_dir, rel)
+        link = safe_join(channel_dir, rel)
         os.makedirs(os.path.dirname(link), exist_ok=True)
         if not own_files:
             os.symlink(target, link)
@@ -423,7 +423,7 @@ class LocalStager:
             files = [(os.path.basename(path), path)]
         for index, host in enumerate(hosts):
             channel_dir = os.path.join(layout.host_dir(host), "input", "data", name)
-            _remove(channel_dir)
+            remove_path(channel_dir)
             os.makedirs(os.path.dirname(channel_dir), exist_ok=True)
             if files is None:
                 os.symlink(path, channel_dir, target_is_directory=True)
@@ -435,21 +435,21 @@ class LocalStager:
     ) -> None:
         bucket, prefix = parse_s3_uri(uri, argument=f"inputs[{name!r}]")
         client = self.s3
-        objects = _list_files(client, bucket, prefix)
+        objects = list_files(client, bucket, prefix)
         if not objects:
             raise TransferError(
                 f"No S3 objects found under S3 URL {uri!r} given in input data source of "
                 f"channel {name!r}. Please ensure that the bucket exists and that objects exist "
                 "under that prefix."
             )
-        keys = [(_relative_key(o.key, prefix), o) for o in objects]
+        keys = [(relative_key(o.key, prefix), o) for o in objects]
         _check_placements(name, [(rel, o.uri) for rel, o in keys])
         cached = self.cache.fetch(client, objects)
         hosts = list(layout.hosts)
         placed = [(rel, cached[o.uri]) for rel, o in keys]
         for index, host in enumerate(hosts):
             channel_dir = os.path.join(layout.host_dir(host), "input", "data", name)
-            _remove(channel_dir)
+            remove_path(channel_dir)
             _link_files(channel_dir, _shard(placed, index, len(hosts), sharded), own_files)
 
     # -- checkpoints and outputs (launchbay.backends.local.outputs) -------------

@@ -42,7 +42,7 @@ from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from launchbay._runner import cancelled_by
-from launchbay.backends.local.layout import JobLayout, _join_uri, _write_json_atomic
+from launchbay.backends.local.layout import JobLayout, join_uri, write_json_atomic
 from launchbay.backends.plan import JobFields
 from launchbay.debugger import TENSORBOARD_PATH_ACCEPTED, tensorboard_path_problem
 from launchbay.errors import ConfigurationError
@@ -101,7 +101,7 @@ def destination(source: JobFields | Mapping[str, Any]) -> str | None:
     target = plan.tensorboard.uri if plan.tensorboard is not None else None
     if not target or not (is_file_uri(target) or is_s3_uri(target)):
         return None
-    return _join_uri(target, plan.job_name, TENSORBOARD_OUTPUT)
+    return join_uri(target, plan.job_name, TENSORBOARD_OUTPUT)
 
 
 def container_path(source: JobFields | Mapping[str, Any]) -> str:
@@ -197,7 +197,7 @@ def record_copied(layout: JobLayout, fingerprints: Mapping[str, Any]) -> None:
         return
     manifest = _read_manifest(layout)
     manifest.update(fingerprints)
-    _write_json_atomic(os.path.join(layout.artifacts_dir, _MANIFEST), manifest)
+    write_json_atomic(os.path.join(layout.artifacts_dir, _MANIFEST), manifest)
 
 
 class TensorBoardSync:
