@@ -187,3 +187,16 @@ def job_spec(extra: str = "", **fields: Any) -> str:
     )
     text = "".join(f"{k}: {v}\n" for k, v in (lines | fields).items() if v is not OMIT)
     return text + textwrap.dedent(extra).lstrip("\n")
+
+
+def local_job(tmp_path: Path, src: Path, name: str) -> tuple[Any, dict[str, Any]]:
+    """A 2-host ``local_process`` job's ``LocalJob`` (not started) and its request."""
+    from launchbay.backends.local.layout import JobLayout
+    from launchbay.backends.local.record import LocalJob
+
+    est = PyTorch(entry_point="train.py", source_dir=str(src), role=None,
+                  instance_type="local_process", instance_count=2, framework_version="2.8.0",
+                  py_version="py312", output_path=f"file://{tmp_path}/out")  # fmt: skip
+    request = est.create_training_job_request(f"file://{src}", job_name=name)
+    layout = JobLayout.create(str(tmp_path / "jobs"), name, ["algo-1", "algo-2"])
+    return LocalJob(dict(request), layout, None, 1.0, lambda _job: None), dict(request)

@@ -586,6 +586,17 @@ def test_no_private_name_is_imported_across_files():
     assert _PRIVATE_IMPORTS_LEFT - found == set(), "gone: remove from _PRIVATE_IMPORTS_LEFT"
 
 
+def write_package(package: Path, files: dict[str, str]) -> dict[str, Path]:
+    """Writes ``files`` (path relative to ``package``: text) and returns {module name: path}."""
+    modules = {}
+    for relative, text in files.items():
+        path = package / relative
+        path.write_text(text)
+        parts = ["launchbay", *Path(relative).with_suffix("").parts]
+        modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    return modules
+
+
 def test_the_private_name_check_sees_each_form(tmp_path):
     package = tmp_path / "launchbay"
     (package / "sub").mkdir(parents=True)
@@ -606,12 +617,7 @@ def test_the_private_name_check_sees_each_form(tmp_path):
         ),
         "sub/c.py": "_y = 0\nfrom launchbay.sub.c import _y as same\n",
     }
-    modules = {}
-    for relative, text in files.items():
-        path = package / relative
-        path.write_text(text)
-        parts = ["launchbay", *Path(relative).with_suffix("").parts]
-        modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    modules = write_package(package, files)
     assert private_names_imported(modules, tmp_path) == {
         ("launchbay/sub/b.py", "launchbay.a", "_X"),
         ("launchbay/sub/b.py", "launchbay.a", "_f"),
@@ -766,12 +772,7 @@ def test_the_room_check_sees_an_import_up(tmp_path):
         "low/b.py": "def f():\n    from launchbay.high import c\n",  # up, in a function
         "high.py": "from launchbay.low.a import x\n",  # down
     }
-    modules = {}
-    for relative, text in files.items():
-        path = package / relative
-        path.write_text(text)
-        parts = ["launchbay", *Path(relative).with_suffix("").parts]
-        modules[".".join(parts[:-1] if parts[-1] == "__init__" else parts)] = path
+    modules = write_package(package, files)
     rooms = ["launchbay.low", "launchbay.high"]
     assert imports_up_the_rooms(modules, rooms) == {("launchbay.low.b", "launchbay.high")}
 

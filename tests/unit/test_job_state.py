@@ -17,7 +17,7 @@ import boto3
 import pytest
 from moto import mock_aws
 
-from launchbay.backends.local.layout import JobLayout
+from factories import local_job
 from launchbay.backends.local.record import (
     LocalJob,
     billable_seconds,
@@ -32,7 +32,6 @@ from launchbay.backends.state import (
     Transition,
     to_description,
 )
-from launchbay.pytorch import PyTorch
 from launchbay.runtime.names import JOB_STATUSES, TERMINAL_STATUSES
 
 pytestmark = pytest.mark.filterwarnings("ignore:framework_version=:UserWarning")
@@ -81,13 +80,7 @@ def test_sagemakers_answer_round_trips_and_reads_typed(sagemaker_description):
 
 
 def _local_job(tmp_path: Path, src: Path) -> tuple[LocalJob, dict]:
-    est = PyTorch(entry_point="train.py", source_dir=str(src), role=None,
-                  instance_type="local_process", instance_count=2, framework_version="2.8.0",
-                  py_version="py312", output_path=f"file://{tmp_path}/out")  # fmt: skip
-    request = est.create_training_job_request(f"file://{src}", job_name="codec-local")
-    layout = JobLayout.create(str(tmp_path / "jobs"), "codec-local", ["algo-1", "algo-2"])
-    job = LocalJob(dict(request), layout, None, 1.0, lambda _job: None)  # type: ignore[arg-type]
-    return job, dict(request)
+    return local_job(tmp_path, src, "codec-local")
 
 
 def _v2_describe(job: LocalJob, request: dict, now: _dt.datetime) -> dict:

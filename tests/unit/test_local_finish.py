@@ -12,22 +12,17 @@ from pathlib import Path
 
 import pytest
 
+from factories import local_job
 from launchbay.backends.local.finish import orphan_outcome
-from launchbay.backends.local.layout import JobLayout
 from launchbay.backends.local.record import LocalJob, from_json
-from launchbay.pytorch import PyTorch
 
 pytestmark = pytest.mark.filterwarnings("ignore:framework_version=:UserWarning")
 
 
 def _recovered(tmp_path: Path, src: Path, **state: object) -> LocalJob:
     """A 2-host job as its dead client left it (``Training``), read back from its record."""
-    est = PyTorch(entry_point="train.py", source_dir=str(src), role=None,
-                  instance_type="local_process", instance_count=2, framework_version="2.8.0",
-                  py_version="py312", output_path=f"file://{tmp_path}/out")  # fmt: skip
-    request = est.create_training_job_request(f"file://{src}", job_name="orphan")
-    layout = JobLayout.create(str(tmp_path / "jobs"), "orphan", ["algo-1", "algo-2"])
-    live = LocalJob(dict(request), layout, None, 1.0, lambda _job: None)  # type: ignore[arg-type]
+    live, request = local_job(tmp_path, src, "orphan")
+    layout = live.layout
     live._set_secondary("Training", "Training in progress.")
     for key, value in state.items():
         setattr(live, key, value)
