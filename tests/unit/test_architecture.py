@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import ast
 import json
+import re
 import subprocess
 import sys
 from collections.abc import Mapping
@@ -857,3 +858,21 @@ def test_the_description_read_check_sees_each_kind_of_read():
     )
     found = description_key_reads(ast.parse(source), DESCRIPTION_ONLY_KEYS)
     assert sorted(found) == [(1, "TrainingJobStatus"), (2, "FailureReason"), (3, "ModelArtifacts")]
+
+
+def test_a_jobs_host_names_are_made_in_one_place():
+    """``algo-N`` is made by ``backends.plan.algo_hosts`` only (the runtime, its own side of
+    the contract, reads the names it is given), and counted by ``instance_count_of``."""
+    makers = sorted(
+        str(path.relative_to(ROOT.parent))
+        for name, path in module_names().items()
+        if not name.startswith("launchbay.runtime")
+        and re.search(r"""f["']algo-\{""", path.read_text(encoding="utf-8"))
+    )
+    assert makers == ["launchbay/backends/plan.py"]
+    from launchbay.backends.plan import algo_hosts, instance_count_of
+
+    groups = {"InstanceGroups": [{"InstanceType": "a", "InstanceCount": 2},
+                                 {"InstanceType": "b", "InstanceCount": 1}]}  # fmt: skip
+    assert algo_hosts(instance_count_of(groups)) == ("algo-1", "algo-2", "algo-3")
+    assert algo_hosts(instance_count_of({"InstanceCount": 2})) == ("algo-1", "algo-2")

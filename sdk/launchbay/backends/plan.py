@@ -409,7 +409,7 @@ def resolve_resources(
             processes_argument=where,
         )
     host_types = tuple(t for t, count in counted for _ in range(count))
-    hosts = tuple(f"algo-{i}" for i in range(1, len(host_types) + 1))
+    hosts = algo_hosts(len(host_types))
     if on_this_machine and placement.instance_type is not None:
         split = split_gpus(
             placement.instance_type,
@@ -555,6 +555,19 @@ def _debug_hook(hook: Mapping[str, Any] | None) -> Synced | None:
     return Synced(str(hook.get("S3OutputPath") or ""), given or DEFAULT_TENSORS_PATH, given)
 
 
+def instance_count_of(resource_config: Mapping[str, Any]) -> int:
+    """How many hosts a ``ResourceConfig`` asks for: its instance count, or its groups' total."""
+    groups = resource_config.get("InstanceGroups") or []
+    if groups:
+        return sum(int(g.get("InstanceCount") or 0) for g in groups)
+    return int(resource_config.get("InstanceCount") or 1)
+
+
+def algo_hosts(count: int) -> tuple[str, ...]:
+    """``algo-1`` ... ``algo-N``: the one place a job's host names are made (SageMaker's names)."""
+    return tuple(f"algo-{i}" for i in range(1, count + 1))
+
+
 def _stored_resources(request: Mapping[str, Any], where: str) -> Resources:
     """The placement and hosts of a request already planned once (no capacity check)."""
     config = request.get("ResourceConfig") or {}
@@ -564,7 +577,7 @@ def _stored_resources(request: Mapping[str, Any], where: str) -> Resources:
         (str(config.get("InstanceType")), int(config.get("InstanceCount") or 1))
     ]
     host_types = tuple(t for t, count in counted for _ in range(count))
-    hosts = tuple(f"algo-{i}" for i in range(1, len(host_types) + 1))
+    hosts = algo_hosts(len(host_types))
     return Resources(
         placement, hosts, host_types, processes_per_host_of(request, where), where, None
     )

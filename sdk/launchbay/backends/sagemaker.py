@@ -95,7 +95,7 @@ from launchbay.backends.events import (
     LogLines,
     Notice,
 )
-from launchbay.backends.plan import JobPlan
+from launchbay.backends.plan import JobPlan, algo_hosts, instance_count_of
 from launchbay.backends.state import JobState
 from launchbay.errors import ConfigurationError, JobError, LaunchbayError
 from launchbay.job import LogTail, TrainingJob
@@ -259,16 +259,12 @@ class _LogsUnavailable(Exception):
 
 
 def _instance_count(description: Mapping[str, Any]) -> int:
-    resources = description.get("ResourceConfig") or {}
-    groups = resources.get("InstanceGroups")
-    if groups:
-        return sum(int(g.get("InstanceCount") or 0) for g in groups)
-    return int(resources.get("InstanceCount") or 1)
+    return instance_count_of(description.get("ResourceConfig") or {})
 
 
 def _host_names(description: Mapping[str, Any]) -> list[str]:
     """``algo-1`` ... ``algo-N``: the hosts SageMaker names for the job's instances."""
-    return [f"algo-{i}" for i in range(1, _instance_count(description) + 1)]
+    return list(algo_hosts(_instance_count(description)))
 
 
 def _host_of(stream: str, job: str) -> str:

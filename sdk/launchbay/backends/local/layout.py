@@ -28,6 +28,7 @@ from typing import Any
 
 from launchbay import transfer
 from launchbay._home import local_home
+from launchbay.backends.plan import algo_hosts, instance_count_of
 from launchbay.errors import ConfigurationError, TransferError
 from launchbay.runtime.for_client import (
     read_beneath,
@@ -51,17 +52,12 @@ def default_job_root() -> str:
 
 def host_names(request: Mapping[str, Any]) -> list[str]:
     """``algo-1`` ... ``algo-N`` for the request's instance count (or its groups' total)."""
-    resources = request.get("ResourceConfig") or {}
-    groups = resources.get("InstanceGroups") or []
-    if groups:
-        count = sum(int(g.get("InstanceCount") or 0) for g in groups)
-    else:
-        count = int(resources.get("InstanceCount") or 1)
+    count = instance_count_of(request.get("ResourceConfig") or {})
     if count < 1:
         raise ConfigurationError.invalid(
             "instance_count", count, "an integer 1 or more (one local host each)"
         )
-    return [f"algo-{i}" for i in range(1, count + 1)]
+    return list(algo_hosts(count))
 
 
 def file_uri_path(uri: str) -> str:
