@@ -6,6 +6,7 @@ The requests themselves are compared with SDK v2's in tests/compat (the ``rules-
 
 from __future__ import annotations
 
+import json
 import logging
 import subprocess
 import sys
@@ -170,3 +171,27 @@ def test_job_spec_round_trip() -> None:
     profiler = arguments._by_name()["profiler_config"]
     again = profiler.from_spec(profiler.to_spec(config, None))
     assert again.to_request_dict("s3://o/") == config.to_request_dict("s3://o/")
+
+
+def test_without_smdebug_every_debugging_rule_of_the_process_is_error_naming_the_extra(tmp_path):
+    """The job's debugging rules share one process: each gets the Error naming the extra."""
+    rules = [
+        {"name": name, "parameters": {}, "out": str(tmp_path / f"{name}.json")}
+        for name in ("VanishingGradient", "LossNotDecreasing")
+    ]
+    config = {"kind": "debug", "job": "no-smdebug", "trial": str(tmp_path), "rules": rules}
+    code = (
+        "import sys; sys.modules['smdebug'] = None\n"  # find_spec('smdebug') is None
+        "from launchbay.debugger.evaluate import rule_main\n"
+        "sys.exit(rule_main(sys.argv[1]))\n"
+    )
+    done = subprocess.run(
+        [sys.executable, "-c", code, json.dumps(config)], capture_output=True, text=True, timeout=60
+    )
+    assert done.returncode == 0, done.stderr
+    for rule in rules:
+        status = json.loads(open(rule["out"], encoding="utf-8").read())
+        assert status["RuleConfigurationName"] == rule["name"]
+        assert status["RuleEvaluationStatus"] == "Error"
+        assert "Rules need smdebug (pip install 'launchbay[debugger]')" in status["StatusDetails"]
+        assert f"smdebug is not installed in {sys.executable}" in status["StatusDetails"]

@@ -192,19 +192,14 @@ def _evaluate_debug_rules(config: dict[str, Any]) -> None:
     # smdebug waits a second after the end marker for late files; the client writes the
     # marker of the gathered output only once every host's files are in it.
     os.environ.setdefault("SMDEBUG_TRAINING_END_DELAY_REFRESH", "0")
-    try:
-        invoker = _import_smdebug()
-        from smdebug.core.logger import get_logger
-        from smdebug.exceptions import NoMoreData, RuleEvaluationConditionMet
-        from smdebug.trials import create_trial
+    # An error before any rule runs (smdebug's imports, the trial) is every rule's: rule_main.
+    invoker = _import_smdebug()
+    from smdebug.core.logger import get_logger
+    from smdebug.exceptions import NoMoreData, RuleEvaluationConditionMet
+    from smdebug.trials import create_trial
 
-        get_logger().addFilter(_Quiet())
-        trial = _shared_by_the_rules(create_trial(config["trial"], name=config["job"]))
-    except ImportError as exc:
-        for entry in rules:
-            details = f"Rules need smdebug ({_EXTRA}): {_shortened(exc)}"
-            write_status(entry["out"], entry["name"], ERROR, details)
-        return
+    get_logger().addFilter(_Quiet())
+    trial = _shared_by_the_rules(create_trial(config["trial"], name=config["job"]))
     active: list[tuple[dict[str, Any], Any, int, int | None]] = []
     for entry in rules:
         parameters = {str(k): str(v) for k, v in (entry.get("parameters") or {}).items()}
@@ -383,16 +378,16 @@ def rule_main(argument: str) -> int:
     rules = config["rules"] if config["kind"] == "debug" else [config]
     for entry in rules:
         write_status(entry["out"], entry["name"], IN_PROGRESS)
-    if config["kind"] == "debug" and importlib.util.find_spec("smdebug") is not None:
-        _evaluate_debug_rules(config)  # writes each rule's verdict
-        return 0
     try:
         if importlib.util.find_spec("smdebug") is None:
             raise ImportError(f"smdebug is not installed in {sys.executable}: {_EXTRA}")
+        if config["kind"] == "debug":
+            _evaluate_debug_rules(config)  # writes each rule's verdict once its rules run
+            return 0
         status, details = _profiler_report(config)
     except ImportError as exc:
         status, details = ERROR, f"Rules need smdebug ({_EXTRA}): {_shortened(exc)}"
-    except Exception as exc:  # the rule failed: Error, never the job
+    except Exception as exc:  # the rule (or the rules' setup) failed: Error, never the job
         status, details = ERROR, _shortened(exc)
     for entry in rules:
         write_status(entry["out"], entry["name"], status, details)

@@ -312,7 +312,7 @@ class RuleRunner:
         except Exception as exc:  # the job must still end
             logger.error("The Debugger rules of job %s could not be ended: %s", self.job.name, exc)
         finally:
-            for proc in {id(p): p for p in [r.proc for r in self.rules] + [self.monitor]}.values():
+            for proc in [*self._rule_procs(), self.monitor]:
                 if proc is not None and proc.poll() is None:
                     with contextlib.suppress(OSError):
                         proc.kill()
@@ -328,12 +328,11 @@ class RuleRunner:
             with contextlib.suppress(subprocess.TimeoutExpired):
                 self.monitor.wait(10)
         self._turn(final=True)
-        for proc in {id(r.proc): r.proc for r in self.rules if r.proc is not None}.values():
-            if proc is not None:
-                self._tell_end(proc)
-                # the job is over: leave SCHED_IDLE (still nice 19) so a busy machine cannot starve them
-                with contextlib.suppress(OSError, AttributeError):
-                    os.sched_setscheduler(proc.pid, os.SCHED_OTHER, os.sched_param(0))
+        for proc in self._rule_procs():
+            self._tell_end(proc)
+            # the job is over: leave SCHED_IDLE (still nice 19) so a busy machine cannot starve them
+            with contextlib.suppress(OSError, AttributeError):
+                os.sched_setscheduler(proc.pid, os.SCHED_OTHER, os.sched_param(0))
         deadline = time.monotonic() + timeout
         while time.monotonic() < deadline and not (cancel is not None and cancel.is_set()):
             self._turn(final=True)
@@ -359,6 +358,10 @@ class RuleRunner:
                 )
             self._changed(rule)
         self._publish()
+
+    def _rule_procs(self) -> list[subprocess.Popen[bytes]]:
+        """The rule processes, each once (the debugging rules share one)."""
+        return list({id(r.proc): r.proc for r in self.rules if r.proc is not None}.values())
 
     @staticmethod
     def _tell_end(proc: subprocess.Popen[bytes]) -> None:
