@@ -14,7 +14,7 @@ import textwrap
 
 import pytest
 
-from launchbay.backends.local.capacity import local_capacity
+from launchbay._capacity import local_capacity
 
 MEMORY_LIMIT = 1536 * 1024 * 1024  # bytes of address space for the command
 CPU_SECONDS = 60

@@ -201,6 +201,7 @@ LAYERS = {
     "launchbay.runtime": 0,
     # 1: foundations every client module may use
     "launchbay.errors": 1,
+    "launchbay._capacity": 1,  # this machine's ranks and GPUs: no backend's
     "launchbay._home": 1,
     "launchbay.s3uri": 1,
     "launchbay._instances": 1,
@@ -645,6 +646,7 @@ ROOMS = [
     "launchbay._regions",
     "launchbay.display",
     "launchbay.errors",
+    "launchbay._capacity",
     "launchbay._docker",
     "launchbay._home",
     "launchbay._yamlfile",
@@ -776,6 +778,56 @@ def test_the_room_check_sees_an_import_up(tmp_path):
     modules = write_package(package, files)
     rooms = ["launchbay.low", "launchbay.high"]
     assert imports_up_the_rooms(modules, rooms) == {("launchbay.low.b", "launchbay.high")}
+
+
+# -- issue 33: the plan imports no backend ----------------------------------------------------
+
+
+def backend_imports(name: str, path: Path, modules: Mapping[str, Path]) -> list[str]:
+    """Each import (anywhere in module ``name``) of ``launchbay.backends`` or a module under it
+    other than ``name`` itself: a backend, or a part of the local, Docker, Ray or SageMaker wings.
+    """
+    found = []
+    for node in _every_import(ast.parse(path.read_text(), str(path))):
+        for target in _import_targets(node, name, path, modules):
+            if target == name or not (target + ".").startswith("launchbay.backends."):
+                continue
+            found.append(f"{name}:{node.lineno} imports {target}")
+    return sorted(set(found))
+
+
+def test_the_plan_imports_no_backend():
+    """The plan is what every backend reads; it reads none of them (this machine's capacity is
+    the foundation ``launchbay._capacity``, not the local wing's)."""
+    modules = module_names()
+    name = "launchbay.backends.plan"
+    assert backend_imports(name, modules[name], modules) == []
+
+
+def test_the_backend_import_check_sees_an_import_inside_a_function(tmp_path):
+    package = tmp_path / "launchbay"
+    (package / "backends" / "local").mkdir(parents=True)
+    files = {
+        "__init__.py": "",
+        "_capacity.py": "",
+        "backends/__init__.py": "",
+        "backends/docker.py": "",
+        "backends/local/__init__.py": "",
+        "backends/local/capacity.py": "",
+        "backends/plan.py": (
+            "from launchbay._capacity import split_gpus\n"  # a foundation: fine
+            "def resolve():\n"
+            "    from .local import capacity\n"  # relative, inside a function
+            "    import launchbay.backends.docker\n"
+            "    from launchbay.backends import plan\n"  # itself
+        ),
+    }
+    modules = write_package(package, files)
+    name = "launchbay.backends.plan"
+    assert backend_imports(name, modules[name], modules) == [
+        "launchbay.backends.plan:3 imports launchbay.backends.local.capacity",
+        "launchbay.backends.plan:4 imports launchbay.backends.docker",
+    ]
 
 
 # -- issue 33: a job's DescribeTrainingJob fields are read through one codec --------------

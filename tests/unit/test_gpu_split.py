@@ -16,8 +16,8 @@ import pytest
 from factories import OMIT
 from factories import estimator as make_estimator
 from launchbay import ConfigurationError
+from launchbay._capacity import split_gpus
 from launchbay.backends.docker import DockerBackend, compose_document, host_config_args
-from launchbay.backends.local.capacity import split_gpus
 from launchbay.backends.plan import plan_request
 from launchbay.backends.process import ProcessBackend
 

@@ -15,7 +15,7 @@ import pytest
 from factories import OMIT
 from factories import estimator as make_estimator
 from launchbay import ConfigurationError
-from launchbay.backends.local.capacity import (
+from launchbay._capacity import (
     MAX_RANKS_ENV,
     RANKS_FLOOR,
     check_local_ranks,

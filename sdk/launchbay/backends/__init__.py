@@ -15,7 +15,8 @@ module only when it is used:
 
 The two local backends are one control loop driving one host runner each; the
 local wing (the loop, the runners, the job record, logs, signals, staging,
-outputs, capacity) is the package :mod:`launchbay.backends.local`.
+outputs) is the package :mod:`launchbay.backends.local`. The plan imports no backend:
+this machine's capacity is the foundation :mod:`launchbay._capacity`.
 """
 
 from __future__ import annotations

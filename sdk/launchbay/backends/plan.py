@@ -31,6 +31,7 @@ from dataclasses import dataclass, field, replace
 from typing import Any, TypeVar
 
 from launchbay import _request_rules
+from launchbay._capacity import check_local_ranks, split_gpus
 from launchbay.errors import ConfigurationError
 from launchbay.runtime.contract import (
     DEFAULT_CHECKPOINT_PATH,
@@ -397,9 +398,6 @@ def resolve_resources(
     # checks the cluster's nodes and resources instead (docs/ray.md).
     on_this_machine = placement.on_this_machine
     if on_this_machine and placement.instance_type is not None:
-        # The local wing's capacity rules, imported for a local job only.
-        from launchbay.backends.local.capacity import check_local_ranks, split_gpus
-
         # Every rank runs on this machine: refused before a host is even named.
         check_local_ranks(
             placement.instance_type,

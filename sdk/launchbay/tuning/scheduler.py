@@ -15,7 +15,7 @@ import logging
 from collections.abc import Iterable
 from dataclasses import dataclass, field
 
-from launchbay.backends.local.capacity import local_capacity, split_gpus
+from launchbay._capacity import local_capacity, split_gpus
 from launchbay.backends.plan import JobPlan
 
 __all__ = ["Slots", "plan_slots"]

@@ -17,12 +17,13 @@ has one job::
     layout.py           the job directory: where each file lives
     staging.py          input channels (file://, s3:// through the S3 cache)
     outputs.py          checkpoints, model and output archives, published
-    capacity.py         what one job may take of this machine: ranks and GPU shares
     attempts.py         a job's attempts: spot interruptions (rehearsed), retries, max_wait
     rehearsal.py        the LAUNCHBAY_REHEARSE_INTERRUPTIONS setting: what happens to each attempt
     checkpoint_watch.py whether a restarted script read its restored checkpoints (inotify)
 
 The backends themselves are :class:`launchbay.backends.process.ProcessBackend`
-and :class:`launchbay.backends.docker.DockerBackend`. Nothing is imported here:
-:mod:`launchbay.backends.plan` reads :mod:`.capacity` without the rest.
+and :class:`launchbay.backends.docker.DockerBackend`. Nothing is imported here.
+What one job may take of this machine (ranks, GPU shares) is not the wing's: it is
+:mod:`launchbay._capacity`, a foundation the plan and tuning read (the plan imports
+no backend).
 """

@@ -233,7 +233,7 @@ class ProcessHosts:
                 host_env = dict(
                     env, SAGEMAKER_BASE_DIR=layout.host_dir(host), TMPDIR=tmp, TMP=tmp, TEMP=tmp
                 )
-                if job.gpus is not None:  # this host's share of the GPUs (local/capacity.py)
+                if job.gpus is not None:  # this host's share of the GPUs (launchbay/_capacity.py)
                     host_env["CUDA_VISIBLE_DEVICES"] = ",".join(job.gpus[host])
                 # The host writes its log file itself: every line is kept even if this
                 # process dies (a killed driver, a closed notebook kernel).

@@ -204,7 +204,7 @@ class LocalJob:
         #: What runs each host, by host name (a process, a container ...), backend's own.
         self.procs: dict[str, Any] = {}
         #: Each host's share of this machine's GPUs (device ids), or None: no GPU
-        #: (see launchbay.backends.local.capacity; found once per job, in run()).
+        #: (see launchbay._capacity; found once per job, in run()).
         self.gpus: dict[str, list[str]] | None = None
         self.readers: list[threading.Thread] = []
         self.stop_requested = threading.Event()

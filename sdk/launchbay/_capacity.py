@@ -43,6 +43,11 @@ A job that cannot get a GPU per host is refused before anything starts: more
 hosts than GPUs, ``local_gpu`` with no GPU at all, or an explicit
 ``processes_per_host`` above a host's share. With no GPU found, a
 ``local_process`` job runs on CPU as before.
+
+A foundation (layer 1), not a backend: facts about this machine (its cores,
+memory, limits and GPUs), read by the plan (:func:`launchbay.backends.plan.resolve_resources`)
+and by local tuning's slots (:mod:`launchbay.tuning.scheduler`), so neither imports the
+local wing (issue 33: the plan imports no backend).
 """
 
 from __future__ import annotations
