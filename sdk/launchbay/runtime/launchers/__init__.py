@@ -23,10 +23,10 @@ framework parameter                                launcher
 
 from __future__ import annotations
 
+import importlib
 import logging
 
 from launchbay.runtime.contract import TrainingEnv
-from launchbay.runtime.launchers import mpi, plain, smddp, tf_config, torchrun
 from launchbay.runtime.launchers.base import (
     BOOTSTRAP_MODULE,
     LaunchContext,
@@ -76,21 +76,31 @@ def select_launcher(env: TrainingEnv, settings: RuntimeSettings) -> str:
 def _torch_distributed(ctx: LaunchContext) -> LaunchPlan:
     """One torchrun per host; one for every host in ``local_process`` (one machine)."""
     if ctx.settings.local_process and len(ctx.env.distribution_hosts) > 1:
+        from launchbay.runtime.launchers import mpi
+
         return mpi.build_torchrun_local(ctx)
+    from launchbay.runtime.launchers import torchrun
+
     return torchrun.build(ctx)
 
 
+#: Launcher name -> (module of this package, its builder). A host imports only the module
+#: of the launcher it runs: every job's start pays for the imports (docs/performance.md).
 _BUILDERS = {
-    "plain": plain.build,
-    "torch_distributed": _torch_distributed,
-    "mpi": mpi.build,
-    "smdistributed": mpi.build_smddp,
-    "smddp_local": smddp.build_local,
-    "parameter_server": tf_config.build_parameter_server,
-    "multi_worker_mirrored_strategy": tf_config.build_mwms,
+    "plain": ("plain", "build"),
+    "mpi": ("mpi", "build"),
+    "smdistributed": ("mpi", "build_smddp"),
+    "smddp_local": ("smddp", "build_local"),
+    "parameter_server": ("tf_config", "build_parameter_server"),
+    "multi_worker_mirrored_strategy": ("tf_config", "build_mwms"),
 }
 
 
 def build_plan(ctx: LaunchContext) -> LaunchPlan:
     """Select the launcher for ``ctx`` and build its plan."""
-    return _BUILDERS[select_launcher(ctx.env, ctx.settings)](ctx)
+    launcher = select_launcher(ctx.env, ctx.settings)
+    if launcher == "torch_distributed":
+        return _torch_distributed(ctx)
+    module, builder = _BUILDERS[launcher]
+    built: LaunchPlan = getattr(importlib.import_module(f"{__name__}.{module}"), builder)(ctx)
+    return built
