@@ -103,39 +103,57 @@ HOROVOD_MPI = {
 }
 
 
-def networks_left(docker_client, keep, timeout: float = 10.0) -> list[str]:
-    """Names of the Docker networks ``keep(name)`` selects that are still there after ``timeout``.
+def left_after(timeout: float, find):
+    """What ``find()`` still returns after up to ``timeout`` seconds (looked at every 0.1 s).
 
-    A Docker job's network is removed in the background once the job has ended (it
-    takes the engine 0.2 s), and always before its client process exits: a test in
-    the client's process looks for a while (docs/local.md, "What a Docker job leaves").
+    A Docker job's exited containers and its network are removed in the background once
+    the job has ended (the engine takes 0.05-0.2 s), and always before its client process
+    exits: a test in the client's process looks for a while (docs/local.md, "What a Docker
+    job leaves"). ``timeout`` 0 looks once.
     """
     import time
 
     deadline = time.monotonic() + timeout
     while True:
-        left = [n.name for n in docker_client.networks.list() if keep(n.name)]
+        left = find()
         if not left or time.monotonic() > deadline:
             return left
         time.sleep(0.1)
 
 
-def docker_leftovers(docker_client, job_dir, network_timeout: float = 10.0) -> tuple[list, list]:
-    """Containers labelled with the job directory, and networks named after the job (waited
-    for as :func:`networks_left` does, ``network_timeout`` 0 for none)."""
+def networks_left(docker_client, keep, timeout: float = 10.0) -> list[str]:
+    """Names of the Docker networks ``keep(name)`` selects still there (see :func:`left_after`)."""
+    return left_after(
+        timeout, lambda: [n.name for n in docker_client.networks.list() if keep(n.name)]
+    )
+
+
+def containers_left(docker_client, timeout: float = 10.0, **filters) -> list[str]:
+    """Names of the containers, running or not, that ``filters`` (the engine's) select
+    still there (see :func:`left_after`). One list call: ``containers.list`` inspects each
+    container after listing, and fails on one removed in between."""
+
+    def names() -> list[str]:
+        found = docker_client.api.containers(all=True, filters=filters)
+        return [str((c.get("Names") or ["?"])[0]).lstrip("/") for c in found]
+
+    return left_after(timeout, names)
+
+
+def docker_leftovers(docker_client, job_dir, timeout: float = 10.0) -> tuple[list, list]:
+    """Names of the containers labelled with the job directory, and of the networks named
+    after the job, still there (waited for as :func:`left_after` does, 0 to look once)."""
     from launchbay.backends.docker import LABEL_JOB_DIR
 
-    containers = docker_client.containers.list(
-        all=True, filters={"label": f"{LABEL_JOB_DIR}={job_dir}"}
-    )
+    containers = containers_left(docker_client, timeout, label=f"{LABEL_JOB_DIR}={job_dir}")
     network = f"launchbay-{Path(job_dir).name}"
-    return containers, networks_left(docker_client, lambda n: n == network, network_timeout)
+    return containers, networks_left(docker_client, lambda n: n == network, timeout)
 
 
-def assert_no_docker_leftovers(docker_client, job_dir, network_timeout: float = 10.0) -> None:
+def assert_no_docker_leftovers(docker_client, job_dir, timeout: float = 10.0) -> None:
     """Checks that no container and no network of the Docker job in ``job_dir`` is left."""
-    containers, networks = docker_leftovers(docker_client, job_dir, network_timeout)
-    assert not containers, [c.name for c in containers]
+    containers, networks = docker_leftovers(docker_client, job_dir, timeout)
+    assert not containers, containers
     assert not networks, networks
 
 

@@ -31,6 +31,7 @@ from job_outputs import (
     check_mpi_job,
     check_sigterm_checkpoints,
     check_torch_ddp_job,
+    containers_left,
     docker_leftovers,
     file_uri,
     hosts_started,
@@ -159,7 +160,7 @@ def test_an_exception_in_the_client_still_removes_the_containers(
     while not (directory / "algo-2" / "model" / "started-algo-2").exists():
         assert time.monotonic() < deadline
         time.sleep(0.1)
-    containers, _ = docker_leftovers(docker_client, directory)
+    containers, _ = docker_leftovers(docker_client, directory, timeout=0)
     assert len(containers) == 2
     job.stop()  # what a client's `finally:` or error handler does
     assert job.describe()["TrainingJobStatus"] == "Stopped"
@@ -565,10 +566,11 @@ def test_containers_of_a_client_that_died_are_removed_by_the_next_job(
             network.remove()
 
 
-def test_a_client_that_exits_right_after_fit_leaves_no_network(
+def test_a_client_that_exits_right_after_fit_leaves_no_container_and_no_network(
     home, tmp_path, framework_version, docker_client
 ):
-    """fit() returns while the engine removes the job's network (0.2 s); the exit waits for it."""
+    """fit() returns while the engine removes the job's exited containers and its network
+    (0.05-0.2 s); the client's exit waits for it."""
     source = tmp_path / "src"
     source.mkdir()
     (source / "noop.py").write_text("print('noop')\n")
@@ -665,6 +667,21 @@ def test_an_image_built_for_sagemaker_with_the_toolkit_runs_unchanged(
     assert_no_docker_leftovers(docker_client, home / "jobs" / caught.value.job_name)
 
 
+def test_the_same_job_name_again_at_once_keeps_its_own_containers_and_network(
+    home, tmp_path, docker_pytorch, docker_client
+):
+    """The first job's containers and network are removed in the background, by the ids it
+    made them with: the second job of that name, started while they go, keeps its own."""
+    names = []
+    for _ in range(3):
+        est = docker_pytorch("channels.py", output_path=file_uri(tmp_path / "out"))
+        est.fit(job_name="docker-same-name", logs=False)
+        assert est.latest_training_job.describe()["TrainingJobStatus"] == "Completed"
+        names.append(est.latest_training_job.name)
+    assert names == ["docker-same-name"] * 3
+    assert_no_docker_leftovers(docker_client, home / "jobs" / "docker-same-name")
+
+
 def test_a_leftover_container_and_network_of_the_same_job_name_are_replaced(
     home, tmp_path, framework_version, docker_pytorch, docker_client
 ):
@@ -677,7 +694,7 @@ def test_a_leftover_container_and_network_of_the_same_job_name_are_replaced(
         est.fit(job_name=name, logs=False)
         assert est.latest_training_job.describe()["TrainingJobStatus"] == "Completed"
         assert_no_docker_leftovers(docker_client, home / "jobs" / name)
-        assert not docker_client.containers.list(all=True, filters={"id": stale.id})
+        assert not containers_left(docker_client, id=stale.id)
         assert not docker_client.networks.list(ids=[network.id])
     finally:
         for leftover in docker_client.containers.list(all=True, filters={"id": stale.id}):

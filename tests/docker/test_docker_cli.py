@@ -10,6 +10,7 @@ from pathlib import Path
 
 import pytest
 
+from job_outputs import containers_left
 from launchbay.backends.docker import LABEL_JOB_DIR
 
 pytestmark = pytest.mark.docker
@@ -90,6 +91,4 @@ def test_submit_detached_then_follow_logs_from_another_process(
     status = cli("status", "docker-cli", "--output", "json")
     assert json.loads(status.stdout)["status"] == "Completed"
     job_dir = Path(env["LAUNCHBAY_HOME"]) / "jobs" / "docker-cli"
-    assert not docker_client.containers.list(
-        all=True, filters={"label": f"{LABEL_JOB_DIR}={job_dir}"}
-    )
+    assert not containers_left(docker_client, label=f"{LABEL_JOB_DIR}={job_dir}")

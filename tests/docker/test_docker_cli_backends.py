@@ -15,6 +15,7 @@ import sys
 import time
 from pathlib import Path
 
+from job_outputs import containers_left, networks_left
 from launchbay.backends.docker import LABEL_JOB_DIR, network_name
 
 SPEC = """\
@@ -57,10 +58,8 @@ def wait_for_line(log: Path, text: str, timeout: float = 120) -> None:
 
 
 def assert_nothing_left(docker_client, job_dir: Path, job: str) -> None:
-    assert not docker_client.containers.list(
-        all=True, filters={"label": f"{LABEL_JOB_DIR}={job_dir}"}
-    )
-    assert not docker_client.networks.list(names=[network_name(job)])
+    assert not containers_left(docker_client, label=f"{LABEL_JOB_DIR}={job_dir}")
+    assert not networks_left(docker_client, lambda name: name == network_name(job))
 
 
 def test_no_wait_runs_a_docker_job_detached_that_status_and_stop_reach(

@@ -25,7 +25,7 @@ from pathlib import Path
 
 import pytest
 
-from job_outputs import file_uri
+from job_outputs import containers_left, file_uri
 from launchbay import Estimator, JobError, JobFailedError
 
 pytestmark = pytest.mark.docker
@@ -227,7 +227,5 @@ def test_a_job_name_running_from_another_home_is_refused_by_name(
         first.latest_training_job.stop()
         with pytest.raises(JobFailedError, match="Stopped"):
             first.latest_training_job.wait(logs=False)
-    assert not docker_client.containers.list(
-        all=True, filters={"name": "launchbay-hostile-clash-algo-1"}
-    )
+    assert not containers_left(docker_client, name="launchbay-hostile-clash-algo-1")
     assert os.path.isdir(first_home / "jobs" / "hostile-clash")

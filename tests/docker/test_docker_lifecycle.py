@@ -54,7 +54,7 @@ def test_a_sigkilled_client_leaves_a_finished_job_and_no_container(
         assert "checkpoint written on SIGTERM" in log, (
             f"{host}.log:\n{log}\nwatchdog.log:\n{watchdog}"
         )
-    assert_no_docker_leftovers(docker_client, directory, network_timeout=0)
+    assert_no_docker_leftovers(docker_client, directory)
 
 
 def test_mpi_workers_over_ssh_learn_at_once_that_the_master_could_not_start(
@@ -77,5 +77,5 @@ def test_mpi_workers_over_ssh_learn_at_once_that_the_master_could_not_start(
     assert "The MPI master algo-1 failed before starting the job" in worker_log, worker_log
     assert "needs 'mpirun' on PATH" in worker_log
     assert "No MPI job reached this host" not in worker_log
-    containers, _ = docker_leftovers(docker_client, directory, network_timeout=0)
-    assert not containers, [c.name for c in containers]
+    containers, _ = docker_leftovers(docker_client, directory)
+    assert not containers, containers

@@ -10,7 +10,7 @@ from pathlib import Path
 
 import pytest
 
-from job_outputs import file_uri
+from job_outputs import containers_left, file_uri
 from launchbay.images import parse_image_name
 from launchbay.pytorch import PyTorch
 from launchbay.tuner import ContinuousParameter, HyperparameterTuner
@@ -51,8 +51,6 @@ def test_a_tuning_job_runs_its_trials_as_containers(home, tmp_path, pytorch_imag
         finals[summary["TrainingJobName"]] = value
     assert tuner.best_training_job() == min(finals, key=finals.__getitem__)
     names = set(finals)
-    left = [
-        c.name for c in docker_client.containers.list(all=True) if c.name.startswith("t-docker")
-    ]
+    left = [name for name in containers_left(docker_client) if name.startswith("t-docker")]
     assert left == [], left
     assert len(names) == 3

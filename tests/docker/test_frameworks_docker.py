@@ -25,6 +25,7 @@ from job_outputs import (
     check_sklearn_job,
     check_tiny_bert_job,
     check_xgboost_job,
+    containers_left,
     file_uri,
     networks_left,
 )
@@ -47,8 +48,8 @@ def _estimator(cls, entry_point: str, version: str, out: Path, **kwargs):
 
 
 def _assert_nothing_left(docker_client: Any, job_name: str) -> None:
-    containers = docker_client.containers.list(all=True, filters={"name": job_name})
-    assert not containers, [c.name for c in containers]
+    containers = containers_left(docker_client, name=job_name)
+    assert not containers, containers
     networks = networks_left(docker_client, lambda n: job_name in n)
     assert not networks, networks
 

@@ -25,7 +25,7 @@ from typing import Any
 import pytest
 
 from factories import OMIT, estimator
-from job_outputs import archive_members, file_uri
+from job_outputs import archive_members, containers_left, file_uri
 from launchbay import images
 
 pytestmark = [pytest.mark.docker]
@@ -182,4 +182,4 @@ def test_a_torchrun_job_runs_on_cpu_in_the_gpu_image(
     assert report["cuda"] and report["cuda_built"] is True
     assert report["cuda_available"] is False
     assert report["channel"] == ["rows.csv"]
-    assert not docker_client.containers.list(all=True, filters={"name": job.name})
+    assert not containers_left(docker_client, name=job.name)

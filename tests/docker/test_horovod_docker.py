@@ -13,7 +13,7 @@ import pytest
 
 from factories import estimator
 from job_outputs import HOROVOD_MPI as MPI
-from job_outputs import archive_members, check_horovod_ranks, rank_reports
+from job_outputs import archive_members, check_horovod_ranks, containers_left, rank_reports
 from launchbay.pytorch import PyTorch
 from launchbay.tensorflow import TensorFlow
 
@@ -56,5 +56,5 @@ def test_horovod_allreduce_2x2_in_two_containers(
     if framework == "torch":
         log = (home / "jobs" / job.name / "logs" / "algo-1.log").read_text()
         assert "mpirun" in log
-    leftovers = docker_client.containers.list(all=True, filters={"name": job.name})
-    assert not leftovers, [c.name for c in leftovers]
+    leftovers = containers_left(docker_client, name=job.name)
+    assert not leftovers, leftovers

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import pytest
 
-from job_outputs import archive_members, file_uri
+from job_outputs import archive_members, containers_left, file_uri
 from keras2_job import check_keras2_job, keras2_estimator
 
 pytestmark = pytest.mark.filterwarnings("ignore:framework_version=:UserWarning")
@@ -29,5 +29,5 @@ def test_keras2_horovod_script_runs_with_tf_keras_in_two_containers(
     check_keras2_job(
         archive_members(prefix / "model.tar.gz"), archive_members(prefix / "output.tar.gz")
     )
-    leftovers = docker_client.containers.list(all=True, filters={"name": job.name})
-    assert not leftovers, [c.name for c in leftovers]
+    leftovers = containers_left(docker_client, name=job.name)
+    assert not leftovers, leftovers

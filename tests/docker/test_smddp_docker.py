@@ -57,5 +57,5 @@ def test_a_rank_raising_in_algo_2_is_reported_and_nothing_is_left(
     head = caught.value.reason[:1024]
     assert "Rank 3" in head and "algo-2" in head
     assert "ValueError: boom from rank 3" in head
-    left, _ = docker_leftovers(docker_client, home / "jobs" / caught.value.job_name, 0)
-    assert not left, [c.name for c in left]
+    left, _ = docker_leftovers(docker_client, home / "jobs" / caught.value.job_name)
+    assert not left, left

@@ -4,10 +4,10 @@ A job's containers and network carry labels (:data:`LABEL_JOB`, :data:`LABEL_JOB
 :data:`LABEL_CLIENT`, the ``host:pid`` of the process that ran the job). Whatever carries
 the label of a client that died on this machine, and whose job's name nobody holds (a
 watchdog finishing the job holds it), is removed by :func:`remove_orphans`, which every
-Docker job's start calls. A job that ended normally has its network removed in the
-background (:meth:`ContainerHosts.teardown
+Docker job's start calls. A job that ended normally has its exited containers and its
+network removed in the background (:meth:`ContainerHosts.teardown
 <launchbay.backends.local.container_hosts.ContainerHosts.teardown>`), before its client
-exits: its network is swept here only if that client was killed first.
+exits: they are swept here only if that client was killed first.
 """
 
 from __future__ import annotations

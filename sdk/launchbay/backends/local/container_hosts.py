@@ -25,7 +25,7 @@ Per job:
   are symlink trees: the directories their links point into (the S3 cache, the
   ``file://`` source) are mounted read-only at the same path;
 * ``local_gpu``: each container its own share of this machine's GPUs, a device
-  request with their ``device_ids`` (:mod:`launchbay.backends.local.capacity`: 4 GPUs and
+  request with their ``device_ids`` (:mod:`launchbay._capacity`: 4 GPUs and
   2 hosts give ``0,1`` and ``2,3``).
 
 The environment is the request's ``Environment``, ``TRAINING_JOB_NAME``,
@@ -193,6 +193,7 @@ class ContainerHosts:
             max_workers=4, thread_name_prefix="launchbay-docker"
         )
         self._network_made: dict[str, concurrent.futures.Future[None]] = {}
+        self._network_ids: dict[str, str] = {}  # job dir -> the id of the network made for it
         self._image_ids: dict[str, str] = {}  # image -> its engine id, as check_can_run saw it
         self._warm: dict[str, warm_pool.PoolPlan] = {}  # job dir -> the pool its hosts run in
         self._pools: warm_pool.Pools | None = None
@@ -340,7 +341,7 @@ class ContainerHosts:
         a ``local_gpu`` backend refuses to make containers without it.
         """
         if self.gpu and gpus is None:
-            raise ValueError("local_gpu containers need each host's GPUs (local/capacity.py)")
+            raise ValueError("local_gpu containers need each host's GPUs (launchbay/_capacity.py)")
         plan = JobFields.of(source)
         name = plan.job_name
         # A container's namespaces are its own: another job's network variables are dropped.
@@ -466,7 +467,7 @@ class ContainerHosts:
         api = self.client.api
 
         def create_network() -> None:
-            api.create_network(
+            made = api.create_network(
                 network,
                 driver="bridge",
                 internal=isolated,
@@ -474,6 +475,9 @@ class ContainerHosts:
                 labels=self._labels(job),
                 check_duplicate=True,
             )
+            # Removed by this id (teardown), never by name: a later job of the same name,
+            # or the next attempt of this one, makes a network of the same name.
+            self._network_ids[job.layout.job_dir] = str(made.get("Id") or network)
 
         try:
             try:
@@ -700,31 +704,58 @@ class ContainerHosts:
             self._end_warm(job, plan)
         try:
             self._give_back_files(job)
-        finally:  # the network goes in the background (0.2 s), done before this process exits
-            self._remove_job(job.name, job.layout.job_dir, network_later=True)
+        finally:
+            self._remove_job_later(job, warm=plan is not None)
             join_readers(job)
+
+    def _remove_job_later(self, job: LocalJob, *, warm: bool) -> None:
+        """The ended job's exited containers, then its network, removed in the background.
+
+        The engine takes 0.05-0.15 s to remove them, which ``fit()`` need not wait for:
+        the hosts' files are already in the job's tree and their logs read to the end.
+        What was made is removed by id, so a job of the same name started meanwhile (or
+        this job's next attempt) keeps its own. The executor's threads are joined at
+        interpreter exit, queued work done; a client killed first leaves them to the next
+        job's :func:`~launchbay.backends.local.container_cleanup.remove_orphans`. A job
+        whose containers are not all known by id (one failed to be made) is looked up by
+        its label now, as a warm pool's job is.
+        """
+        ids = [entry.id for entry in job.procs.values() if entry.id]
+        network = self._network_ids.pop(job.layout.job_dir, None)
+        if warm or len(ids) < len(job.procs):
+            self._remove_job(job.name, job.layout.job_dir, network_later=True)
+            return
+        self._background.submit(self._remove_made, job.name, ids, network)
+
+    def _remove_made(self, name: str, ids: list[str], network: str | None) -> None:
+        api = self.client.api
+        errors = docker_errors()
+
+        def remove(container_id: str) -> None:
+            try:
+                api.remove_container(container_id, force=True, v=True)
+            except errors.NotFound:
+                pass
+            except errors.APIError as exc:  # reported; the orphan sweep tries again later
+                logger.warning(
+                    "Could not remove container %s of job %s: %s", container_id, name, exc
+                )
+
+        if ids:
+            with concurrent.futures.ThreadPoolExecutor(max_workers=min(len(ids), 8)) as pool:
+                list(pool.map(remove, ids))
+        if network is not None:
+            self._remove_network(network)
 
     def running(self, job: LocalJob) -> list[str]:
         return [h for h, c in job.procs.items() if c.started and c.exit_code is None]
 
     def _remove_job(self, name: str, job_dir: str, network_later: bool = False) -> None:
-        api = self.client.api
-        found = api.containers(all=True, filters={"label": f"{LABEL_JOB_DIR}={job_dir}"})
-
-        def remove(container_id: str) -> None:
-            errors = docker_errors()
-            try:
-                api.remove_container(container_id, force=True, v=True)
-            except errors.NotFound:
-                pass
-            except errors.APIError as exc:  # reported; the job must still end
-                logger.warning(
-                    "Could not remove container %s of job %s: %s", container_id, name, exc
-                )
-
-        if found:
-            with concurrent.futures.ThreadPoolExecutor(max_workers=min(len(found), 8)) as pool:
-                list(pool.map(remove, [c["Id"] for c in found]))
+        """Every container labelled with ``job_dir`` now, then the job's network by name."""
+        found = self.client.api.containers(
+            all=True, filters={"label": f"{LABEL_JOB_DIR}={job_dir}"}
+        )
+        self._remove_made(name, [c["Id"] for c in found], None)
         if network_later:  # executor threads are joined at interpreter exit, queued work done
             self._background.submit(self._remove_network, network_name(name))
         else:
