@@ -74,15 +74,19 @@ def remove_orphans(client: Any) -> int:
     """
     removed = 0
     networks: set[str] = set()
-    for container in client.containers.list(all=True, filters={"label": LABEL_CLIENT}):
-        pid = _orphaned(container.labels)
+    # One list call (containers.list inspects each container after listing, and fails on
+    # one that another job removes in between: a live client's, in the background).
+    for container in client.api.containers(all=True, filters={"label": LABEL_CLIENT}):
+        labels = container.get("Labels") or {}
+        pid = _orphaned(labels)
         if pid is None:
             continue
+        name = str((container.get("Names") or [container["Id"]])[0]).lstrip("/")
         message = "Removing container %s, left behind by launchbay process %s that is gone"
-        logger.warning(message, container.name, pid)
-        networks.add(network_name(container.labels.get(LABEL_JOB, "")))
+        logger.warning(message, name, pid)
+        networks.add(network_name(labels.get(LABEL_JOB, "")))
         with contextlib.suppress(docker_errors().APIError):
-            container.remove(force=True, v=True)
+            client.api.remove_container(container["Id"], force=True, v=True)
             removed += 1
     for network in client.api.networks(filters={"label": LABEL_CLIENT}):
         if _orphaned(network.get("Labels") or {}) is not None:

@@ -64,6 +64,7 @@ import posixpath
 import shlex
 import signal
 import threading
+import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import partial
@@ -123,6 +124,13 @@ class HostSpec:
     gpu_ids: list[str] | None = None
     #: The entrypoint, where it is not the image's own (see ``_add_pip_cache``).
     entrypoint: list[str] | None = None
+
+
+#: Containers whose process a job in this process saw end (any backend instance's): the
+#: engine lists them as running while it detaches them (0.05 s), which is no host left
+#: running; forgotten once removed.
+_ENDED: set[str] = set()
+_ENDED_LOCK = threading.Lock()
 
 
 @dataclass
@@ -194,6 +202,7 @@ class ContainerHosts:
         )
         self._network_made: dict[str, concurrent.futures.Future[None]] = {}
         self._network_ids: dict[str, str] = {}  # job dir -> the id of the network made for it
+        self._deaths: dict[str, Any] = {}  # job dir -> the engine's stream of its die events
         self._image_ids: dict[str, str] = {}  # image -> its engine id, as check_can_run saw it
         self._warm: dict[str, warm_pool.PoolPlan] = {}  # job dir -> the pool its hosts run in
         self._pools: warm_pool.Pools | None = None
@@ -210,8 +219,19 @@ class ContainerHosts:
     # -- before anything is made ----------------------------------------------------
     def check_can_run(self, request: JobFields | Mapping[str, Any], hosts: list[str]) -> None:
         container_options()  # an invalid ~/.sagemaker/config.yaml is refused before anything starts
-        self.remove_orphans()
+        if isinstance(request, Mapping) and not warm_pool.keep_alive_of(request):
+            # What dead clients left is no part of this job (a leftover of its name is
+            # replaced where it is met): swept beside the job's start, not before it.
+            self._background.submit(self._sweep)
+        else:  # a pool past its period ends before this job looks for one
+            self.remove_orphans()
         self._ensure_image(JobFields.of(request).image)
+
+    def _sweep(self) -> None:
+        try:
+            self.remove_orphans()
+        except Exception as exc:  # the next job's start sweeps again
+            logger.warning("Could not remove what earlier launchbay processes left: %s", exc)
 
     def _ensure_image(self, image: str) -> None:
         errors = docker_errors()
@@ -663,6 +683,7 @@ class ContainerHosts:
 
         with concurrent.futures.ThreadPoolExecutor(max_workers=min(len(specs), 8)) as pool:
             futures = [pool.submit(create_and_start, spec) for spec in specs]
+        self._watch_deaths(job)  # off the start's path: events since before it are replayed
         failures = [error for error in (f.exception() for f in futures) if error is not None]
         if failures:
             error = failures[0]
@@ -677,9 +698,60 @@ class ContainerHosts:
         except Exception as exc:  # removed underneath us, engine gone ...
             logger.debug("Waiting for %s failed: %s", entry.spec.container_name, exc)
             code = -1
-        entry.exit_code = code
-        entry.exited.set()
+        self._exited(job, entry, code)
+
+    def _exited(self, job: LocalJob, entry: _Container, code: int) -> None:
+        """The first word of a container's exit (its die event, or its wait call) counts."""
+        with _ENDED_LOCK:
+            if entry.exited.is_set():
+                return
+            entry.exit_code = code
+            entry.exited.set()
+            _ENDED.add(entry.id)
         job.notify()
+
+    def _watch_deaths(self, job: LocalJob) -> None:
+        """Exit codes from the engine's ``die`` events of the job's containers.
+
+        An event comes as the container's process is gone; a wait call returns only once
+        the engine has also detached it from its network (0.04-0.06 s later), which the
+        job's end need not wait for. The wait calls stay, for an event stream that breaks.
+        Events since a second ago are replayed, so none is missed; one of another
+        container with this job's label (the same job name just before) has another id.
+        """
+        since = int(time.time()) - 1
+        job_dir = job.layout.job_dir
+        filters = {"type": "container", "event": "die", "label": f"{LABEL_JOB_DIR}={job_dir}"}
+        try:
+            stream = self.client.api.events(since=since, filters=filters, decode=True)
+        except docker_errors().APIError as exc:
+            logger.debug("No die events for job %s: %s", job.name, exc)
+            return
+        self._deaths[job_dir] = stream
+
+        def read() -> None:
+            try:
+                for event in stream:
+                    actor = event.get("Actor") or {}
+                    found = str(actor.get("ID") or event.get("id") or "")
+                    for entry in job.procs.values():
+                        if entry.id and entry.id == found:
+                            code = (actor.get("Attributes") or {}).get("exitCode", -1)
+                            self._exited(job, entry, int(code))
+                    if all(entry.exited.is_set() for entry in job.procs.values()):
+                        return
+            except Exception as exc:  # closed by teardown, engine gone: the waits answer
+                logger.debug("Die events of job %s: %s", job.name, exc)
+            finally:
+                self._close_deaths(job_dir)
+
+        threading.Thread(target=read, name=f"launchbay-deaths-{job.name}", daemon=True).start()
+
+    def _close_deaths(self, job_dir: str) -> None:
+        stream = self._deaths.pop(job_dir, None)
+        if stream is not None:
+            with contextlib.suppress(Exception):
+                stream.close()
 
     def exit_codes(self, job: LocalJob) -> dict[str, int | None]:
         return {host: c.exit_code for host, c in job.procs.items()}
@@ -699,6 +771,7 @@ class ContainerHosts:
         made = self._network_made.pop(job.layout.job_dir, None)
         if made is not None:  # prepare() failed or the job stopped: made, then removed
             concurrent.futures.wait([made])
+        self._close_deaths(job.layout.job_dir)
         plan = self._warm.pop(job.layout.job_dir, None)
         if plan is not None and warm_pool.read_job_pool(job.layout.job_dir) is not None:
             self._end_warm(job, plan)
@@ -744,6 +817,8 @@ class ContainerHosts:
         if ids:
             with concurrent.futures.ThreadPoolExecutor(max_workers=min(len(ids), 8)) as pool:
                 list(pool.map(remove, ids))
+            with _ENDED_LOCK:
+                _ENDED.difference_update(ids)
         if network is not None:
             self._remove_network(network)
 
@@ -778,6 +853,8 @@ class ContainerHosts:
         found = self.client.api.containers(
             filters={"label": f"{LABEL_JOB_DIR}={job_dir}", "status": "running"}
         )
+        with _ENDED_LOCK:
+            found = [c for c in found if c["Id"] not in _ENDED]
         link = warm_pool.read_job_pool(job_dir)
         if link is not None and not found:
             ids = set((link.get("containers") or {}).values())
