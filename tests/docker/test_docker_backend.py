@@ -516,23 +516,8 @@ def test_containers_of_a_client_that_died_are_removed_by_the_next_job(
     jobs = tmp_path / "jobs"
     (jobs / ".locks").mkdir(parents=True)
     image = f"launchbay/pytorch-training:{framework_version}-cpu-py311"
-    orphan = docker_client.containers.create(
-        image,
-        ["sleep", "300"],
-        name="launchbay-orphan-test-algo-1",
-        labels={
-            LABEL_CLIENT: f"{socket.gethostname()}:{dead.pid}",
-            LABEL_JOB: "orphan-test",
-            LABEL_JOB_DIR: str(jobs / "orphan-test"),
-        },
-    )
-    orphan.start()
-    # A network whose containers are gone already (its client was killed while the
-    # network was being removed in the background) is the dead client's too.
-    network = docker_client.networks.create(
-        "launchbay-orphan-test-net", labels=dict(orphan.labels), check_duplicate=True
-    )
-    # Another process holds the job's name lock, as its watchdog does while it finishes the job.
+    # Another process holds the job's name lock, as its watchdog does while it finishes the
+    # job; taken first, so that no other test's job start sweeps what is made below.
     holder = subprocess.Popen(
         [
             sys.executable,
@@ -547,6 +532,22 @@ def test_containers_of_a_client_that_died_are_removed_by_the_next_job(
     )
     try:
         assert holder.stdout is not None and holder.stdout.readline() == "held\n"
+        orphan = docker_client.containers.create(
+            image,
+            ["sleep", "300"],
+            name="launchbay-orphan-test-algo-1",
+            labels={
+                LABEL_CLIENT: f"{socket.gethostname()}:{dead.pid}",
+                LABEL_JOB: "orphan-test",
+                LABEL_JOB_DIR: str(jobs / "orphan-test"),
+            },
+        )
+        orphan.start()
+        # A network whose containers are gone already (its client was killed while the
+        # network was being removed in the background) is the dead client's too.
+        network = docker_client.networks.create(
+            "launchbay-orphan-test-net", labels=dict(orphan.labels), check_duplicate=True
+        )
         DockerBackend().remove_orphans()
         orphan.reload()
         assert orphan.status == "running"
