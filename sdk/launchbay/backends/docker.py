@@ -15,6 +15,7 @@ import os
 from collections.abc import Mapping
 from typing import Any
 
+from launchbay.backends.local.compose import compose_document
 from launchbay.backends.local.container_hosts import (
     COMPOSE_FILE,
     LABEL_CLIENT,
@@ -22,7 +23,6 @@ from launchbay.backends.local.container_hosts import (
     LABEL_JOB_DIR,
     ContainerHosts,
     HostSpec,
-    compose_document,
     container_endpoint,
     container_options,
     host_config_args,

@@ -64,7 +64,6 @@ import posixpath
 import shlex
 import signal
 import threading
-import time
 from collections.abc import Mapping
 from dataclasses import dataclass, field
 from functools import partial
@@ -72,7 +71,8 @@ from typing import Any
 
 from launchbay import _sagemaker_config
 from launchbay._docker import docker_client, docker_errors
-from launchbay.backends.local import container_cleanup, pip_cache, warm_pool
+from launchbay.backends.local import container_cleanup, container_exits, pip_cache, warm_pool
+from launchbay.backends.local.compose import HOST_GATEWAY, ISOLATED_OPTIONS, compose_document
 from launchbay.backends.local.container_cleanup import (
     LABEL_CLIENT,
     LABEL_JOB,
@@ -103,12 +103,8 @@ logger = logging.getLogger("launchbay.backends.docker")
 COMPOSE_FILE = "docker-compose.yaml"
 CONTAINER_BASE = "/opt/ml"
 CODE_DIR = "/opt/ml/code"
-HOST_GATEWAY = "host.docker.internal"
 _CREDENTIAL_NAMES = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
 _PASSED_AWS_NAMES = ("AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3")
-# An internal network still routes to its bridge's address, i.e. to this machine. With no
-# address on the bridge, a container of an isolated job reaches its peers and nothing else.
-_ISOLATED_OPTIONS = {"com.docker.network.bridge.inhibit_ipv4": "true"}
 
 
 @dataclass
@@ -124,13 +120,6 @@ class HostSpec:
     gpu_ids: list[str] | None = None
     #: The entrypoint, where it is not the image's own (see ``_add_pip_cache``).
     entrypoint: list[str] | None = None
-
-
-#: Containers whose process a job in this process saw end (any backend instance's): the
-#: engine lists them as running while it detaches them (0.05 s), which is no host left
-#: running; forgotten once removed.
-_ENDED: set[str] = set()
-_ENDED_LOCK = threading.Lock()
 
 
 @dataclass
@@ -202,7 +191,7 @@ class ContainerHosts:
         )
         self._network_made: dict[str, concurrent.futures.Future[None]] = {}
         self._network_ids: dict[str, str] = {}  # job dir -> the id of the network made for it
-        self._deaths: dict[str, Any] = {}  # job dir -> the engine's stream of its die events
+        self._deaths = container_exits.DeathWatch(lambda: self.client)
         self._image_ids: dict[str, str] = {}  # image -> its engine id, as check_can_run saw it
         self._warm: dict[str, warm_pool.PoolPlan] = {}  # job dir -> the pool its hosts run in
         self._pools: warm_pool.Pools | None = None
@@ -491,7 +480,7 @@ class ContainerHosts:
                 network,
                 driver="bridge",
                 internal=isolated,
-                options=_ISOLATED_OPTIONS if isolated else None,
+                options=ISOLATED_OPTIONS if isolated else None,
                 labels=self._labels(job),
                 check_duplicate=True,
             )
@@ -683,7 +672,8 @@ class ContainerHosts:
 
         with concurrent.futures.ThreadPoolExecutor(max_workers=min(len(specs), 8)) as pool:
             futures = [pool.submit(create_and_start, spec) for spec in specs]
-        self._watch_deaths(job)  # off the start's path: events since before it are replayed
+        # Off the start's path: the events since before it are replayed.
+        self._deaths.watch(job, job.layout.job_dir, f"{LABEL_JOB_DIR}={job.layout.job_dir}")
         failures = [error for error in (f.exception() for f in futures) if error is not None]
         if failures:
             error = failures[0]
@@ -698,60 +688,7 @@ class ContainerHosts:
         except Exception as exc:  # removed underneath us, engine gone ...
             logger.debug("Waiting for %s failed: %s", entry.spec.container_name, exc)
             code = -1
-        self._exited(job, entry, code)
-
-    def _exited(self, job: LocalJob, entry: _Container, code: int) -> None:
-        """The first word of a container's exit (its die event, or its wait call) counts."""
-        with _ENDED_LOCK:
-            if entry.exited.is_set():
-                return
-            entry.exit_code = code
-            entry.exited.set()
-            _ENDED.add(entry.id)
-        job.notify()
-
-    def _watch_deaths(self, job: LocalJob) -> None:
-        """Exit codes from the engine's ``die`` events of the job's containers.
-
-        An event comes as the container's process is gone; a wait call returns only once
-        the engine has also detached it from its network (0.04-0.06 s later), which the
-        job's end need not wait for. The wait calls stay, for an event stream that breaks.
-        Events since a second ago are replayed, so none is missed; one of another
-        container with this job's label (the same job name just before) has another id.
-        """
-        since = int(time.time()) - 1
-        job_dir = job.layout.job_dir
-        filters = {"type": "container", "event": "die", "label": f"{LABEL_JOB_DIR}={job_dir}"}
-        try:
-            stream = self.client.api.events(since=since, filters=filters, decode=True)
-        except docker_errors().APIError as exc:
-            logger.debug("No die events for job %s: %s", job.name, exc)
-            return
-        self._deaths[job_dir] = stream
-
-        def read() -> None:
-            try:
-                for event in stream:
-                    actor = event.get("Actor") or {}
-                    found = str(actor.get("ID") or event.get("id") or "")
-                    for entry in job.procs.values():
-                        if entry.id and entry.id == found:
-                            code = (actor.get("Attributes") or {}).get("exitCode", -1)
-                            self._exited(job, entry, int(code))
-                    if all(entry.exited.is_set() for entry in job.procs.values()):
-                        return
-            except Exception as exc:  # closed by teardown, engine gone: the waits answer
-                logger.debug("Die events of job %s: %s", job.name, exc)
-            finally:
-                self._close_deaths(job_dir)
-
-        threading.Thread(target=read, name=f"launchbay-deaths-{job.name}", daemon=True).start()
-
-    def _close_deaths(self, job_dir: str) -> None:
-        stream = self._deaths.pop(job_dir, None)
-        if stream is not None:
-            with contextlib.suppress(Exception):
-                stream.close()
+        container_exits.record_exit(job, entry, code)
 
     def exit_codes(self, job: LocalJob) -> dict[str, int | None]:
         return {host: c.exit_code for host, c in job.procs.items()}
@@ -771,7 +708,7 @@ class ContainerHosts:
         made = self._network_made.pop(job.layout.job_dir, None)
         if made is not None:  # prepare() failed or the job stopped: made, then removed
             concurrent.futures.wait([made])
-        self._close_deaths(job.layout.job_dir)
+        self._deaths.close(job.layout.job_dir)
         plan = self._warm.pop(job.layout.job_dir, None)
         if plan is not None and warm_pool.read_job_pool(job.layout.job_dir) is not None:
             self._end_warm(job, plan)
@@ -798,29 +735,7 @@ class ContainerHosts:
         if warm or len(ids) < len(job.procs):
             self._remove_job(job.name, job.layout.job_dir, network_later=True)
             return
-        self._background.submit(self._remove_made, job.name, ids, network)
-
-    def _remove_made(self, name: str, ids: list[str], network: str | None) -> None:
-        api = self.client.api
-        errors = docker_errors()
-
-        def remove(container_id: str) -> None:
-            try:
-                api.remove_container(container_id, force=True, v=True)
-            except errors.NotFound:
-                pass
-            except errors.APIError as exc:  # reported; the orphan sweep tries again later
-                logger.warning(
-                    "Could not remove container %s of job %s: %s", container_id, name, exc
-                )
-
-        if ids:
-            with concurrent.futures.ThreadPoolExecutor(max_workers=min(len(ids), 8)) as pool:
-                list(pool.map(remove, ids))
-            with _ENDED_LOCK:
-                _ENDED.difference_update(ids)
-        if network is not None:
-            self._remove_network(network)
+        self._background.submit(container_exits.remove_made, self.client, job.name, ids, network)
 
     def running(self, job: LocalJob) -> list[str]:
         return [h for h, c in job.procs.items() if c.started and c.exit_code is None]
@@ -830,7 +745,7 @@ class ContainerHosts:
         found = self.client.api.containers(
             all=True, filters={"label": f"{LABEL_JOB_DIR}={job_dir}"}
         )
-        self._remove_made(name, [c["Id"] for c in found], None)
+        container_exits.remove_made(self.client, name, [c["Id"] for c in found], None)
         if network_later:  # executor threads are joined at interpreter exit, queued work done
             self._background.submit(self._remove_network, network_name(name))
         else:
@@ -853,8 +768,7 @@ class ContainerHosts:
         found = self.client.api.containers(
             filters={"label": f"{LABEL_JOB_DIR}={job_dir}", "status": "running"}
         )
-        with _ENDED_LOCK:
-            found = [c for c in found if c["Id"] not in _ENDED]
+        found = container_exits.still_running(found)
         link = warm_pool.read_job_pool(job_dir)
         if link is not None and not found:
             ids = set((link.get("containers") or {}).values())
@@ -1026,52 +940,3 @@ def host_config_args(
 
 def _bind(target: str, mode: str) -> dict[str, str]:
     return {"bind": posixpath.normpath(target), "mode": mode}
-
-
-def compose_document(
-    source: JobFields | Mapping[str, Any], specs: list[HostSpec], *, gpu: bool, isolated: bool
-) -> dict[str, Any]:
-    """The compose file for the job's containers (Compose Specification; docker-compose 1.27+).
-
-    ``source`` is the job's plan (a bare request is derived the same way).
-    """
-    plan = JobFields.of(source)
-    name = plan.job_name
-    network = network_name(name)
-    image = plan.image
-    services: dict[str, Any] = {}
-    for spec in specs:
-        service: dict[str, Any] = {
-            "image": image,
-            "hostname": spec.host,
-            "command": ["train"],
-            **({"entrypoint": list(spec.entrypoint)} if spec.entrypoint else {}),
-            "init": True,
-            "shm_size": "1g",
-            "environment": [f"{k}={v}" for k, v in spec.environment.items()]
-            + list(spec.secret_names),
-            "volumes": [
-                f"{source}:{bind['bind']}:{bind['mode']}" for source, bind in spec.binds.items()
-            ],
-            "networks": {"job": {"aliases": [spec.host]}},
-            "labels": {LABEL_JOB: name},
-        }
-        if not isolated:
-            service["extra_hosts"] = [f"{HOST_GATEWAY}:host-gateway"]
-        # ~/.sagemaker/config.yaml local.container_config: Compose's own option names.
-        config = _sagemaker_config.load_local_mode()
-        if config is not None and config.container_config:
-            _sagemaker_config.docker_host_options(config.container_config, config.path)
-            service.update(copy.deepcopy(config.container_config))
-        if gpu and spec.gpu_ids is not None:
-            device = {"driver": "nvidia", "device_ids": list(spec.gpu_ids), "capabilities": ["gpu"]}
-            service["deploy"] = {"resources": {"reservations": {"devices": [device]}}}
-        services[spec.host] = service
-    job_network: dict[str, Any] = {
-        "name": f"{network}-compose",
-        "driver": "bridge",
-        "internal": isolated,
-    }
-    if isolated:
-        job_network["driver_opts"] = dict(_ISOLATED_OPTIONS)
-    return {"services": services, "networks": {"job": job_network}}
