@@ -281,6 +281,9 @@ def test_the_local_wing_reads_no_request_key_on_the_way_down():
         "backends/local/outputs.py",
         "backends/local/tensorboard.py",
         "backends/local/control.py",
+        "backends/local/running.py",
+        "backends/local/recovery.py",
+        "backends/local/elsewhere.py",
         "backends/local/finish.py",
         "backends/local/hosts.py",
     ):

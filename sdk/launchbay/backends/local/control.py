@@ -1,7 +1,9 @@
 """The control loop of a local job, shared by the local backends (``local_process`` and Docker).
 
-:class:`LocalBackend` does everything SageMaker's control plane does for a
-training job, whatever runs the hosts:
+:class:`LocalBackend` is the :class:`~launchbay.backends.base.Backend` facade of
+the local wing (``check``/``run``/``describe``/``events``/``stop``/``list``, the
+job name and root); with the modules it drives it does everything SageMaker's
+control plane does for a training job, whatever runs the hosts:
 
 1. ``run(request)`` checks the request, makes the job directory (see
    :mod:`launchbay.backends.local.layout`) and returns a
@@ -22,13 +24,17 @@ training job, whatever runs the hosts:
    stop, Ctrl-C), then ``model.tar.gz``, ``output.tar.gz`` and the failure reason
    are written under ``<output_path>/<job>/output/``, and the TensorBoard files
    (copied every few seconds while the hosts ran, :mod:`.tensorboard`) copied once more;
-6. teardown (:meth:`LocalBackend._teardown`) always runs, also when the
-   interpreter exits with jobs still running.
+6. teardown (:meth:`Supervisor.teardown <launchbay.backends.local.running.Supervisor.teardown>`)
+   always runs, also when the interpreter exits with jobs still running.
 
-How hosts start, report their exit codes, stop and are cleaned up is the
-backend's :class:`~launchbay.backends.local.hosts.HostRunner`'s; nothing else.
-The job's record, logs, signals, staging, outputs and end are the other modules
-of this package's.
+Steps 2 to 6 are the running job's state machine, :mod:`.running`'s; jobs left
+behind by a client that died are finished by :mod:`.recovery`; jobs run by
+another process (detached runners, stop requests across processes) are
+:mod:`.elsewhere`'s, on :mod:`.detached`'s files. How hosts start, report their
+exit codes, stop and are cleaned up is the backend's
+:class:`~launchbay.backends.local.hosts.HostRunner`'s; nothing else. The job's
+record, logs, signals, staging, outputs and end are the other modules of this
+package's.
 """
 
 from __future__ import annotations
@@ -36,20 +42,16 @@ from __future__ import annotations
 import copy
 import logging
 import os
-import signal
-import sys
 import threading
 import time
 from collections.abc import Iterator, Mapping, Sequence
 from typing import Any, ClassVar
 
-from launchbay import metrics, transfer
 from launchbay._home import unusable_home_error, usable_local_home
 from launchbay.backends.base import DetachedRun, InProcessBackend
 from launchbay.backends.events import Event, JobEnded, JobHosts, LogLines
-from launchbay.backends.local import attempts, detached, rehearsal, tensorboard
-from launchbay.backends.local.finish import failure_reason, finish_job, orphan_outcome
-from launchbay.backends.local.hosts import POLL, RUNTIME_MARGIN, HostRunner
+from launchbay.backends.local import detached, elsewhere, recovery, rehearsal, tensorboard
+from launchbay.backends.local.hosts import POLL, HostRunner, grace_from, grace_value
 from launchbay.backends.local.layout import (
     JobLayout,
     default_job_root,
@@ -61,116 +63,33 @@ from launchbay.backends.local.record import (
     LOCKS_DIR,
     LocalJob,
     NameLock,
-    client_pid,
-    damaged_record,
-    from_json,
     instance_types_of,
+    load_status,
     make_reserve,
-    read_record,
-    status_problem,
-    utc_now,
     warn_once,
 )
-from launchbay.backends.local.rules import start_rules
+from launchbay.backends.local.running import Supervisor, request_stop
 from launchbay.backends.local.signals import (
-    RUNNING_JOBS,
-    RUNNING_JOBS_LOCK,
     SIGTERM_STATE,
     SigintFlag,
     die_after_stopping,
     register_job,
+    running_job,
     running_jobs,
     start_watchdog,
 )
 from launchbay.backends.local.staging import LocalStager, check_request
-from launchbay.backends.local.tensorboard import TensorBoardSync
 from launchbay.backends.local.warm_pool import pool_status_of_job
-from launchbay.backends.plan import JobFields, JobPlan, plan_request
+from launchbay.backends.plan import JobPlan
 from launchbay.backends.state import JobState
-from launchbay.errors import ConfigurationError, JobError, LaunchbayError
+from launchbay.errors import ConfigurationError, JobError
 from launchbay.job import LogTail, TrainingJob
-from launchbay.runtime.for_client import is_alive, read_records
-from launchbay.runtime.names import (
-    COMPLETED,
-    FAILED,
-    IN_PROGRESS,
-    STOPPED,
-    STOPPING,
-)
-from launchbay.runtime.settings import DEFAULT_GRACE_SECONDS, GRACE_ENV, parse_grace_seconds
+from launchbay.runtime.settings import DEFAULT_GRACE_SECONDS
 
 logger = logging.getLogger("launchbay.backends.local")
 
 
 __all__ = ["LocalBackend", "DEFAULT_GRACE_SECONDS", "grace_from"]
-
-#: Seconds the other hosts get to end by themselves once one host failed.
-PEER_EXIT_WAIT = 3.0
-
-
-def grace_from(source: JobFields, explicit: float | None) -> float:
-    """The grace period: ``explicit``, else ``LAUNCHBAY_GRACE_SECONDS`` (request, then caller).
-
-    Read with the runtime's own rule (:func:`launchbay.runtime.settings.parse_grace_seconds`),
-    so the client and the hosts accept the same values.
-
-    Raises:
-        ConfigurationError: a value that is not a finite number of seconds from 0
-            to :data:`~launchbay.runtime.settings.MAX_GRACE_SECONDS`.
-    """
-    if explicit is not None:
-        return _grace_value(explicit, "grace_seconds")
-    # The job's plan (a stored job's from its stored request: LocalBackend._stored_plan).
-    raw = source.environment.get(GRACE_ENV)
-    argument = f"environment[{GRACE_ENV!r}]"
-    if raw in (None, ""):
-        raw, argument = os.environ.get(GRACE_ENV), GRACE_ENV
-    if raw in (None, ""):
-        return DEFAULT_GRACE_SECONDS
-    return _grace_value(raw, argument)
-
-
-def _grace_value(value: object, argument: str) -> float:
-    try:
-        return parse_grace_seconds(value, argument)
-    except ValueError as exc:
-        raise ConfigurationError(str(exc), argument=argument, value=value) from None
-
-
-def _start_tensorboard_sync(job: LocalJob) -> TensorBoardSync | None:
-    """Copy the hosts' TensorBoard files to their destination while the job runs (if asked)."""
-    if tensorboard.destination(job.host_plan) is None:
-        return None
-    outputs = job.stager.outputs
-    return TensorBoardSync(
-        job.name,
-        lambda: outputs.sync_tensorboard(job.host_plan, job.layout),
-        cancel=[(job.force_kill, "the job was killed at once")],
-    ).start()
-
-
-def _still_running(job: LocalJob, hosts: Sequence[str]) -> str:
-    """``host algo-2 (ranks 2, 3)``...: the ranks without an end, by host.
-
-    Ranks are read from the runtime's rank records in the job's shared dir
-    (:mod:`launchbay.runtime._records`, lent by :mod:`launchbay.runtime.for_client`). A host whose ranks all ended is only
-    waiting for the others (an MPI master, say) and is left out; without any
-    record (the hosts never got to their ranks) the running hosts are named.
-    """
-    starts, ends = read_records(os.path.join(job.layout.shared_dir, "ranks"))
-    parts = []
-    for host in hosts:
-        ranks = sorted(
-            rank
-            for rank, record in starts.items()
-            if record.get("host") == host and rank not in ends
-        )
-        if ranks:
-            label = "rank" if len(ranks) == 1 else "ranks"
-            parts.append(f"host {host} ({label} {', '.join(str(r) for r in ranks)})")
-    if not parts:
-        parts = [f"host {host}" for host in hosts]
-    return ", ".join(parts) or "no host (every host had just ended)"
 
 
 class LocalBackend(InProcessBackend):
@@ -206,7 +125,7 @@ class LocalBackend(InProcessBackend):
         self.session = session
         self._job_root = os.fspath(job_root) if job_root is not None else None
         self.grace_seconds = (
-            None if grace_seconds is None else _grace_value(grace_seconds, "grace_seconds")
+            None if grace_seconds is None else grace_value(grace_seconds, "grace_seconds")
         )
         self._stager: LocalStager | None = None
 
@@ -216,6 +135,8 @@ class LocalBackend(InProcessBackend):
     host_kind = "host"
     #: The instance types whose jobs this backend runs (and owns, see :meth:`owns`).
     instance_types: tuple[str, ...] = ()
+    #: Seconds between two looks at the hosts' exit codes (see :class:`.running.Supervisor`).
+    poll_interval = POLL
 
     def __repr__(self) -> str:
         return f"{type(self).__name__}(job_root={self.job_root!r})"
@@ -278,7 +199,7 @@ class LocalBackend(InProcessBackend):
         self.runner.check_can_run(request, hosts)
         name_lock = self._claim_name(name)
         try:
-            self._finish_left_behind(name)
+            recovery.finish_left_behind(self, name)
             layout = JobLayout.create(self.job_root, name, hosts)
             layout.write_request(request)
             make_reserve(layout.status_file)
@@ -290,8 +211,9 @@ class LocalBackend(InProcessBackend):
         job.name_lock = name_lock
         job.watchdog = start_watchdog(type(self), self.job_root, job)
         register_job(job)
+        supervisor = Supervisor(self.runner, self.poll_interval)
         job.thread = threading.Thread(
-            target=self._supervise, args=(job,), name=f"launchbay-job-{name}", daemon=True
+            target=supervisor.supervise, args=(job,), name=f"launchbay-job-{name}", daemon=True
         )
         job.thread.start()
         logger.info(
@@ -370,72 +292,11 @@ class LocalBackend(InProcessBackend):
     def finish_orphan(self, name: str, reason: str | None = None) -> dict[str, Any]:
         """End a job whose client process is gone, as the client would have; returns its description.
 
-        The caller holds the job's name lock. The job is taken up from its record and
-        stored request, its hosts are stopped (SIGTERM, SIGKILL after the grace
-        period), and it ends through :func:`~launchbay.backends.local.finish.finish_job`,
-        the one way a local job ends, with the outcome its hosts left behind
-        (:func:`~launchbay.backends.local.finish.orphan_outcome`): ``Completed`` when
-        every host had already succeeded (and the checkpoints and outputs were
-        saved), else ``Failed``, saying why (``reason`` when given).
+        The caller holds the job's name lock; see
+        :func:`launchbay.backends.local.recovery.finish_orphan` (the watchdog and
+        the CLI call this).
         """
-        record = self._load(name)
-        if JobState.from_description(record).terminal:
-            return record
-        plan = self._stored_plan(name)
-        layout = JobLayout(self.job_dir(name), plan.hosts)
-        grace = grace_from(plan, self.grace_seconds)
-        job = LocalJob(
-            dict(plan.request), layout, self.stager, grace, self.runner.hard_kill, plan,
-            record=record,
-        )  # fmt: skip
-        job.host_request = self.runner.orphan_host_request(job.request)
-        job.host_plan = JobFields.of(job.host_request)
-        logger.warning("Finishing local training job %s: its client %s is gone", name, job.client)
-        started = job.secondary not in ("Starting", "Downloading")
-        if started:
-            self.runner.stop_orphan_hosts(name, layout, grace)
-        finish_job(job, *orphan_outcome(job, started=started, reason=reason))
-        return job.describe()
-
-    def _stored_plan(self, name: str) -> JobPlan:
-        """The job's plan again, from its stored request, by the one derivation (no checks).
-
-        Raises:
-            JobError: ``request.json`` is missing or damaged (naming it and what is wrong).
-        """
-        request_file = os.path.join(self.job_dir(name), "request.json")
-        request = read_record(name, request_file)
-        problem = status_problem(dict(request, TrainingJobStatus=IN_PROGRESS))
-        if problem:
-            raise damaged_record(name, request_file, problem)
-        return plan_request(request, stored=True)
-
-    def _finish_left_behind(self, name: str) -> None:
-        """Before a job directory is replaced: finish the old job if its client left it unfinished.
-
-        The caller holds the name. Its checkpoints and outputs are saved first.
-        """
-        try:
-            description = self._load(name)
-        except JobError:
-            return
-        if not JobState.from_description(description).terminal:
-            try:
-                self.finish_orphan(name)
-            except Exception as exc:  # the new job must still be able to start
-                logger.warning("Could not finish the earlier job %s: %s", name, exc)
-
-    def _reconcile(self, name: str, description: dict[str, Any]) -> dict[str, Any]:
-        """A job left unfinished with nobody holding its name is finished here and now."""
-        if JobState.from_description(description).terminal or self._find(name) is not None:
-            return description
-        lock = NameLock.try_acquire(os.path.join(self.job_root, LOCKS_DIR, f"{name}.lock"))
-        if lock is None:  # its client (or its watchdog) is at work
-            return description
-        try:
-            return self.finish_orphan(name)
-        finally:
-            lock.release()
+        return recovery.finish_orphan(self, name, reason)
 
     def _who_runs(self, name: str) -> str:
         try:
@@ -452,7 +313,9 @@ class LocalBackend(InProcessBackend):
     def describe(self, name: str) -> dict[str, Any]:
         """The job's DescribeTrainingJob-shaped description (plus ``LocalJobDir``)."""
         job = self._find(name)
-        found = job.describe() if job is not None else self._reconcile(name, self._load(name))
+        found = (
+            job.describe() if job is not None else recovery.reconcile(self, name, self._load(name))
+        )
         warm = pool_status_of_job(self.job_dir(name), name)  # a job with a warm pool (Docker)
         return {**found, "WarmPoolStatus": warm} if warm else found
 
@@ -486,7 +349,7 @@ class LocalBackend(InProcessBackend):
             yield from files.all_lines()
             return
         if status:
-            description = self._wait_detached(name, description)
+            description = elsewhere.wait_for_end(self, name, description)
             if lines:
                 yield from files.all_lines()
             yield JobEnded(description)
@@ -505,7 +368,7 @@ class LocalBackend(InProcessBackend):
             if finished:
                 yield JobEnded(description)
                 return
-            gone = gone + 1 if state.training and not self._runs_elsewhere(name) else 0
+            gone = gone + 1 if state.training and not recovery.runs_elsewhere(self, name) else 0
             if gone >= 3:  # no host process for a while: whoever ran the job is gone
                 return
             time.sleep(0.5)
@@ -549,43 +412,12 @@ class LocalBackend(InProcessBackend):
         """
         job = self._find(name)
         if job is None:
-            # a job whose client is gone is finished here
-            state = JobState.from_description(self.describe(name))
-            if state.terminal:
-                return
-            grace = grace_from(self._stored_plan(name), self.grace_seconds)
-            if detached.stop(name, self.describe, grace) is not None:
-                return
-            pid = client_pid(state.client or "")
-            if pid is not None and not is_alive(pid):
-                # Its watchdog is finishing it: wait until it lets the name go.
-                path = os.path.join(self.job_root, LOCKS_DIR, f"{name}.lock")
-                deadline = time.monotonic() + grace + RUNTIME_MARGIN + 60
-                while time.monotonic() < deadline:
-                    lock = NameLock.try_acquire(path)
-                    if lock is not None:
-                        try:
-                            self.finish_orphan(name)
-                        finally:
-                            lock.release()
-                        return
-                    time.sleep(0.2)
-            raise JobError(
-                f"Local training job {name!r} was started by another process "
-                f"({state.client}) that still runs it; stop it there "
-                "(Ctrl-C, or SIGTERM to that process)."
-            )
+            elsewhere.stop_elsewhere(self, name)
+            return
         if job.done.is_set():
             return
-        self._request_stop(job, "stopped by request (stop())")
+        request_stop(job, "stopped by request (stop())")
         job.done.wait()
-
-    @staticmethod
-    def _request_stop(job: LocalJob, reason: str) -> None:
-        """Ask the supervisor to stop a job this process runs (it ends Stopped, saying ``reason``)."""
-        job.stop_reason = job.stop_reason or reason
-        job.stop_requested.set()
-        job.changed.set()
 
     def list_jobs(self, max_results: int = 20, status: str | None = None) -> list[dict[str, Any]]:
         """Local jobs under :attr:`job_root`, newest first, as ListTrainingJobs summaries.
@@ -702,224 +534,21 @@ class LocalBackend(InProcessBackend):
         self.runner.check_can_run(dict(plan.request), list(plan.hosts))
         name = plan.name
         lock = self._claim_name(name)
-        try:
-            request_file = detached.write_request(name, plan.request)
-        except BaseException:
-            lock.release()
-            raise
-        target = f"{type(self).__module__}:{type(self).__qualname__}"
-        command = [
-            sys.executable, "-m", "launchbay.backends.local.detached_runner",
-            target, plan.placement.instance_type or "", self.job_root, request_file,
-        ]  # fmt: skip
-        run = detached.start(
-            name, command, os.path.join(self.job_dir(name), "status.json"), lock=lock
-        )
-        if not run.started:
-            raise JobError(
-                f"The local training job {name!r} did not start: its runner exited with "
-                f"code {run.exit_code} (output in {run.log_path}):\n{run.output.strip()}"
-            )
-        logger.info("Started local training job %s detached (runner pid %d)", name, run.pid)
+        elsewhere.start_runner(self, plan, lock)
         return TrainingJob(name, self)
 
     # -- lookup -------------------------------------------------------------------
     def _find(self, name: str) -> LocalJob | None:
-        with RUNNING_JOBS_LOCK:
-            return RUNNING_JOBS.get(self.job_dir(name))
+        return running_job(self.job_dir(name))
 
     def _load(self, name: str) -> dict[str, Any]:
-        """The job's ``status.json``, checked.
+        """The job's ``status.json``, checked (see :func:`~launchbay.backends.local.record.load_status`).
 
         Raises:
             JobError: there is no such job, or its directory or ``status.json``
                 is damaged (the message names the file and what is wrong).
         """
-        job_dir = self.job_dir(name)
-        if not os.path.lexists(job_dir):
-            raise JobError(f"No local training job named {name!r} under {self.job_root}.")
-        description = read_record(name, os.path.join(job_dir, "status.json"))
-        problem = status_problem(description)
-        if problem:
-            raise damaged_record(name, os.path.join(job_dir, "status.json"), problem)
-        return from_json(description)
-
-    def _wait_detached(self, name: str, description: dict[str, Any]) -> dict[str, Any]:
-        """Wait for a job another process runs to end (its status file); its last description."""
-        gone = 0
-        while not (state := JobState.from_description(description)).terminal:
-            gone = gone + 1 if state.training and not self._runs_elsewhere(name) else 0
-            if gone >= 3:  # no host process for a while: whoever ran the job is gone
-                description["TrainingJobStatus"] = FAILED
-                description["FailureReason"] = (
-                    "The process that ran this local job ended before the job did; "
-                    f"see {self.job_dir(name)}"
-                )
-                break
-            time.sleep(1.0)
-            description = self.describe(name)
-        return description
-
-    # -- supervision ----------------------------------------------------------------
-    def _supervise(self, job: LocalJob) -> None:
-        # Every metric of MetricDefinitions as a time series in <job dir>/metrics.jsonl, read
-        # from the logs by a process of its own (launchbay.metrics), ended before the job is.
-        recorder = metrics.start_recorder(
-            job.layout.job_dir, [job.layout.log_file(h) for h in job.hosts],
-            job.plan.metric_definitions,
-        )  # fmt: skip
-        outcome: tuple[str, str | None] = (FAILED, "InternalError: the job ended unexpectedly")
-        try:
-            outcome = self._run_job(job)
-        except LaunchbayError as exc:
-            outcome = (FAILED, f"ClientError: {exc}")
-            logger.error("Local training job %s could not start: %s", job.name, exc)
-        except Exception as exc:  # the supervisor must always finish the job
-            logger.exception("Local training job %s: unexpected error", job.name)
-            outcome = (FAILED, f"InternalError: {type(exc).__name__}: {exc}")
-        finally:
-            try:
-                try:
-                    self._teardown(job)
-                finally:
-                    if recorder is not None:  # the logs are whole: the job ends once they are read
-                        killed = "the job was killed at once" if job.force_kill.is_set() else None
-                        recorder.finish(abandon=killed, cancel=job.force_kill)
-                    if job.rules is not None:  # the Debugger rules read the job's data to its end
-                        job.rules.finish(cancel=job.force_kill)
-                # a second Ctrl-C or SIGTERM stops the uploads at once
-                with transfer.cancelled_by(job.force_kill, "the job was killed at once"):
-                    finish_job(job, *outcome)
-            finally:
-                if not job.done.is_set():  # _finish itself failed: still end the job
-                    with job.lock:
-                        job.status, job.end_time = FAILED, job.end_time or utc_now()
-                        job.failure_reason = job.failure_reason or outcome[1]
-                    job.save_final()
-                    job.release_name()
-                    job.done.set()
-                    job.notify()
-                job.release_name()
-
-    def _run_job(self, job: LocalJob) -> tuple[str, str | None]:
-        # Spot interruptions (rehearsed) and retries run the job again: docs/local.md.
-        return attempts.run_attempts(job, self._run_attempt, self._teardown)
-
-    def _run_attempt(self, job: LocalJob) -> tuple[str, str | None]:
-        job._set_secondary("Downloading", "Downloading input data")
-        with transfer.cancelled_by(job.stop_requested, "the job was stopped"):
-            self.runner.prepare(job)  # channel and checkpoint downloads stop with the job
-        job.attempts.restored(job)  # a restart watches whether its script reads them
-        if job.stop_requested.is_set():
-            return STOPPED, None
-        job._set_secondary("Training", "Training image download completed. Training in progress.")
-        with job.lock:
-            # the first attempt's Training transition (TrainingStartTime, as SageMaker)
-            job.start_time = job.start_time or job.transitions[-1]["StartTime"]
-        self.runner.start(job)
-        job.save()
-        sync = _start_tensorboard_sync(job)
-        # Debugger rules and system metrics (docs/debugger.md); StopTraining stops as stop() does.
-        if job.rules is None:  # once per job, whatever its attempts
-            job.rules = start_rules(job, lambda reason: self._request_stop(job, reason))
-        try:
-            return self._monitor(job)
-        finally:
-            if sync is not None:  # the copy made with the outputs sends the rest
-                sync.stop()
-
-    def _monitor(self, job: LocalJob) -> tuple[str, str | None]:
-        """Watch the hosts until the job ends; returns ``(status, failure reason)``."""
-        max_run = job.plan.max_run
-        started = time.monotonic() - attempts.earlier_training(job)  # all attempts count
-        while True:
-            if job.stop_requested.is_set():
-                job.status = STOPPING
-                job._set_secondary("Stopping", f"Stopping the training job: {job.stop_reason}")
-                self._terminate(job, self._running_hosts(job))
-                return STOPPED, None
-            ended = job.attempts.rehearse(job, self.runner, self._terminate)
-            if ended is not None:  # a rehearsed interruption, a host lost, max_wait
-                return ended
-            if max_run and time.monotonic() - started > float(max_run):
-                job._set_secondary("MaxRuntimeExceeded", "Training job reached MaxRuntimeInSeconds")
-                running = self._running_hosts(job)
-                still = _still_running(job, running)
-                self._terminate(job, running)
-                return STOPPED, (
-                    f"Training job exceeded MaxRuntimeInSeconds ({max_run} seconds) and was "
-                    f"stopped. Still running when the limit was hit: {still}."
-                )
-            codes = self.runner.exit_codes(job)
-            failed = [host for host, code in codes.items() if code not in (None, 0)]
-            if failed:
-                logger.info(
-                    "Host %s of job %s exited with code %s: stopping the other hosts",
-                    failed[0],
-                    job.name,
-                    codes[failed[0]],
-                )
-                self._let_hosts_end(job, PEER_EXIT_WAIT)
-                self._terminate(job, self._running_hosts(job))
-                return FAILED, failure_reason(job, failed[0], codes[failed[0]])
-            if codes and all(code == 0 for code in codes.values()):
-                return COMPLETED, None
-            job.changed.wait(self.poll_interval)
-            job.changed.clear()
-
-    def _running_hosts(self, job: LocalJob) -> list[str]:
-        return self.runner.running(job)
-
-    def _let_hosts_end(self, job: LocalJob, seconds: float) -> None:
-        """Give the other hosts up to ``seconds`` to end by themselves after a host failed.
-
-        Their runtimes learn of the failure through the shared directory (or from
-        the MPI master) and stop their ranks themselves, each writing its own
-        report (a worker says why it ends); only those still running then get SIGTERM.
-        """
-        deadline = time.monotonic() + seconds
-        while self._running_hosts(job) and time.monotonic() < deadline:
-            if job.stop_requested.is_set() or job.force_kill.is_set():
-                return
-            job.changed.wait(self.poll_interval)
-            job.changed.clear()
-
-    #: Seconds between two looks at the hosts' exit codes.
-    poll_interval = POLL
-
-    # -- stopping hosts ----------------------------------------------------------------
-    def _terminate(self, job: LocalJob, hosts: list[str]) -> None:
-        """Stop ``hosts``: SIGTERM, SIGKILL after ``job.grace`` (at once on ``job.force_kill``)."""
-        alive = [h for h in hosts if h in self._running_hosts(job)]
-        self.runner.signal(job, alive, signal.SIGTERM)
-        deadline = time.monotonic() + job.grace + RUNTIME_MARGIN
-        while True:
-            survivors = [h for h in alive if h in self._running_hosts(job)]
-            if not survivors:
-                break
-            if job.force_kill.is_set() or time.monotonic() >= deadline:
-                self.runner.signal(job, survivors, signal.SIGKILL)
-                break
-            time.sleep(POLL)
-        self.runner.reap(job, alive)
-
-    def _teardown(self, job: LocalJob) -> None:
-        """Stop what still runs, then let the runner leave nothing running or allocated."""
-        running = self._running_hosts(job)
-        if running:
-            self._terminate(job, running)
-        self.runner.teardown(job)
-
-    def _runs_elsewhere(self, name: str) -> bool:
-        """Whether a host of a job this process did not start, or the process that runs it, is alive."""
-        if self._hosts_left(name):
-            return True
-        try:
-            client = JobState.from_description(self._load(name)).client or ""
-        except JobError:
-            return False
-        pid = client_pid(client)
-        return pid is not None and is_alive(pid)
+        return load_status(self.job_root, name)
 
     def failure_log_tail(
         self, name: str, description: Mapping[str, Any] | None = None, lines: int = 20

@@ -17,21 +17,26 @@ The loop calls, for a job: :meth:`~HostRunner.check_can_run` and
 :meth:`~HostRunner.reap`, and ends with :meth:`~HostRunner.teardown`.
 :meth:`~HostRunner.hard_kill` runs at interpreter exit, and the ``orphan`` and
 :meth:`~HostRunner.hosts_left` methods serve a job whose client process died.
+:func:`grace_from` is the grace period the hosts get between SIGTERM and SIGKILL.
 """
 
 from __future__ import annotations
 
+import os
 import signal
 from collections.abc import Mapping
 from typing import TYPE_CHECKING, Any, Protocol
 
+from launchbay.errors import ConfigurationError
 from launchbay.runtime.contract import write_host_config
+from launchbay.runtime.settings import DEFAULT_GRACE_SECONDS, GRACE_ENV, parse_grace_seconds
 
 if TYPE_CHECKING:
     from launchbay.backends.local.layout import JobLayout
     from launchbay.backends.local.record import LocalJob
+    from launchbay.backends.plan import JobFields
 
-__all__ = ["HostRunner", "prepare_hosts", "POLL", "RUNTIME_MARGIN"]
+__all__ = ["HostRunner", "prepare_hosts", "grace_from", "grace_value", "POLL", "RUNTIME_MARGIN"]
 
 #: Extra time a host's runtime gets after the grace period to report and exit.
 RUNTIME_MARGIN = 5.0
@@ -92,3 +97,33 @@ def prepare_hosts(job: LocalJob) -> None:
         write_host_config(job.layout.host_dir(host), job.request, host, job.hosts)
     job.stager.stage_channels(job.host_plan, job.layout)
     job.stager.restore_checkpoints(job.host_plan, job.layout)
+
+
+def grace_from(source: JobFields, explicit: float | None) -> float:
+    """The grace period: ``explicit``, else ``LAUNCHBAY_GRACE_SECONDS`` (request, then caller).
+
+    Read with the runtime's own rule (:func:`launchbay.runtime.settings.parse_grace_seconds`),
+    so the client and the hosts accept the same values.
+
+    Raises:
+        ConfigurationError: a value that is not a finite number of seconds from 0
+            to :data:`~launchbay.runtime.settings.MAX_GRACE_SECONDS`.
+    """
+    if explicit is not None:
+        return grace_value(explicit, "grace_seconds")
+    # The job's plan (a stored job's from its stored request: recovery.stored_plan).
+    raw = source.environment.get(GRACE_ENV)
+    argument = f"environment[{GRACE_ENV!r}]"
+    if raw in (None, ""):
+        raw, argument = os.environ.get(GRACE_ENV), GRACE_ENV
+    if raw in (None, ""):
+        return DEFAULT_GRACE_SECONDS
+    return grace_value(raw, argument)
+
+
+def grace_value(value: object, argument: str) -> float:
+    """``value`` as a grace period in seconds, or a ConfigurationError naming ``argument``."""
+    try:
+        return parse_grace_seconds(value, argument)
+    except ValueError as exc:
+        raise ConfigurationError(str(exc), argument=argument, value=value) from None

@@ -482,6 +482,23 @@ def read_record(name: str, path: str) -> dict[str, Any]:
     return document
 
 
+def load_status(job_root: str, name: str) -> dict[str, Any]:
+    """Job ``name``'s ``status.json`` under ``job_root``, checked.
+
+    Raises:
+        JobError: there is no such job, or its directory or ``status.json``
+            is damaged (the message names the file and what is wrong).
+    """
+    job_dir = os.path.join(job_root, name)
+    if not os.path.lexists(job_dir):
+        raise JobError(f"No local training job named {name!r} under {job_root}.")
+    description = read_record(name, os.path.join(job_dir, "status.json"))
+    problem = status_problem(description)
+    if problem:
+        raise damaged_record(name, os.path.join(job_dir, "status.json"), problem)
+    return from_json(description)
+
+
 #: Bytes set aside for a job's final record (``artifacts/status.reserve``, made at the
 #: start): a disk filled by then still takes the job's outcome.
 _RESERVE_BYTES = 256 * 1024

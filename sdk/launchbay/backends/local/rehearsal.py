@@ -167,7 +167,7 @@ def check(plan: JobFields, hosts: tuple[str, ...] | list[str]) -> None:
 def interruption_grace(plan: JobFields, explicit: float | None) -> float | None:
     """:data:`SPOT_GRACE_SECONDS` for a job with rehearsed spot interruptions and no grace
     period set anywhere (``grace_seconds=``, ``LAUNCHBAY_GRACE_SECONDS``); else ``None``:
-    the usual rule (:func:`launchbay.backends.local.control.grace_from`) holds."""
+    the usual rule (:func:`launchbay.backends.local.hosts.grace_from`) holds."""
     if explicit is not None or plan.environment.get(GRACE_ENV) or os.environ.get(GRACE_ENV):
         return None
     if any(event.kind == SPOT for event in rehearsed(plan)):

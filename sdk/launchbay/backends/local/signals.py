@@ -83,6 +83,12 @@ def register_job(job: LocalJob) -> None:
     _install_sigterm_handler()
 
 
+def running_job(job_dir: str) -> LocalJob | None:
+    """The job this process runs in ``job_dir``, if any."""
+    with RUNNING_JOBS_LOCK:
+        return RUNNING_JOBS.get(job_dir)
+
+
 # SIGTERM to the client is handled like Ctrl-C: every running job is stopped (its
 # hosts get SIGTERM, checkpoints and outputs are saved, it ends Stopped), then the
 # process dies of SIGTERM as it was told to. Installed only over the default action.
