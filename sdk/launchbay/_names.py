@@ -1,8 +1,10 @@
 """Job names: checked, derived from a base, and claimed on this machine so they never repeat.
 
 :func:`name_from_base` makes the names launchbay gives jobs (SDK v2's pattern,
-``<base>-YYYY-MM-DD-HH-MM-SS-mmm``); each is claimed by an exclusive create under
-``<local home>/names`` so two processes on one machine never get the same name.
+``<base>-YYYY-MM-DD-HH-MM-SS-mmm``); each is claimed by an exclusive create in one
+directory of this user's on this machine, whatever ``LAUNCHBAY_HOME`` each process uses,
+so two processes never get the same name: local Docker jobs name their containers and
+network after the job, on an engine every home shares.
 """
 
 from __future__ import annotations
@@ -10,6 +12,8 @@ from __future__ import annotations
 import math
 import os
 import re
+import stat
+import tempfile
 import time
 from typing import Any
 
@@ -30,7 +34,21 @@ def _stamp(ms: int) -> str:
 
 
 def _names_dir() -> str:
-    return os.path.join(local_home(), "names")
+    """``$TMPDIR/launchbay-names-<uid>`` (0700, this user's), else ``<local home>/names``."""
+    shared = os.path.join(tempfile.gettempdir(), f"launchbay-names-{os.getuid()}")
+    try:
+        os.mkdir(shared, 0o700)
+    except FileExistsError:
+        pass
+    except OSError:
+        return os.path.join(local_home(), "names")
+    try:
+        found = os.lstat(shared)
+    except OSError:
+        return os.path.join(local_home(), "names")
+    if not stat.S_ISDIR(found.st_mode) or found.st_uid != os.getuid():  # not ours: not used
+        return os.path.join(local_home(), "names")
+    return shared
 
 
 def _forget_old_claims(directory: str, now: float) -> None:
@@ -62,8 +80,9 @@ def name_from_base(base: str, max_length: int = 63) -> str:
 
     Names stay in SDK v2's pattern (``<base>-YYYY-MM-DD-HH-MM-SS-mmm``) and never
     repeat on this machine: within a process the millisecond only goes up, and
-    across processes each name is claimed by an exclusive create of
-    ``<local home>/names/<name>``; a name already claimed takes the next
+    across processes (whatever their ``LAUNCHBAY_HOME``) each name is claimed by an
+    exclusive create in ``$TMPDIR/launchbay-names-<uid>/`` (or ``<local home>/names/``
+    where that is not this user's directory); a name already claimed takes the next
     millisecond. Claims older than a few minutes are removed. If the claim
     directory cannot be written, the in-process guarantee alone holds.
     """
