@@ -61,7 +61,7 @@ import traceback
 from types import TracebackType
 from typing import Any
 
-from launchbay.runtime import _hostnames, _netns, _records, standins
+from launchbay.runtime import _records, standins
 
 _RANK_VARS = ("LAUNCHBAY_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "RANK")
 _LOCAL_RANK_VARS = (
@@ -135,6 +135,10 @@ def _become_torch_local_rank() -> None:
     kept.update({n: v for n, v in os.environ.items() if n.startswith("TORCHELASTIC_")})
     _adopt_host(host_spec)
     os.environ.update(kept)
+    # Imported here: only a local_process rank that another host's launcher started needs
+    # them, and every rank's start pays for the imports at the top.
+    from launchbay.runtime import _hostnames, _netns
+
     try:  # this host's own namespaces: network, name, /opt/ml
         problem = None if _netns.enter_host(os.environ) else _hostnames.become_host(os.environ)
     except OSError as exc:
