@@ -42,9 +42,11 @@ sagemaker_job = functools.partial(
 )
 
 #: Prints what the host saw (one JSON line), reads its channel if it has one, and
-#: raises on algo-2 when the job ran more than one host.
+#: raises on algo-2 when the job ran more than one host: once algo-1 has printed (a
+#: marker in this machine's temporary directory; 20 s at most), since a failing rank
+#: ends the others (at once under one torchrun for every host).
 SCRIPT = """\
-import json, os
+import json, os, tempfile, time
 config = os.environ["SM_INPUT_CONFIG_DIR"]
 with open(os.path.join(config, "hyperparameters.json")) as f:
     hps = json.load(f)
@@ -52,8 +54,16 @@ env = {k: os.environ.get(k) for k in ENV_KEYS}
 train = os.environ.get("SM_CHANNEL_TRAIN")
 data = sorted(os.listdir(train)) if train else None
 print("SEEN " + json.dumps({"host": os.environ["SM_CURRENT_HOST"], "hps": hps, "env": env,
-                            "data": data, "gpus": os.environ.get("SM_NUM_GPUS")}))
+                            "data": data, "gpus": os.environ.get("SM_NUM_GPUS")}), flush=True)
+marker = os.path.join(tempfile.gettempdir(), "replay-seen-" + os.environ["TRAINING_JOB_NAME"])
+if os.environ["SM_CURRENT_HOST"] == "algo-1" and "algo-2" in json.loads(os.environ["SM_HOSTS"]):
+    open(marker, "w").close()
 if os.environ["SM_CURRENT_HOST"] == "algo-2":
+    deadline = time.monotonic() + 20
+    while not os.path.exists(marker) and time.monotonic() < deadline:
+        time.sleep(0.05)
+    if os.path.exists(marker):
+        os.unlink(marker)
     raise ValueError("replayed failure on algo-2")
 """.replace("ENV_KEYS", repr(sorted(ENVIRONMENT)))
 
