@@ -928,3 +928,130 @@ def test_a_jobs_host_names_are_made_in_one_place():
                                  {"InstanceType": "b", "InstanceCount": 1}]}  # fmt: skip
     assert algo_hosts(instance_count_of(groups)) == ("algo-1", "algo-2", "algo-3")
     assert algo_hosts(instance_count_of({"InstanceCount": 2})) == ("algo-1", "algo-2")
+
+
+# -- issue 33: the host runners return what they make; the control loop keeps it ------------
+
+#: The host runners of the local control loop, and the helpers they hand the job to.
+RUNNER_MODULES = (
+    "backends/local/process_hosts.py",
+    "backends/local/container_hosts.py",
+    "backends/local/container_exits.py",
+    "backends/local/warm_pool.py",
+    "backends/local/logs.py",
+    "backends/local/ray_hosts.py",
+)
+#: Methods that change a list, dict, set or event in place.
+_MUTATORS = {
+    "append", "extend", "insert", "remove", "pop", "popitem", "clear", "update",
+    "setdefault", "add", "discard", "sort", "reverse", "set", "__setitem__", "__delitem__",
+}  # fmt: skip
+#: What a host runner may call on the job itself: it wakes the followers, nothing more.
+_JOB_CALLS = {"notify", "note_output", "wait_for_output"}
+
+
+def _on_the_job(node: ast.expr) -> str | None:
+    """``job.x`` for an expression that reaches into ``job.x`` (``job.x``, ``job.x[k].y`` ...)."""
+    while isinstance(node, (ast.Attribute, ast.Subscript)):
+        inner = node.value
+        if isinstance(inner, ast.Name) and inner.id == "job":
+            return f"job.{node.attr}" if isinstance(node, ast.Attribute) else "job[...]"
+        node = inner
+    return None
+
+
+def _targets(node: ast.AST) -> list[ast.expr]:
+    if isinstance(node, ast.Assign | ast.Delete):
+        pending = list(node.targets)
+    elif isinstance(node, ast.AugAssign | ast.AnnAssign | ast.For | ast.AsyncFor | ast.NamedExpr):
+        pending = [node.target]
+    elif isinstance(node, ast.withitem) and node.optional_vars is not None:
+        pending = [node.optional_vars]
+    else:
+        return []
+    found = []
+    while pending:
+        target = pending.pop()
+        if isinstance(target, ast.Tuple | ast.List):
+            pending.extend(target.elts)
+        elif isinstance(target, ast.Starred):
+            pending.append(target.value)
+        else:
+            found.append(target)
+    return found
+
+
+def writes_to_the_job(tree: ast.AST) -> list[tuple[int, str]]:
+    """``(line, what)`` for each write to an attribute of ``job``: an assignment (plain,
+    augmented, annotated, ``del``, a loop or ``with`` target) to ``job.x``, ``job.x[k]``,
+    ``job.x.y``; a mutating method of one (``job.readers.append``, ``job.procs.update`` ...);
+    ``setattr``/``delattr`` on ``job``; a method of the job other than :data:`_JOB_CALLS`."""
+    found = []
+    for node in ast.walk(tree):
+        for target in _targets(node):
+            where = _on_the_job(target)
+            if where is not None:
+                found.append((target.lineno, f"assigns {where}"))
+        if not isinstance(node, ast.Call):
+            continue
+        func = node.func
+        if isinstance(func, ast.Name) and func.id in ("setattr", "delattr") and node.args:
+            first = node.args[0]
+            if isinstance(first, ast.Name) and first.id == "job":
+                found.append((node.lineno, f"{func.id}(job, ...)"))
+        if not isinstance(func, ast.Attribute):
+            continue
+        if isinstance(func.value, ast.Name) and func.value.id == "job":
+            if func.attr not in _JOB_CALLS:
+                found.append((node.lineno, f"calls job.{func.attr}()"))
+        elif func.attr in _MUTATORS:
+            where = _on_the_job(func.value)
+            if where is not None:
+                found.append((node.lineno, f"calls .{func.attr}() on {where}"))
+    return sorted(found)
+
+
+def test_host_runners_never_write_into_the_job():
+    """A host runner returns what it made; it never writes into the job (issue 33).
+
+    ``LocalJob`` has one owner, the local control loop (``backends/local/running.py``,
+    ``control.py``, ``recovery.py``): a host runner's ``prepare`` and ``start`` return
+    what they made (``hosts.HostHandles``: each host's handle, the log readers) and the
+    loop keeps it (``job.procs``, ``job.readers``); how the hosts' trees look here is
+    ``host_view(plan)``'s answer, which the loop keeps as ``job.host_plan``. So in the
+    runner modules (and the helpers they hand the job to, :data:`RUNNER_MODULES`), the
+    name ``job`` (the ``LocalJob`` parameter, or a closure over it) is only read: no
+    assignment, augmented or annotated assignment, ``del``, subscript assignment or
+    mutating method (``append``, ``update``, ``pop``, ``set`` ...) on any attribute of it,
+    no ``setattr``, and of its own methods only those that wake the followers
+    (``notify``, ``note_output``, ``wait_for_output``). A runner's own handles (a
+    container's id and exit code) are its own objects and may change. The check reads
+    the source (an alias such as ``procs = job.procs`` is not followed: don't make one).
+    """
+    found = {
+        f"{relative}:{line} {what}"
+        for relative in RUNNER_MODULES
+        for line, what in writes_to_the_job(ast.parse((ROOT / relative).read_text()))
+    }
+    assert found == set(), "return it from prepare()/start(): the control loop keeps it"
+
+
+def test_the_job_write_check_sees_each_form():
+    source = (
+        "def start(self, job, entry):\n"
+        "    job.procs = {}\n"  # 2
+        "    job.procs[host] = proc\n"  # 3
+        "    job.output_count += 1\n"  # 4
+        "    job.readers.append(thread)\n"  # 5
+        "    job.procs.update(actors)\n"  # 6
+        "    job.host_plan, x = plan, 1\n"  # 7
+        "    setattr(job, 'gpus', None)\n"  # 8
+        "    job._set_secondary('Training', '')\n"  # 9
+        "    del job.procs['algo-1']\n"  # 10
+        "    job.stop_requested.set()\n"  # 11
+        "    entry.id = job.procs['algo-1'].id\n"  # reads the job: fine
+        "    job.notify(); job.layout.host_dir('algo-1'); job.procs.values()\n"
+        "    seen[job.name] = 1\n"
+    )
+    lines = [line for line, _ in writes_to_the_job(ast.parse(source))]
+    assert lines == [2, 3, 4, 5, 6, 7, 8, 9, 10, 11]

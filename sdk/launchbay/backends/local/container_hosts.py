@@ -80,12 +80,12 @@ from launchbay.backends.local.container_cleanup import (
     network_name,
 )
 from launchbay.backends.local.endpoints import client_endpoints, on_client
-from launchbay.backends.local.hosts import RUNTIME_MARGIN
+from launchbay.backends.local.hosts import RUNTIME_MARGIN, HostHandles
 from launchbay.backends.local.layout import JobLayout, file_uri_path
 from launchbay.backends.local.logs import join_readers, start_reader
 from launchbay.backends.local.logs import split_lines as _split_lines
 from launchbay.backends.local.record import CLIENT_ID, LocalJob, job_arn
-from launchbay.backends.plan import JobFields
+from launchbay.backends.plan import JobFields, JobPlan
 from launchbay.errors import DockerError, ImageNotFoundError, JobError
 from launchbay.runtime.code import fetch_code
 from launchbay.runtime.contract import (
@@ -131,6 +131,8 @@ class _Container:
     exit_code: int | None = None
     started: bool = False
     exited: threading.Event = field(default_factory=threading.Event)
+    #: The thread copying the container's output to its log file, once started.
+    reader: threading.Thread | None = None
 
 
 def _needs_aws(source: JobFields | Mapping[str, Any]) -> bool:
@@ -146,16 +148,6 @@ def _needs_aws(source: JobFields | Mapping[str, Any]) -> bool:
 def container_endpoint(url: str) -> str:
     """``url`` as a container on the job network reaches it (loopback -> the host gateway)."""
     return on_client(url, HOST_GATEWAY)
-
-
-def _without_local_paths(request: Mapping[str, Any]) -> dict[str, Any]:
-    """The request with checkpoint/tensor/TensorBoard ``LocalPath`` dropped: how the host trees
-    look here (each such directory is mounted from its default place in the host's tree)."""
-    view = copy.deepcopy(dict(request))
-    for key in ("CheckpointConfig", "DebugHookConfig", "TensorBoardOutputConfig"):
-        if view.get(key):
-            view[key] = {k: v for k, v in view[key].items() if k != "LocalPath"}
-    return view
 
 
 def _write_text_atomic(path: str, text: str) -> None:
@@ -206,15 +198,15 @@ class ContainerHosts:
             return self._client
 
     # -- before anything is made ----------------------------------------------------
-    def check_can_run(self, request: JobFields | Mapping[str, Any], hosts: list[str]) -> None:
+    def check_can_run(self, plan: JobPlan) -> None:
         container_options()  # an invalid ~/.sagemaker/config.yaml is refused before anything starts
-        if isinstance(request, Mapping) and not warm_pool.keep_alive_of(request):
+        if not warm_pool.keep_alive_of(plan.request):
             # What dead clients left is no part of this job (a leftover of its name is
             # replaced where it is met): swept beside the job's start, not before it.
             self._background.submit(self._sweep)
         else:  # a pool past its period ends before this job looks for one
             self.remove_orphans()
-        self._ensure_image(JobFields.of(request).image)
+        self._ensure_image(plan.image)
 
     def _sweep(self) -> None:
         try:
@@ -275,7 +267,13 @@ class ContainerHosts:
         return container_cleanup.remove_orphans(self.client)
 
     # -- the job's hosts ----------------------------------------------------------------
-    def prepare(self, job: LocalJob) -> None:
+    def host_view(self, plan: JobPlan) -> JobFields:
+        """Each ``LocalPath`` (checkpoints, tensors, TensorBoard) is mounted from its default
+        place in the host's tree: the plan with the given paths dropped."""
+        return plan.host_view()
+
+    def prepare(self, job: LocalJob) -> HostHandles:
+        """The hosts' trees, the job's network (begun), and each container's spec (returned)."""
         request, layout = job.request, job.layout
         # The engine makes the job's network (tens of ms of iptables work) while the hosts'
         # trees are written: start() waits for it, teardown too (nothing made after removal).
@@ -283,9 +281,8 @@ class ContainerHosts:
         keep_alive = warm_pool.keep_alive_of(request)
         if not keep_alive:
             self._network_made[layout.job_dir] = self._background.submit(self._make_network, job)
-        job.host_request = _without_local_paths(request)
         # Each LocalPath is mounted from its default place in the host's tree.
-        job.host_plan = job.plan.host_view()
+        host_plan = self.host_view(job.plan)
         seen = copy.deepcopy(request)
         code = job.plan.submit_directory
         # A file:// package is unpacked here; s3:// code and a path inside the container
@@ -299,8 +296,8 @@ class ContainerHosts:
             if local_code:
                 fetch_code(file_uri_path(str(code)), os.path.join(host_dir, "code"))
         # Each container gets exactly its channels' files (hard links), nothing around them.
-        job.stager.stage_channels(job.host_plan, layout, own_files=True)
-        job.stager.restore_checkpoints(job.host_plan, layout)
+        job.stager.stage_channels(host_plan, layout, own_files=True)
+        job.stager.restore_checkpoints(host_plan, layout)
         specs = self.host_specs(
             job.plan,
             layout.job_dir,
@@ -312,10 +309,11 @@ class ContainerHosts:
         host_code = os.path.join(layout.host_dir(job.hosts[0]), "code")
         if pip_cache.installs_requirements(code, local_code, host_code):
             self._add_pip_cache(job.plan.image, specs)
-        job.procs = {s.host: _Container(s) for s in specs}
+        containers = {s.host: _Container(s) for s in specs}
         self.write_compose_file(job, specs)
         if keep_alive:
             self._plan_warm(job, specs, keep_alive)
+        return HostHandles(containers)
 
     def _add_pip_cache(self, image: str, specs: list[HostSpec]) -> None:
         """Mount the image's pip cache in every container (:mod:`.pip_cache`)."""
@@ -577,7 +575,7 @@ class ContainerHosts:
                 warm_pool.move_out(plan, slot_of, job.layout.host_dir(host), host)
                 raise
             entry.started = True
-            start_reader(job, host, warm_pool.without_ready(_split_lines(stream)))
+            entry.reader = start_reader(job, host, warm_pool.without_ready(_split_lines(stream)))
             threading.Thread(
                 target=self._wait_for,
                 args=(job, entry),
@@ -608,12 +606,14 @@ class ContainerHosts:
         for host in job.procs:
             warm_pool.move_out(plan, lambda h, k: slots[h][k], job.layout.host_dir(host), host)
 
-    def start(self, job: LocalJob) -> None:
+    def start(self, job: LocalJob) -> HostHandles:
+        """Start the containers :meth:`prepare` made specs for (``job.procs``): in the job's
+        warm pool, else made now; returns them and their log readers."""
         plan = self._warm.get(job.layout.job_dir)
         if plan is not None:
             try:
                 self._start_warm(job, plan)
-                return
+                return self._started(job)
             except warm_pool.PoolUnusable as exc:  # e.g. an image without python3: a cold start
                 logger.warning("%s; job %s starts without a warm pool", exc, job.name)
                 self._warm.pop(job.layout.job_dir, None)
@@ -662,7 +662,8 @@ class ContainerHosts:
                 return
             api.start(entry.id)
             entry.started = True
-            start_reader(job, spec.host, _split_lines(api.logs(entry.id, stream=True, follow=True)))
+            stream = api.logs(entry.id, stream=True, follow=True)
+            entry.reader = start_reader(job, spec.host, _split_lines(stream))
             threading.Thread(
                 target=self._wait_for,
                 args=(job, entry),
@@ -680,6 +681,14 @@ class ContainerHosts:
             if isinstance(error, errors.APIError):
                 raise DockerError(f"Could not start the job's containers: {error}") from error
             raise error
+        return self._started(job)
+
+    @staticmethod
+    def _started(job: LocalJob) -> HostHandles:
+        """The job's containers (made in :meth:`prepare`, now started) and their log readers."""
+        containers: dict[str, _Container] = dict(job.procs)
+        readers = tuple(c.reader for c in containers.values() if c.reader is not None)
+        return HostHandles(containers, readers)
 
     def _wait_for(self, job: LocalJob, entry: _Container) -> None:
         try:
@@ -716,7 +725,9 @@ class ContainerHosts:
             self._give_back_files(job)
         finally:
             self._remove_job_later(job, warm=plan is not None)
-            join_readers(job)
+            # The readers of a start that failed midway are the containers' (never returned).
+            readers = [c.reader for c in job.procs.values() if c.reader is not None]
+            join_readers([*job.readers, *readers])
 
     def _remove_job_later(self, job: LocalJob, *, warm: bool) -> None:
         """The ended job's exited containers, then its network, removed in the background.
@@ -867,9 +878,6 @@ class ContainerHosts:
         if image:
             self._give_back(image, layout.job_dir, name)
         self._remove_job(name, layout.job_dir)
-
-    def orphan_host_request(self, request: dict[str, Any]) -> dict[str, Any]:
-        return _without_local_paths(request)
 
     # -- the compose file -------------------------------------------------------------
     def write_compose_file(self, job: LocalJob, specs: list[HostSpec]) -> str:

@@ -196,7 +196,7 @@ class LocalBackend(InProcessBackend):
         )
         hosts = list(plan.hosts)
         gpus = {h: list(ids) for h, ids in plan.gpus.items()} if plan.gpus is not None else None
-        self.runner.check_can_run(request, hosts)
+        self.runner.check_can_run(plan)
         name_lock = self._claim_name(name)
         try:
             recovery.finish_left_behind(self, name)
@@ -205,6 +205,7 @@ class LocalBackend(InProcessBackend):
             make_reserve(layout.status_file)
             job = LocalJob(request, layout, self.stager, grace, self.runner.hard_kill, plan)
             job.gpus = gpus
+            job.host_plan = self.runner.host_view(plan)
         except BaseException:
             name_lock.release()
             raise
@@ -531,7 +532,7 @@ class LocalBackend(InProcessBackend):
                 the job started (naming its output).
         """
         self.check(plan)
-        self.runner.check_can_run(dict(plan.request), list(plan.hosts))
+        self.runner.check_can_run(plan)
         name = plan.name
         lock = self._claim_name(name)
         elsewhere.start_runner(self, plan, lock)

@@ -10,7 +10,8 @@ what SageMaker's control plane does for a job, whatever runs its hosts; a
   Docker container (``local``, ``local_gpu``).
 
 The loop calls, for a job: :meth:`~HostRunner.check_can_run` and
-:meth:`~HostRunner.check_name` before anything is made, :meth:`~HostRunner.prepare`
+:meth:`~HostRunner.check_name` before anything is made, :meth:`~HostRunner.host_view`
+(the plan as the hosts' trees look here), :meth:`~HostRunner.prepare`
 (*Downloading*), :meth:`~HostRunner.start` (*Training*), then polls
 :meth:`~HostRunner.exit_codes` / :meth:`~HostRunner.running`. It stops hosts with
 :meth:`~HostRunner.signal` (SIGTERM, SIGKILL after the grace period) and
@@ -18,13 +19,22 @@ The loop calls, for a job: :meth:`~HostRunner.check_can_run` and
 :meth:`~HostRunner.hard_kill` runs at interpreter exit, and the ``orphan`` and
 :meth:`~HostRunner.hosts_left` methods serve a job whose client process died.
 :func:`grace_from` is the grace period the hosts get between SIGTERM and SIGKILL.
+
+A runner takes the job's plan (:class:`~launchbay.backends.plan.JobPlan`), never its
+request dict, and never writes into the :class:`~launchbay.backends.local.record.LocalJob`:
+``prepare`` and ``start`` return what they made (:class:`HostHandles`), and the control
+loop, the job's only owner, keeps it (``job.procs``, ``job.readers``). A runner keeps
+its own bookkeeping (a Ray job's actors, a Docker job's network) in itself
+(``tests/unit/test_architecture.py`` holds the rule).
 """
 
 from __future__ import annotations
 
 import os
 import signal
+import threading
 from collections.abc import Mapping
+from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, Protocol
 
 from launchbay.errors import ConfigurationError
@@ -34,9 +44,17 @@ from launchbay.runtime.settings import DEFAULT_GRACE_SECONDS, GRACE_ENV, parse_g
 if TYPE_CHECKING:
     from launchbay.backends.local.layout import JobLayout
     from launchbay.backends.local.record import LocalJob
-    from launchbay.backends.plan import JobFields
+    from launchbay.backends.plan import JobFields, JobPlan
 
-__all__ = ["HostRunner", "prepare_hosts", "grace_from", "grace_value", "POLL", "RUNTIME_MARGIN"]
+__all__ = [
+    "HostRunner",
+    "HostHandles",
+    "prepare_hosts",
+    "grace_from",
+    "grace_value",
+    "POLL",
+    "RUNTIME_MARGIN",
+]
 
 #: Extra time a host's runtime gets after the grace period to report and exit.
 RUNTIME_MARGIN = 5.0
@@ -44,20 +62,51 @@ RUNTIME_MARGIN = 5.0
 POLL = 0.05
 
 
-class HostRunner(Protocol):
-    """The per-host operations of a local job; ``job.procs`` holds the runner's own handles."""
+@dataclass(frozen=True)
+class HostHandles:
+    """What a runner made for a job's hosts; the control loop keeps it in the job.
 
-    def check_can_run(self, request: Mapping[str, Any], hosts: list[str]) -> None:
-        """Refuse, before anything is made, a request this runner cannot run."""
+    ``handles`` is what runs (or will run) each host, by host name: the runner's own
+    kind of handle (a process, a container, a Ray actor), which the loop keeps as
+    ``job.procs`` and the runner reads back from there. ``readers`` are the threads
+    that bring the hosts' output to their log files (:mod:`.logs`), kept as
+    ``job.readers`` and joined when the job ends.
+    """
+
+    handles: Mapping[str, Any] = field(default_factory=dict)
+    readers: tuple[threading.Thread, ...] = ()
+
+
+class HostRunner(Protocol):
+    """The per-host operations of a local job; ``job.procs`` holds the runner's own handles.
+
+    A runner reads the job (its plan, layout, hosts, ``procs``) and never assigns to it:
+    what it makes it returns (:class:`HostHandles`), and the control loop keeps it.
+    """
+
+    def check_can_run(self, plan: JobPlan) -> None:
+        """Refuse, before anything is made, a job this runner cannot run."""
 
     def check_name(self, name: str, job_dir: str) -> None:
         """Refuse a job name whose hosts would clash with another job's (the name is held)."""
 
-    def prepare(self, job: LocalJob) -> None:
-        """Write each host's config files, stage the channels, restore the checkpoints."""
+    def host_view(self, plan: JobPlan) -> JobFields:
+        """The plan as the stager sees the hosts' trees on this machine (``LocalJob.host_plan``).
 
-    def start(self, job: LocalJob) -> None:
-        """Start every host; fill ``job.procs`` and start ``job.readers`` (see :mod:`.logs`)."""
+        The same for a live job and a job taken up from its record (orphan recovery).
+        """
+        ...
+
+    def prepare(self, job: LocalJob) -> HostHandles | None:
+        """Write each host's config files, stage the channels, restore the checkpoints.
+
+        Returns the handles made ahead of :meth:`start` (the control loop keeps them as
+        ``job.procs`` before it calls :meth:`start`), or None: nothing made yet.
+        """
+
+    def start(self, job: LocalJob) -> HostHandles:
+        """Start every host; returns each host's handle and the log readers started (:mod:`.logs`)."""
+        ...
 
     def exit_codes(self, job: LocalJob) -> dict[str, int | None]:
         """Each started host's exit code, ``None`` while it runs."""
@@ -85,10 +134,6 @@ class HostRunner(Protocol):
 
     def stop_orphan_hosts(self, name: str, layout: JobLayout, grace: float) -> None:
         """Stop what still runs of a job whose client is gone."""
-
-    def orphan_host_request(self, request: dict[str, Any]) -> dict[str, Any]:
-        """The request as the stager sees the hosts' trees (see ``LocalJob.host_request``)."""
-        ...
 
 
 def prepare_hosts(job: LocalJob) -> None:

@@ -235,27 +235,30 @@ def watch_log(job: LocalJob, path: str, running: Callable[[], bool]) -> None:
         job.notify()
 
 
-def _start_thread(job: LocalJob, host: str, target: Callable[..., None], *args: Any) -> None:
+def _start_thread(
+    job: LocalJob, host: str, target: Callable[..., None], *args: Any
+) -> threading.Thread:
     reader = threading.Thread(
         target=target, args=args, name=f"launchbay-log-{job.name}-{host}", daemon=True
     )
     reader.start()
-    job.readers.append(reader)
+    return reader
 
 
-def start_reader(job: LocalJob, host: str, lines: Iterable[str]) -> None:
-    """Start a daemon thread running :func:`pump_lines` and remember it in ``job.readers``."""
-    _start_thread(job, host, pump_lines, job, host, lines)
+def start_reader(job: LocalJob, host: str, lines: Iterable[str]) -> threading.Thread:
+    """Start a daemon thread running :func:`pump_lines`; returns it (the runner hands it on,
+    and the control loop keeps it in ``job.readers``)."""
+    return _start_thread(job, host, pump_lines, job, host, lines)
 
 
-def start_watcher(job: LocalJob, host: str, running: Callable[[], bool]) -> None:
-    """Start a daemon thread running :func:`watch_log` on ``host``'s log file."""
-    _start_thread(job, host, watch_log, job, job.layout.log_file(host), running)
+def start_watcher(job: LocalJob, host: str, running: Callable[[], bool]) -> threading.Thread:
+    """Start a daemon thread running :func:`watch_log` on ``host``'s log file; returns it."""
+    return _start_thread(job, host, watch_log, job, job.layout.log_file(host), running)
 
 
-def join_readers(job: LocalJob) -> None:
-    """Let the log reader threads finish (each at most a few seconds)."""
-    for reader in job.readers:
+def join_readers(readers: Iterable[threading.Thread]) -> None:
+    """Let the log reader threads finish (each at most a few seconds; each one once)."""
+    for reader in dict.fromkeys(readers):
         reader.join(_READER_JOIN)
 
 

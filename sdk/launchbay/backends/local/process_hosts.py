@@ -44,6 +44,7 @@ import socket
 import subprocess
 import sys
 import tempfile
+import threading
 import time
 import warnings
 from collections.abc import Mapping
@@ -51,12 +52,12 @@ from typing import Any
 
 import launchbay
 from launchbay.backends.local.endpoints import client_endpoints
-from launchbay.backends.local.hosts import POLL, RUNTIME_MARGIN, prepare_hosts
+from launchbay.backends.local.hosts import POLL, RUNTIME_MARGIN, HostHandles, prepare_hosts
 from launchbay.backends.local.keras import legacy_keras_environment
 from launchbay.backends.local.layout import JobLayout
 from launchbay.backends.local.logs import join_readers, start_watcher
 from launchbay.backends.local.record import LocalJob, job_arn
-from launchbay.backends.plan import JobFields
+from launchbay.backends.plan import JobFields, JobPlan
 from launchbay.runtime.for_client import (
     CLIENT_HOST,
     GATEWAY,
@@ -203,17 +204,22 @@ def _still_running(proc: subprocess.Popen[bytes]) -> bool:
 class ProcessHosts:
     """Runs each host of a local job as a process group (a :class:`~launchbay.backends.local.hosts.HostRunner`)."""
 
-    def check_can_run(self, request: Mapping[str, Any], hosts: list[str]) -> None:
+    def check_can_run(self, plan: JobPlan) -> None:
         """Refuse a bad ``LAUNCHBAY_HOST_NETWORK`` before anything starts."""
-        network_setting(request)
+        network_setting(plan)
 
     def check_name(self, name: str, job_dir: str) -> None:
         """Process groups are not named after the job: no other job's hosts can clash."""
 
+    def host_view(self, plan: JobPlan) -> JobFields:
+        """The hosts' trees are the job directory's own: the plan as it is."""
+        return plan
+
     def prepare(self, job: LocalJob) -> None:
         prepare_hosts(job)
 
-    def start(self, job: LocalJob) -> None:
+    def start(self, job: LocalJob) -> HostHandles:
+        """One runtime per host in its own process group, and a watcher of its log file."""
         layout = job.layout
         network = _JobNetwork.start(job)
         if network is not None:
@@ -227,7 +233,9 @@ class ProcessHosts:
                 for name in _OMPI_SHM_DIRS:
                     env.setdefault(name, shm)
         preexec = parent_death_signal()
-        with job.lock:
+        procs: dict[str, subprocess.Popen[bytes]] = {}
+        watchers: list[threading.Thread] = []
+        try:
             for host in job.hosts:
                 tmp = self._host_tmpdir(job, host)
                 host_env = dict(
@@ -253,8 +261,15 @@ class ProcessHosts:
                     )
                 finally:
                     os.close(log_fd)
-                job.procs[host] = proc
-                start_watcher(job, host, functools.partial(_still_running, proc))
+                procs[host] = proc
+                watchers.append(start_watcher(job, host, functools.partial(_still_running, proc)))
+        except BaseException:
+            # The job never gets these handles: the hosts started so far go now (teardown
+            # then finds nothing of the job's left).
+            for proc in procs.values():
+                _killpg(proc.pid, signal.SIGKILL)
+            raise
+        return HostHandles(procs, tuple(watchers))
 
     def _host_tmpdir(self, job: LocalJob, host: str) -> str:
         """A fresh temporary directory for ``host``, in the caller's ``$TMPDIR``; removed with the job.
@@ -358,7 +373,7 @@ class ProcessHosts:
                 time.sleep(POLL)
         _remove_tmpdirs(job.layout.job_dir)
         _stop_network(job.layout.job_dir)
-        join_readers(job)
+        join_readers(job.readers)
 
     def hard_kill(self, job: LocalJob) -> None:
         roots = [p.pid for p in job.procs.values() if p.poll() is None]
@@ -400,9 +415,6 @@ class ProcessHosts:
 
     def hosts_left(self, job_dir: str) -> bool:
         return bool(_job_processes(job_dir))
-
-    def orphan_host_request(self, request: dict[str, Any]) -> dict[str, Any]:
-        return request
 
 
 # --------------------------------------------------------------------------- job networks

@@ -51,12 +51,12 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
-from launchbay.backends.local.hosts import POLL
+from launchbay.backends.local.hosts import POLL, HostHandles
 from launchbay.backends.local.layout import JobLayout
 from launchbay.backends.local.ray_agent import FILES_CHUNK, HostAgent, pack_tree
 from launchbay.backends.local.ray_rsh import ACTORS_SETTING, NAMESPACE
 from launchbay.backends.local.record import LocalJob, job_arn
-from launchbay.backends.plan import JobFields
+from launchbay.backends.plan import JobFields, JobPlan
 from launchbay.errors import ConfigurationError, JobError
 from launchbay.runtime.archive import safe_extract
 from launchbay.runtime.contract import write_host_config
@@ -286,15 +286,20 @@ class RayHosts:
     def __init__(self) -> None:
         self._jobs: dict[str, _RayJob] = {}
 
-    def check_can_run(self, request: Mapping[str, Any], hosts: list[str]) -> None:
+    def check_can_run(self, plan: JobPlan) -> None:
         """Refuse, before anything is made, a job this cluster cannot place (see :func:`check_cluster`)."""
-        check_cluster(connect(), request, hosts)
+        check_cluster(connect(), plan, list(plan.hosts))
 
     def check_name(self, name: str, job_dir: str) -> None:
         """The actors are named by the job directory's own record: nothing can clash."""
 
+    def host_view(self, plan: JobPlan) -> JobFields:
+        """Each host's tree here is the one its actor fills from its node: the plan as it is."""
+        return plan
+
     # -- placing the hosts ---------------------------------------------------------------
-    def prepare(self, job: LocalJob) -> None:
+    def prepare(self, job: LocalJob) -> HostHandles:
+        """Place the hosts' actors (returned) and stage each host's tree on its node."""
         ray = connect()
         from ray.util.placement_group import placement_group
         from ray.util.scheduling_strategies import PlacementGroupSchedulingStrategy
@@ -332,7 +337,6 @@ class RayHosts:
                     placement_group_bundle_index=index,
                 ),
             ).remote(job.name, host)
-        job.procs.update(state.actors)
         where = _wait(
             ray,
             [state.actors[h].where.remote() for h in job.hosts],
@@ -362,9 +366,11 @@ class RayHosts:
             float(os.environ.get(ENV.STARTUP_TIMEOUT) or 900),
             "staging the channels on the hosts' nodes",
         )
+        return HostHandles(dict(state.actors))
 
     # -- running them --------------------------------------------------------------------
-    def start(self, job: LocalJob) -> None:
+    def start(self, job: LocalJob) -> HostHandles:
+        """Start each host's runtime through its actor; returns the actors and the log pumps."""
         ray = connect()
         state = self._jobs[job.layout.job_dir]
         first = state.actors[job.hosts[0]]
@@ -409,7 +415,7 @@ class RayHosts:
             )
             thread.start()
             state.pumps.append(thread)
-            job.readers.append(thread)
+        return HostHandles(dict(state.actors), tuple(state.pumps))
 
     def _pump(self, ray: Any, job: LocalJob, host: str, state: _RayJob) -> None:
         """Copy the host's output into its log file until it ends, then fetch its files."""
@@ -581,6 +587,3 @@ class RayHosts:
 
     def stop_orphan_hosts(self, name: str, layout: JobLayout, grace: float) -> None:
         """Nothing to do: Ray ends the actors of a driver that died, and each runtime with its actor."""
-
-    def orphan_host_request(self, request: dict[str, Any]) -> dict[str, Any]:
-        return request

@@ -177,12 +177,10 @@ class LocalJob:
         #: checkpoints, environment ...), derived once. A job read back from its
         #: record gets it from the stored request, by the same function.
         self.plan: JobPlan = plan if plan is not None else plan_request(request, stored=True)
-        #: The plan as the stager sees the hosts' trees on this machine (a backend
-        #: whose hosts see other paths, e.g. containers, sets its ``host_view()``).
+        #: The plan as the stager sees the hosts' trees on this machine: the control
+        #: loop sets its host runner's ``host_view(plan)`` (containers drop each given
+        #: ``LocalPath``), for a live job and one taken up from its record alike.
         self.host_plan: JobFields = self.plan
-        #: The request as the hosts' trees look here (for runners that hand the
-        #: request itself to their hosts).
-        self.host_request: dict[str, Any] = request
         #: Kills what is left of the job at once (its host runner's, at interpreter exit).
         self.hard_kill = hard_kill
         self.name: str = self.plan.job_name
@@ -201,7 +199,8 @@ class LocalJob:
         self.creation_time = utc_now()
         self.start_time: _dt.datetime | None = None
         self.end_time: _dt.datetime | None = None
-        #: What runs each host, by host name (a process, a container ...), backend's own.
+        #: What runs each host, by host name (a process, a container ...), the host
+        #: runner's own handles, as its prepare()/start() returned them (kept by the loop).
         self.procs: dict[str, Any] = {}
         #: Each host's share of this machine's GPUs (device ids), or None: no GPU
         #: (see launchbay._capacity; found once per job, in run()).

@@ -35,7 +35,7 @@ from launchbay.backends.local.record import (
 )
 from launchbay.backends.local.signals import running_job
 from launchbay.backends.local.staging import LocalStager
-from launchbay.backends.plan import JobFields, JobPlan, plan_request
+from launchbay.backends.plan import JobPlan, plan_request
 from launchbay.backends.state import JobState
 from launchbay.errors import JobError
 from launchbay.runtime.for_client import is_alive
@@ -109,8 +109,7 @@ def finish_orphan(jobs: LocalJobs, name: str, reason: str | None = None) -> dict
         dict(plan.request), layout, jobs.stager, grace, runner.hard_kill, plan,
         record=record,
     )  # fmt: skip
-    job.host_request = runner.orphan_host_request(job.request)
-    job.host_plan = JobFields.of(job.host_request)
+    job.host_plan = runner.host_view(plan)  # as for a live job: the stored request's plan
     logger.warning("Finishing local training job %s: its client %s is gone", name, job.client)
     started = job.secondary not in ("Starting", "Downloading")
     if started:

@@ -25,7 +25,7 @@ from collections.abc import Sequence
 from launchbay import metrics, transfer
 from launchbay.backends.local import attempts, tensorboard
 from launchbay.backends.local.finish import failure_reason, finish_job
-from launchbay.backends.local.hosts import POLL, RUNTIME_MARGIN, HostRunner
+from launchbay.backends.local.hosts import POLL, RUNTIME_MARGIN, HostHandles, HostRunner
 from launchbay.backends.local.record import LocalJob, utc_now
 from launchbay.backends.local.rules import start_rules
 from launchbay.backends.local.tensorboard import TensorBoardSync
@@ -35,7 +35,7 @@ from launchbay.runtime.names import COMPLETED, FAILED, STOPPED, STOPPING
 
 logger = logging.getLogger("launchbay.backends.local")
 
-__all__ = ["PEER_EXIT_WAIT", "Supervisor", "request_stop"]
+__all__ = ["PEER_EXIT_WAIT", "Supervisor", "keep_hosts", "request_stop"]
 
 #: Seconds the other hosts get to end by themselves once one host failed.
 PEER_EXIT_WAIT = 3.0
@@ -46,6 +46,13 @@ def request_stop(job: LocalJob, reason: str) -> None:
     job.stop_reason = job.stop_reason or reason
     job.stop_requested.set()
     job.changed.set()
+
+
+def keep_hosts(job: LocalJob, made: HostHandles) -> None:
+    """Keep what the host runner made in the job: the runners return it, only the loop writes it."""
+    with job.lock:
+        job.procs = dict(made.handles)
+        job.readers.extend(r for r in made.readers if r not in job.readers)
 
 
 def _start_tensorboard_sync(job: LocalJob) -> TensorBoardSync | None:
@@ -146,8 +153,11 @@ class Supervisor:
     def run_attempt(self, job: LocalJob) -> tuple[str, str | None]:
         """One attempt: *Downloading*, then *Training* until the hosts end."""
         job._set_secondary("Downloading", "Downloading input data")
+        # Channel and checkpoint downloads stop with the job.
         with transfer.cancelled_by(job.stop_requested, "the job was stopped"):
-            self.runner.prepare(job)  # channel and checkpoint downloads stop with the job
+            prepared = self.runner.prepare(job)
+        if prepared is not None:  # made ahead (a Docker job's containers), read from job.procs
+            keep_hosts(job, prepared)
         job.attempts.restored(job)  # a restart watches whether its script reads them
         if job.stop_requested.is_set():
             return STOPPED, None
@@ -155,7 +165,7 @@ class Supervisor:
         with job.lock:
             # the first attempt's Training transition (TrainingStartTime, as SageMaker)
             job.start_time = job.start_time or job.transitions[-1]["StartTime"]
-        self.runner.start(job)
+        keep_hosts(job, self.runner.start(job))
         job.save()
         sync = _start_tensorboard_sync(job)
         # Debugger rules and system metrics (docs/debugger.md); StopTraining stops as stop() does.
