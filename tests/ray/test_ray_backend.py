@@ -178,7 +178,7 @@ def test_a_killed_client_takes_its_hosts_with_it(ray_cluster, ray_home, tmp_path
     assert "went away" in status["FailureReason"], status["FailureReason"]
     # The hosts' node-local trees outlive their killed actors until the next agent on the
     # node sweeps them (what it does when it starts).
-    from launchbay.backends.local.ray_agent import sweep
+    from launchbay.backends.ray.agent import sweep
 
     trees = {n["root"] for n in nodes_of(ray_home, "ray-killed-client").values()}
     assert trees <= set(sweep()) and not any(os.path.exists(t) for t in trees)

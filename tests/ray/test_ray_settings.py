@@ -9,7 +9,7 @@ import sys
 import pytest
 
 from launchbay import ConfigurationError
-from launchbay.backends.local.ray_hosts import check_cluster, host_addresses, host_resources
+from launchbay.backends.ray.hosts import check_cluster, host_addresses, host_resources
 
 
 class FakeRay:
@@ -85,7 +85,8 @@ def test_hosts_of_one_machine_get_loopback_aliases():
 
 def test_importing_launchbay_and_the_ray_backend_imports_no_ray():
     code = (
-        "import sys, launchbay, launchbay.backends.ray, launchbay.backends.local.ray_rsh; "
+        "import sys, launchbay, launchbay.backends.ray, launchbay.backends.ray.backend, "
+        "launchbay.backends.ray.rsh; "
         "print('ray' in sys.modules)"
     )
     out = subprocess.run([sys.executable, "-c", code], capture_output=True, text=True, check=True)

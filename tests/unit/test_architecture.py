@@ -939,7 +939,7 @@ RUNNER_MODULES = (
     "backends/local/container_exits.py",
     "backends/local/warm_pool.py",
     "backends/local/logs.py",
-    "backends/local/ray_hosts.py",
+    "backends/ray/hosts.py",
 )
 #: Methods that change a list, dict, set or event in place.
 _MUTATORS = {

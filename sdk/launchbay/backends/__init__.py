@@ -11,11 +11,14 @@ module only when it is used:
 * ``local_process`` (:mod:`~launchbay.backends.process`): each host a process group;
 * ``docker`` (:mod:`~launchbay.backends.docker`): each host a container
   (instance types ``local`` and ``local_gpu``);
+* ``ray`` (:mod:`~launchbay.backends.ray`): each host a Ray actor on a node of a cluster;
 * ``sagemaker`` (:mod:`~launchbay.backends.sagemaker`): every ``ml.*`` type.
 
-The two local backends are one control loop driving one host runner each; the
-local wing (the loop, the runners, the job record, logs, signals, staging,
-outputs) is the package :mod:`launchbay.backends.local`. The plan imports no backend:
+The client-driven backends (processes, containers, Ray) are one control loop driving
+one host runner each; the local wing (the loop, the process and container runners,
+the job record, logs, signals, staging, outputs) is the package
+:mod:`launchbay.backends.local`, and the Ray runner and its node side are
+:mod:`launchbay.backends.ray`'s. The plan imports no backend:
 this machine's capacity is the foundation :mod:`launchbay._capacity`.
 """
 

@@ -1,7 +1,7 @@
 """The local wing: what runs a training job on this machine (``local_process``, ``local``, ``local_gpu``).
 
-One control loop, two host runners behind one declared protocol; each module
-has one job::
+One control loop, host runners behind one declared protocol (the Ray runner, which
+the same loop drives, is :mod:`launchbay.backends.ray`'s); each module has one job::
 
     control.py          LocalBackend: run/check/describe/wait/stop/list; supervise, monitor, stop
     hosts.py            HostRunner: the per-host operations the control loop drives

@@ -1,4 +1,4 @@
-"""The control loop of a local job, shared by the local backends (``local_process`` and Docker).
+"""The control loop of a client-driven job, shared by the local backends (``local_process``, Docker) and Ray.
 
 :class:`LocalBackend` is the :class:`~launchbay.backends.base.Backend` facade of
 the local wing (``check``/``run``/``describe``/``events``/``stop``/``list``, the

@@ -7,7 +7,9 @@ what SageMaker's control plane does for a job, whatever runs its hosts; a
 * :class:`~launchbay.backends.local.process_hosts.ProcessHosts`: each host a
   process group on this machine (``local_process``);
 * :class:`~launchbay.backends.local.container_hosts.ContainerHosts`: each host a
-  Docker container (``local``, ``local_gpu``).
+  Docker container (``local``, ``local_gpu``);
+* :class:`~launchbay.backends.ray.hosts.RayHosts`: each host a Ray actor on a node of
+  a cluster (``ray``; the job is still client-driven, so its loop is this one).
 
 The loop calls, for a job: :meth:`~HostRunner.check_can_run` and
 :meth:`~HostRunner.check_name` before anything is made, :meth:`~HostRunner.host_view`

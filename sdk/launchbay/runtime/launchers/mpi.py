@@ -24,7 +24,7 @@ forwards the master's). The toolkit's ``LD_PRELOAD`` gethostname shim is not use
 **On a Ray cluster** (``LAUNCHBAY_RAY=1``): no SSH either. The master's ``mpirun``
 reaches the other hosts through ``OMPI_MCA_plm_rsh_agent``, which the Ray backend
 sets to a launch agent that asks the host's actor to start ``orted`` on its node
-(``launchbay.backends.local.ray_rsh``). Host trees differ from node to node, so
+(``launchbay.backends.ray.rsh``). Host trees differ from node to node, so
 ``LAUNCHBAY_HOST_ENV_FILE`` is given relative to ``$SAGEMAKER_BASE_DIR``: each
 rank's bootstrap finds its own host's environment under the tree its ``orted``
 was started in. Workers wait for ``<tree>/output/mpi-done`` (the master's exit

@@ -1,10 +1,10 @@
-"""The ``ray`` backend: the local control loop with each host a Ray actor on a node of its own.
+"""The ``ray`` backend's class: the local control loop with each host a Ray actor on a node of its own.
 
 :class:`RayBackend` is :class:`~launchbay.backends.local.control.LocalBackend`
 (the job's life: its record in ``$LAUNCHBAY_HOME/jobs``, failure triage,
 outputs, Ctrl-C, ``status``/``logs``/``stop``/``list``) driving a
-:class:`~launchbay.backends.local.ray_hosts.RayHosts` (the hosts: one
-:class:`~launchbay.backends.local.ray_agent.HostAgent` actor per host, placed
+:class:`~launchbay.backends.ray.hosts.RayHosts` (the hosts: one
+:class:`~launchbay.backends.ray.agent.HostAgent` actor per host, placed
 by a ``STRICT_SPREAD`` placement group, running ``python -m
 launchbay.runtime.train`` on its node). Ray is imported only when a Ray job
 is checked or run (``pip install 'launchbay[ray]'``); docs/ray.md.
@@ -13,18 +13,15 @@ is checked or run (``pip install 'launchbay[ray]'``); docs/ray.md.
 from __future__ import annotations
 
 from launchbay.backends.local.control import LocalBackend
-from launchbay.backends.local.ray_hosts import (
-    CPUS_SETTING,
-    GPUS_SETTING,
-    PACK_SETTING,
+from launchbay.backends.plan import JobPlan
+from launchbay.backends.ray.hosts import (
     RayHosts,
     check_cluster,
     connect,
 )
-from launchbay.backends.plan import JobPlan
 from launchbay.runtime.names import RAY
 
-__all__ = ["RayBackend", "CPUS_SETTING", "GPUS_SETTING", "PACK_SETTING", "connect"]
+__all__ = ["RayBackend"]
 
 
 class RayBackend(LocalBackend):
@@ -32,7 +29,7 @@ class RayBackend(LocalBackend):
 
     Takes :class:`~launchbay.backends.local.control.LocalBackend`'s arguments
     (``session``, ``job_root``, ``grace_seconds``); its hosts are
-    :class:`~launchbay.backends.local.ray_hosts.RayHosts`'.
+    :class:`~launchbay.backends.ray.hosts.RayHosts`'.
     """
 
     name = "ray"

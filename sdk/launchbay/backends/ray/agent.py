@@ -1,6 +1,6 @@
 """The node side of a Ray job: one :class:`HostAgent` (a Ray actor) per host, on that host's node.
 
-:class:`~launchbay.backends.local.ray_hosts.RayHosts` (the client) places one
+:class:`~launchbay.backends.ray.hosts.RayHosts` (the client) places one
 agent per host through a placement group; each agent then does on its node
 what :class:`~launchbay.backends.local.process_hosts.ProcessHosts` does on
 this machine:
@@ -21,7 +21,7 @@ this machine:
 * removes everything it made (:meth:`HostAgent.cleanup`).
 
 Nothing here imports Ray at module level: the agent's methods run inside a
-Ray worker, and :mod:`launchbay.backends.local.ray_hosts` wraps the class with
+Ray worker, and :mod:`launchbay.backends.ray.hosts` wraps the class with
 ``ray.remote`` when a Ray job starts.
 """
 
@@ -72,7 +72,7 @@ FILES_CHUNK = 96 << 10
 #: The node-local file a host's files are packed into (beside its tree, never in it).
 COLLECTED = "collected.tar"
 #: The launch agent mpirun runs to reach another host (through that host's actor).
-RSH_MODULE = "launchbay.backends.local.ray_rsh"
+RSH_MODULE = "launchbay.backends.ray.rsh"
 #: The prefix of every agent's node-local directory, and the file naming its agent's pid.
 PREFIX = "launchbay-ray-"
 PID_FILE = "agent.pid"
@@ -292,7 +292,7 @@ class HostAgent:
         self._settle_network(settings.address(self.host), env)
         import ray  # inside a Ray worker: Ray is there
 
-        # mpirun on the master reaches the other hosts through their actors (ray_rsh).
+        # mpirun on the master reaches the other hosts through their actors (backends/ray/rsh.py).
         env.setdefault("RAY_ADDRESS", ray.get_runtime_context().gcs_address)
         env.setdefault("OMPI_MCA_plm_rsh_agent", f"{sys.executable} -m {RSH_MODULE}")
         path = _launchbay_path()

@@ -16,7 +16,7 @@ only places, watches and stops the hosts (docs/ray.md):
   nodes that can hold a host than ``instance_count`` is refused before anything
   starts, naming its nodes; ``LAUNCHBAY_RAY_PACK=1`` lets hosts share nodes
   (``PACK``, the hosts then share their node's network too);
-* each host is a :class:`~launchbay.backends.local.ray_agent.HostAgent` actor in
+* each host is a :class:`~launchbay.backends.ray.agent.HostAgent` actor in
   its bundle, which stages the host's tree on its node and runs the runtime
   there; ``algo-N`` resolves to its node's address, the master port is one
   free on the first host's node;
@@ -53,10 +53,10 @@ from typing import Any
 
 from launchbay.backends.local.hosts import POLL, HostHandles
 from launchbay.backends.local.layout import JobLayout
-from launchbay.backends.local.ray_agent import FILES_CHUNK, HostAgent, pack_tree
-from launchbay.backends.local.ray_rsh import ACTORS_SETTING, NAMESPACE
 from launchbay.backends.local.record import LocalJob, job_arn
 from launchbay.backends.plan import JobFields, JobPlan
+from launchbay.backends.ray.agent import FILES_CHUNK, HostAgent, pack_tree
+from launchbay.backends.ray.rsh import ACTORS_SETTING, NAMESPACE
 from launchbay.errors import ConfigurationError, JobError
 from launchbay.runtime.archive import safe_extract
 from launchbay.runtime.contract import write_host_config
@@ -471,7 +471,7 @@ class RayHosts:
 
         The agent packs them into a node-local tar (``local_process``'s rules; what it
         left out is named in warnings here); the client reads it in chunks of at most
-        :data:`~launchbay.backends.local.ray_agent.FILES_CHUNK` bytes, :data:`_IN_FLIGHT` asked for ahead,
+        :data:`~launchbay.backends.ray.agent.FILES_CHUNK` bytes, :data:`_IN_FLIGHT` asked for ahead,
         into a file of the job directory, and unpacks that with the one safe
         extraction. Nothing is ever whole in memory.
         """

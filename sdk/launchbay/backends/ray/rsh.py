@@ -1,8 +1,8 @@
-"""mpirun's launch agent on a Ray cluster: ``python -m launchbay.backends.local.ray_rsh HOST COMMAND...``.
+"""mpirun's launch agent on a Ray cluster: ``python -m launchbay.backends.ray.rsh HOST COMMAND...``.
 
 What ``ssh HOST COMMAND`` is to mpirun on SageMaker: the master host's
 ``mpirun`` runs it (``OMPI_MCA_plm_rsh_agent``, set by
-:class:`~launchbay.backends.local.ray_agent.HostAgent`) to start ``orted`` on
+:class:`~launchbay.backends.ray.agent.HostAgent`) to start ``orted`` on
 another host, and the master's runtime runs it to hand the workers its exit
 status. ``HOST`` is the address mpirun was given for the host
 (``LAUNCHBAY_HOST_ADDRESSES``, read by the runtime's own reader); the command
@@ -34,7 +34,7 @@ def main(argv: list[str] | None = None) -> int:
     """Run ``COMMAND`` on ``HOST`` through its actor; the command's exit status."""
     args = list(sys.argv[1:] if argv is None else argv)
     if len(args) < 2:
-        print("usage: python -m launchbay.backends.local.ray_rsh HOST COMMAND...", file=sys.stderr)
+        print("usage: python -m launchbay.backends.ray.rsh HOST COMMAND...", file=sys.stderr)
         return 2
     target, command = args[0], " ".join(args[1:])
     addresses = RuntimeSettings.from_environ().host_addresses
