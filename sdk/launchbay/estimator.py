@@ -104,10 +104,6 @@ class EstimatorBase(BoundArguments, AfterTraining):
     _owners: tuple[str, ...] = (arguments.BASE,)
     _positional: tuple[str, ...] = ("role", "instance_count", "instance_type")
 
-    #: This process runs the jobs itself (``launchbay submit``, set by the command):
-    #: ``fit(wait=False)`` never hands them to a detached runner.
-    _runs_jobs_here: bool = False
-
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
         cls.__signature__ = arguments.signature(cls)  # type: ignore[attr-defined]  # inspect reads this class attribute
@@ -155,8 +151,8 @@ class EstimatorBase(BoundArguments, AfterTraining):
 
     def _check_installed_framework(self) -> None:
         """A local_process job: this Python's framework against the asked one (a warning)."""
-        # The warning points at the caller of fit(): this function, this method, fit().
-        _resolve.check_installed_framework(self, stacklevel=4)
+        # The warning points at the caller of fit(): this function, this method, start_job(), fit().
+        _resolve.check_installed_framework(self, stacklevel=5)
 
     # -- construction helpers -------------------------------------------------
 
@@ -426,13 +422,38 @@ class EstimatorBase(BoundArguments, AfterTraining):
                 carries the failure reason and the failing host's last log lines.
         """
         show_logs(logs)  # a bad value fails before anything is submitted
+        job = self.start_job(inputs, job_name, may_detach=not wait)
+        if wait:
+            job.wait(logs=logs)
+        return job
+
+    def start_job(
+        self, inputs: Any = None, job_name: str | None = None, *, may_detach: bool = False
+    ) -> Any:
+        """Stage the code and start the job, without following it: what ``fit()`` starts.
+
+        ``fit()`` calls it, then follows the job when asked to wait; ``launchbay
+        submit`` calls it to run the job in its own process and follow it there.
+        An estimator from a job spec uses the spec's inputs and job name where none
+        are given.
+
+        Args:
+            inputs: As ``fit(inputs=...)``.
+            job_name: As ``fit(job_name=...)``.
+            may_detach: A job on this machine may run in a runner process of its own
+                (``fit(wait=False)``; see its ``wait``). False (the default): the job
+                runs from this process, which follows it or stops it when it exits.
+
+        Returns the :class:`launchbay.job.TrainingJob` handle (also kept as
+        ``latest_training_job``).
+        """
         if inputs is None:  # an estimator from a job spec keeps the spec's inputs and name
             inputs = self.spec_inputs
         if job_name is None:
             job_name = self.spec_job_name
         plan, bundle, code_uri = self._plan(inputs, job_name)
         # A bad setting fails before anything starts.
-        detach = not wait and not self._runs_jobs_here and _runs_detached(plan)
+        detach = may_detach and _runs_detached(plan)
         if plan.placement.instance_type == LOCAL_PROCESS:
             self._check_installed_framework()
         backend = self._backend(plan)
@@ -443,8 +464,6 @@ class EstimatorBase(BoundArguments, AfterTraining):
         job = backend.start_detached(plan) if detach else backend.run(plan)
         self.latest_training_job = job
         self._current_job_name = job.name
-        if wait:
-            job.wait(logs=logs)
         return job
 
     @property
