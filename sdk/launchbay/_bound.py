@@ -7,10 +7,12 @@ class takes, with the type its kind stores (``Argument.type``).
 and types), so they cannot drift; the framework classes annotate the arguments
 they own the same way.
 
-The mixins that hold the cross-field rules (:mod:`launchbay._rules`) and the
-resolution of names, locations, image and code (:mod:`launchbay._resolve`) work
-on this class; what they use of the estimator besides its arguments is declared
-here for the type checker and given by :class:`~launchbay.estimator.EstimatorBase`.
+The functions that hold the cross-field rules (:mod:`launchbay._rules`) and the
+resolution of names, locations, image and code (:mod:`launchbay._resolve`) take
+an object of this class (an estimator) as their first argument; what they use of
+the estimator besides its arguments (where it runs, its session, and the hooks
+estimator classes override) is declared here for the type checker and given by
+:class:`~launchbay.estimator.EstimatorBase`, the one class that inherits this one.
 """
 
 from __future__ import annotations
@@ -103,4 +105,14 @@ class BoundArguments:
             raise NotImplementedError
 
         def training_image_uri(self) -> str:
+            raise NotImplementedError
+
+        # Hooks the estimator classes override, called by launchbay._rules and _resolve.
+        def _check_framework_rules(self) -> None:
+            raise NotImplementedError
+
+        def _debugger_allowed(self) -> bool:
+            raise NotImplementedError
+
+        def _encode_user_hyperparameter(self, value: Any) -> str:
             raise NotImplementedError

@@ -30,7 +30,7 @@ Everything else is derived from :data:`ARGUMENTS`:
 
 Rules that involve several arguments (``instance_groups`` or the pair
 ``instance_count``/``instance_type``, spot training and ``max_wait``, ...) are
-code, in one place: :meth:`launchbay._rules.Rules._check_rules`.
+code, in one place: :func:`launchbay._rules.check_rules`.
 
 Adding an argument that fills a request field is one :class:`Argument` entry.
 """

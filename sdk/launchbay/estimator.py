@@ -21,10 +21,13 @@ from typing import TYPE_CHECKING, Any
 from launchbay import (
     _attach,
     _request,
+    _resolve,
+    _rules,
     arguments,
     image_uris,
 )
 from launchbay._after_training import AfterTraining
+from launchbay._bound import BoundArguments
 from launchbay._instances import version_tuple
 from launchbay._logs import show_logs
 from launchbay._names import base_name_from_image as base_name_from_image  # re-exported
@@ -34,7 +37,6 @@ from launchbay._regions import DEBUGGER_UNSUPPORTED_REGIONS as DEBUGGER_UNSUPPOR
 from launchbay._regions import FRAMEWORK_ESTIMATORS
 from launchbay._regions import PROFILER_UNSUPPORTED_REGIONS as PROFILER_UNSUPPORTED_REGIONS
 from launchbay._resolve import local_home_uri as local_home_uri  # re-exported
-from launchbay._rules import Rules
 from launchbay.distribution import Distribution, parse_distribution
 from launchbay.errors import ConfigurationError
 from launchbay.inputs import channels_from_inputs
@@ -76,24 +78,31 @@ class PreparedJob:
     stage: Callable[[], None]
 
 
-class EstimatorBase(Rules, AfterTraining):
+class EstimatorBase(BoundArguments, AfterTraining):
     """What every estimator shares: SDK v2's arguments, validation and the request.
 
-    The arguments are declared once, in :mod:`launchbay.arguments`, and typed as
-    attributes in :class:`launchbay._bound.BoundArguments`: the constructor binds
-    and checks them from there, then applies the rules that involve several of
-    them (:mod:`launchbay._rules`); names, locations, image and code are resolved
-    by :mod:`launchbay._resolve`. Subclasses set ``_framework_name``, which
-    declared arguments they take (``_owners``), their positional arguments
-    (``_positional``, SDK v2's order) and how user hyperparameters are encoded.
+    A facade over functions, not a tower of mixins. The arguments are declared once,
+    in :mod:`launchbay.arguments`, and typed as attributes in
+    :class:`launchbay._bound.BoundArguments`: the constructor binds and checks them
+    from there, then applies the rules that involve several of them (functions of
+    :mod:`launchbay._rules`); names, locations, image and code are resolved by the
+    functions of :mod:`launchbay._resolve`, which the tuner and the job spec reach
+    through this class's public seam (:meth:`prepare_job`). ``AfterTraining`` adds
+    SDK v2's calls after training (``deploy()`` ...), handed over to SDK v2.
+
+    Subclasses set ``_framework_name``, which declared arguments they take
+    (``_owners``), their positional arguments (``_positional``, SDK v2's order), and
+    override the hooks those functions call through the object: the image
+    (:meth:`training_image_uri`), the rules of their framework
+    (``_check_framework_rules``, or ``_check_rules`` for rules that come first), how
+    user hyperparameters are encoded (``_encode_user_hyperparameter``), whether
+    SageMaker metrics are on (``_sagemaker_metrics``) and the default debugger hook
+    kept (``_debugger_allowed``), and the check of this Python for ``local_process``
+    (``_check_installed_framework``).
     """
 
     _owners: tuple[str, ...] = (arguments.BASE,)
     _positional: tuple[str, ...] = ("role", "instance_count", "instance_type")
-
-    #: This process runs the jobs itself (``launchbay submit``, set by the command):
-    #: ``fit(wait=False)`` never hands them to a detached runner.
-    _runs_jobs_here: bool = False
 
     def __init_subclass__(cls, **kwargs: Any) -> None:
         super().__init_subclass__(**kwargs)
@@ -116,7 +125,34 @@ class EstimatorBase(Rules, AfterTraining):
         self.spec_job_name: str | None = None
         self._check_rules()
         self.distribution_config: Distribution = self._parse_distribution()
-        self._check_request_fields()
+        _rules.check_request_fields(self)
+
+    # -- hooks the estimator classes override (called by launchbay._rules and _resolve) --
+
+    def _check_rules(self) -> None:
+        """The cross-field rules (:func:`launchbay._rules.check_rules`)."""
+        _rules.check_rules(self)
+
+    def _check_framework_rules(self) -> None:
+        """A framework's rules (:func:`launchbay._rules.check_framework_rules`)."""
+        _rules.check_framework_rules(self)
+
+    def _encode_user_hyperparameter(self, value: Any) -> str:
+        """A user hyperparameter as it is sent (JSON)."""
+        return json.dumps(value)
+
+    def _sagemaker_metrics(self) -> bool | None:
+        """The request's ``EnableSageMakerMetricsTimeSeries`` (None: not sent)."""
+        return self.enable_sagemaker_metrics
+
+    def _debugger_allowed(self) -> bool:
+        """Framework rules that turn the default debugger hook off."""
+        return True
+
+    def _check_installed_framework(self) -> None:
+        """A local_process job: this Python's framework against the asked one (a warning)."""
+        # The warning points at the caller of fit(): this function, this method, start_job(), fit().
+        _resolve.check_installed_framework(self, stacklevel=5)
 
     # -- construction helpers -------------------------------------------------
 
@@ -162,7 +198,7 @@ class EstimatorBase(Rules, AfterTraining):
         """Add or replace hyperparameters (values must be JSON-serialisable)."""
         arguments.check_json(kwargs)
         merged = {**self._hyperparameters, **copy.deepcopy(kwargs)}
-        self._check_hyperparameters(merged)
+        _rules.check_hyperparameters(self, merged)
         self._hyperparameters = merged
 
     def hyperparameters(self) -> dict[str, str]:
@@ -206,9 +242,9 @@ class EstimatorBase(Rules, AfterTraining):
         code is packaged, and the GPUs are looked for once.
         """
         resources = self.resources()
-        name = self._job_name(job_name)
-        region = self._region()
-        output_path, from_default = self._default_output_path()
+        name = _resolve.job_name(self, job_name)
+        region = _resolve.region(self)
+        output_path, from_default = _resolve.default_output_path(self)
         image = self.training_image_uri()
 
         bundle = code_uri = None
@@ -216,12 +252,12 @@ class EstimatorBase(Rules, AfterTraining):
         if self.entry_point is not None:
             staged = ("s3://", "file://") if self.is_local else ("s3://",)
             if isinstance(self.source_dir, str) and self.source_dir.startswith(staged):
-                code_uri = self.source_dir  # a staged archive (_rules._validate_code)
+                code_uri = self.source_dir  # a staged archive (_rules.validate_code)
                 script = self.entry_point
             else:
-                bundle = self._package()
-                root, prefix = self._code_location(output_path, from_default)
-                code_uri = self._code_uri(bundle, root, prefix)
+                bundle = _resolve.package_code(self)
+                root, prefix = _resolve.code_location(self, output_path, from_default)
+                code_uri = _resolve.code_uri(bundle, root, prefix)
                 script = bundle.script_name
             script_hps = {
                 HP.SUBMIT_DIRECTORY: (
@@ -258,9 +294,10 @@ class EstimatorBase(Rules, AfterTraining):
             input_mode = inputs.config["InputMode"]
 
         request = _request.build_request(
-            self._request_spec(
+            _resolve.request_spec(
+                self,
                 job_name=name,
-                role=self._role_arn(),
+                role=_resolve.role_arn(self),
                 image_uri=image,
                 input_mode=input_mode,
                 hyperparameters=hyperparameters,
@@ -268,7 +305,7 @@ class EstimatorBase(Rules, AfterTraining):
                 output_path=output_path,
                 enable_sagemaker_metrics=self._sagemaker_metrics(),
                 enable_network_isolation=self.enable_network_isolation(),
-                **self._debugger_fields(region, output_path, name),
+                **_resolve.debugger_fields(self, region, output_path, name),
             )
         )
         # The defaults files' volume KMS key and tags, merged as SDK v2's session does.
@@ -277,7 +314,7 @@ class EstimatorBase(Rules, AfterTraining):
         request = _sagemaker_config.apply_to_request(
             request, _sagemaker_config.config_for(self.sagemaker_session)
         )
-        self._check_request(request)
+        _rules.check_request(self, request)
         from launchbay.backends.plan import plan_request
 
         return plan_request(request, resources=resources), bundle, code_uri
@@ -336,7 +373,7 @@ class EstimatorBase(Rules, AfterTraining):
         request = dict(plan.request)
 
         def stage() -> None:
-            self._stage(dict(request), bundle, code_uri)
+            _resolve.stage(self, dict(request), bundle, code_uri)
 
         return PreparedJob(plan, backend, session, stage)
 
@@ -385,25 +422,48 @@ class EstimatorBase(Rules, AfterTraining):
                 carries the failure reason and the failing host's last log lines.
         """
         show_logs(logs)  # a bad value fails before anything is submitted
+        job = self.start_job(inputs, job_name, may_detach=not wait)
+        if wait:
+            job.wait(logs=logs)
+        return job
+
+    def start_job(
+        self, inputs: Any = None, job_name: str | None = None, *, may_detach: bool = False
+    ) -> Any:
+        """Stage the code and start the job, without following it: what ``fit()`` starts.
+
+        ``fit()`` calls it, then follows the job when asked to wait; ``launchbay
+        submit`` calls it to run the job in its own process and follow it there.
+        An estimator from a job spec uses the spec's inputs and job name where none
+        are given.
+
+        Args:
+            inputs: As ``fit(inputs=...)``.
+            job_name: As ``fit(job_name=...)``.
+            may_detach: A job on this machine may run in a runner process of its own
+                (``fit(wait=False)``; see its ``wait``). False (the default): the job
+                runs from this process, which follows it or stops it when it exits.
+
+        Returns the :class:`launchbay.job.TrainingJob` handle (also kept as
+        ``latest_training_job``).
+        """
         if inputs is None:  # an estimator from a job spec keeps the spec's inputs and name
             inputs = self.spec_inputs
         if job_name is None:
             job_name = self.spec_job_name
         plan, bundle, code_uri = self._plan(inputs, job_name)
         # A bad setting fails before anything starts.
-        detach = not wait and not self._runs_jobs_here and _runs_detached(plan)
+        detach = may_detach and _runs_detached(plan)
         if plan.placement.instance_type == LOCAL_PROCESS:
             self._check_installed_framework()
         backend = self._backend(plan)
         # The plan refused what this machine cannot run before the code was packaged;
         # run() checks the rest once the code is staged (a network-isolated job's "code"
         # channel is the staged archive itself).
-        self._stage(dict(plan.request), bundle, code_uri)
+        _resolve.stage(self, dict(plan.request), bundle, code_uri)
         job = backend.start_detached(plan) if detach else backend.run(plan)
         self.latest_training_job = job
         self._current_job_name = job.name
-        if wait:
-            job.wait(logs=logs)
         return job
 
     @property
@@ -705,15 +765,15 @@ class Framework(EstimatorBase):
                 f"{self.framework_version}-{processor}-{self.py_version}"
             )
         framework, version = self._framework_name, self.framework_version
-        # The rules (launchbay._rules) refuse a framework estimator without image_uri
+        # The rules (launchbay._rules.check_framework_rules) refuse a framework estimator without image_uri
         # or framework_version; Framework itself has no framework name.
         assert framework is not None and version is not None, "checked at construction"
         return image_uris.training_image_uri(
             framework,
             version,
             self.py_version,
-            self._instance_types()[0],
-            self._region(),
+            _resolve.instance_types(self)[0],
+            _resolve.region(self),
             distribution=self.distribution,
         )
 

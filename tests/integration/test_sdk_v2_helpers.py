@@ -13,7 +13,7 @@ import boto3
 import pytest
 
 import launchbay
-from launchbay import ConfigurationError
+from launchbay import ConfigurationError, _resolve
 from launchbay import session as session_module
 from launchbay.pytorch import PyTorch
 from launchbay.utils import name_from_base, sagemaker_short_timestamp, sagemaker_timestamp
@@ -181,7 +181,7 @@ def test_timestamps_and_names_have_sdk_v2_formats():
 
 
 def test_job_names_use_the_same_stamp(off_aws, src):
-    name = _estimator(launchbay.get_execution_role(), "local_process")._job_name(None)
+    name = _resolve.job_name(_estimator(launchbay.get_execution_role(), "local_process"), None)
     assert re.match(r"^pytorch-training-\d{4}(-\d{2}){5}-\d{3}$", name)
 
 

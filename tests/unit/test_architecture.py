@@ -1055,3 +1055,46 @@ def test_the_job_write_check_sees_each_form():
     )
     lines = [line for line, _ in writes_to_the_job(ast.parse(source))]
     assert lines == [2, 3, 4, 5, 6, 7, 8, 9, 10, 11]
+
+
+# -- issue 33, item 6: the estimator as a facade over functions ----------------------------------
+
+
+def _every_subclass(cls: type) -> list[type]:
+    found = []
+    for sub in cls.__subclasses__():
+        found += [sub, *_every_subclass(sub)]
+    return found
+
+
+def test_the_estimator_is_a_facade_over_functions_not_a_mixin_tower():
+    """``EstimatorBase``'s bases are its bound arguments and the hand-over after training,
+    nothing else; the rules and the resolution are functions over the bound arguments
+    (``_rules``, ``_resolve``: no classes), called by the estimator, the tuner and the job
+    spec alike. An estimator class adds no other base: what it changes, it overrides."""
+    import importlib
+    import inspect
+
+    from launchbay import _after_training, _bound, _resolve, _rules
+    from launchbay.estimator import EstimatorBase
+
+    assert EstimatorBase.__mro__ == (
+        EstimatorBase,
+        _bound.BoundArguments,
+        _after_training.AfterTraining,
+        object,
+    )
+    for module in (_rules, _resolve):
+        classes = [n for n, v in vars(module).items() if inspect.isclass(v)
+                   and v.__module__ == module.__name__]  # fmt: skip
+        assert classes == [], f"{module.__name__} holds functions over the bound arguments"
+    for name in ("pytorch", "tensorflow", "huggingface", "sklearn", "xgboost", "mxnet"):
+        importlib.import_module(f"launchbay.{name}")
+    for path in (ROOT / "amazon").glob("[!_]*.py"):  # the algorithms, imported lazily otherwise
+        importlib.import_module(f"launchbay.amazon.{path.stem}")
+    estimators = _every_subclass(EstimatorBase)
+    assert len(estimators) > 15
+    for cls in estimators:
+        extra = [k for k in cls.__mro__ if k not in EstimatorBase.__mro__
+                 and not issubclass(k, EstimatorBase)]  # fmt: skip
+        assert extra == [], f"{cls.__qualname__} mixes in {extra}"

@@ -15,7 +15,7 @@ from typing import Any
 import pytest
 
 from factories import sagemaker_estimator
-from launchbay import arguments
+from launchbay import _resolve, arguments
 from launchbay.debugger import (
     FrameworkProfile,
     Profiler,
@@ -98,7 +98,7 @@ def test_estimator_refuses_bad_rules_and_clashing_profiler_settings(tmp_path: An
 
 def test_rules_in_a_region_without_debugger_are_refused(tmp_path: Any, monkeypatch: Any) -> None:
     estimator = _estimator(tmp_path, rules=[Rule.sagemaker(rule_configs.vanishing_gradient())])
-    monkeypatch.setattr(type(estimator), "_region", lambda self: "eu-central-2")
+    monkeypatch.setattr(_resolve, "region", lambda args: "eu-central-2")
     with pytest.raises(ConfigurationError, match=r"rules=\['VanishingGradient'\].*'eu-central-2'"):
         estimator.create_training_job_request(job_name="j")
 
@@ -131,7 +131,7 @@ def test_a_local_job_sends_the_rules_and_says_they_run_here(tmp_path: Any, caplo
     assert request["DebugRuleConfigurations"][0]["RuleConfigurationName"] == "VanishingGradient"
     assert request["ProfilerRuleConfigurations"][0]["RuleConfigurationName"] == "ProfilerReport"
     with caplog.at_level(logging.INFO, logger="launchbay"):
-        estimator._notice_local_rules()
+        _resolve.notice_local_rules(estimator)
     notices = [r.getMessage() for r in caplog.records if "Debugger rules" in r.getMessage()]
     assert len(notices) == 1 and "VanishingGradient, ProfilerReport" in notices[0]
 

@@ -26,6 +26,7 @@ import warnings
 from collections.abc import Callable, Sequence
 from typing import Any
 
+from launchbay import _resolve
 from launchbay.amazon.common import FileSystemRecordSet, RecordSet, encode_shards, manifest
 from launchbay.errors import ConfigurationError
 from launchbay.estimator import EstimatorBase
@@ -190,7 +191,7 @@ class AmazonAlgorithmEstimatorBase(EstimatorBase):
             return self.image_uri
         from launchbay._retrieve import retrieve
 
-        return retrieve(self.repo_name, self._region(), version=self.repo_version)
+        return retrieve(self.repo_name, _resolve.region(self), version=self.repo_version)
 
     def hyperparameters(self) -> dict[str, str]:
         """The algorithm's hyperparameters that are set, as SDK v2 sends them (strings)."""
@@ -220,9 +221,7 @@ class AmazonAlgorithmEstimatorBase(EstimatorBase):
 
     def _default_data_location(self) -> str:
         if self.is_local:
-            from launchbay._resolve import local_home_uri
-
-            return local_home_uri("record-sets") + "/"
+            return _resolve.local_home_uri("record-sets") + "/"
         session = self.session
         prefix = session.default_bucket_prefix
         parts = [

@@ -130,8 +130,8 @@ def cmd_submit(args: argparse.Namespace) -> int:
     try:
         with contextlib.redirect_stdout(log_stream):
             try:
-                estimator._runs_jobs_here = True  # this process runs it: never detached again
-                job = estimator.fit(inputs, wait=False, job_name=job_name)
+                # This process runs the job and follows it: never detached (may_detach).
+                job = estimator.start_job(inputs, job_name=job_name, may_detach=False)
             except ConfigurationError as exc:
                 raise spec.error_for(exc) from exc
             info(f"submitted training job {job.name} ({job.backend.name})")

@@ -20,7 +20,7 @@ from __future__ import annotations
 import dataclasses
 from typing import Any
 
-from launchbay import arguments, image_uris
+from launchbay import _resolve, arguments, image_uris
 from launchbay.distribution import Distribution, check_strategies, parse_distribution
 from launchbay.errors import ConfigurationError
 from launchbay.estimator import Framework
@@ -186,12 +186,12 @@ class HuggingFace(Framework):
                 f"{self.py_version}"
             )
         return image_uris.get_training_image_uri(
-            self._region(),
+            _resolve.region(self),
             self._framework_name,
             self.transformers_version,
             self.py_version,
             distribution=self._distribution_arg,
             tensorflow_version=self.tensorflow_version,
             pytorch_version=self.pytorch_version,
-            instance_type=self._instance_types()[0],
+            instance_type=_resolve.instance_types(self)[0],
         )

@@ -18,7 +18,7 @@ import subprocess
 import sys
 from typing import Any
 
-from launchbay import image_uris
+from launchbay import _resolve, image_uris
 from launchbay._instances import version_tuple
 from launchbay.distribution import Distribution, check_strategies
 from launchbay.errors import ConfigurationError
@@ -104,12 +104,12 @@ class MXNet(Framework):
         if self.image_uri or self.is_local:
             return super().training_image_uri()
         return image_uris.get_training_image_uri(
-            self._region(),
+            _resolve.region(self),
             "mxnet",
             self.framework_version,
             self.py_version,
             distribution=self._distribution_arg,
-            instance_type=self._instance_types()[0],
+            instance_type=_resolve.instance_types(self)[0],
         )
 
     def _check_installed_framework(self) -> None:

@@ -13,7 +13,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from launchbay import arguments, image_uris
+from launchbay import _resolve, arguments, image_uris
 from launchbay.distribution import Distribution, check_strategies
 from launchbay.errors import ConfigurationError
 from launchbay.estimator import Framework
@@ -74,10 +74,10 @@ class SingleScriptFramework(Framework):
             return super().training_image_uri()
         return image_uris.retrieve(
             str(self._framework_name),
-            self.image_uri_region or self._region(),
+            self.image_uri_region or _resolve.region(self),
             version=self.framework_version,
             py_version=self.py_version,
-            instance_type=self._instance_types()[0],
+            instance_type=_resolve.instance_types(self)[0],
             image_scope="training",
         )
 
