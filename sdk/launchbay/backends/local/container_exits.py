@@ -15,7 +15,6 @@
 
 from __future__ import annotations
 
-import concurrent.futures
 import contextlib
 import logging
 import threading
@@ -134,8 +133,14 @@ def remove_made(client: Any, name: str, ids: list[str], network: str | None) -> 
             logger.warning("Could not remove container %s of job %s: %s", container_id, name, exc)
 
     if ids:
-        with concurrent.futures.ThreadPoolExecutor(max_workers=min(len(ids), 8)) as pool:
-            list(pool.map(remove, ids))
+        # Threads of its own, not an executor: this runs in the background, also while
+        # the interpreter exits (a detached runner's last job), when concurrent.futures
+        # refuses new work and the network would be left behind.
+        removers = [threading.Thread(target=remove, args=(i,), daemon=True) for i in ids]
+        for thread in removers:
+            thread.start()
+        for thread in removers:
+            thread.join()
         with _ENDED_LOCK:
             _ENDED.difference_update(ids)
     if network is not None:

@@ -85,6 +85,7 @@ from launchbay.backends.local.layout import JobLayout, file_uri_path
 from launchbay.backends.local.logs import join_readers, start_reader
 from launchbay.backends.local.logs import split_lines as _split_lines
 from launchbay.backends.local.record import CLIENT_ID, LocalJob, job_arn
+from launchbay.backends.local.signals import clean_up_later
 from launchbay.backends.plan import JobFields, JobPlan
 from launchbay.errors import DockerError, ImageNotFoundError, JobError
 from launchbay.runtime.code import fetch_code
@@ -746,7 +747,15 @@ class ContainerHosts:
         if warm or len(ids) < len(job.procs):
             self._remove_job(job.name, job.layout.job_dir, network_later=True)
             return
-        self._background.submit(container_exits.remove_made, self.client, job.name, ids, network)
+        clean_up_later(
+            self._background,
+            f"the containers and network of job {job.name}",
+            container_exits.remove_made,
+            self.client,
+            job.name,
+            ids,
+            network,
+        )
 
     def running(self, job: LocalJob) -> list[str]:
         return [h for h, c in job.procs.items() if c.started and c.exit_code is None]
@@ -758,7 +767,8 @@ class ContainerHosts:
         )
         container_exits.remove_made(self.client, name, [c["Id"] for c in found], None)
         if network_later:  # executor threads are joined at interpreter exit, queued work done
-            self._background.submit(self._remove_network, network_name(name))
+            network = network_name(name)
+            clean_up_later(self._background, f"network {network}", self._remove_network, network)
         else:
             self._remove_network(network_name(name))
 

@@ -14,11 +14,13 @@ The jobs this interpreter runs are registered here (:func:`register_job`, ``RUNN
 from __future__ import annotations
 
 import atexit
+import concurrent.futures
 import logging
 import os
 import signal
 import threading
 import time
+from collections.abc import Callable
 from typing import Any
 
 import launchbay
@@ -147,11 +149,63 @@ def _on_sigterm(signum: int, frame: Any) -> None:
     ).start()
 
 
+#: What ended jobs left running in the background (their containers and network being
+#: removed, :func:`clean_up_later`); a process about to die of SIGTERM waits for it.
+_CLEANUPS: set[concurrent.futures.Future[Any]] = set()
+_CLEANUPS_LOCK = threading.Lock()
+#: Seconds a process dying of SIGTERM waits at most for the cleanups of its ended jobs.
+CLEANUP_WAIT = 30.0
+
+
+def clean_up_later(
+    executor: concurrent.futures.Executor, what: str, work: Callable[..., Any], *args: Any
+) -> None:
+    """Run ``work(*args)`` on ``executor``, off the path of the job that ended.
+
+    An exiting interpreter's executors accept no more work (an interrupted notebook's job
+    ended at exit): then it runs now. A failure is logged, naming ``what``. A process that
+    dies of SIGTERM (:func:`die_after_stopping`) waits for the work still pending first;
+    an interpreter that exits joins the executor's threads itself.
+    """
+    try:
+        future = executor.submit(work, *args)
+    except RuntimeError:  # "cannot schedule new futures after interpreter shutdown"
+        try:
+            work(*args)
+        except Exception as exc:
+            logger.warning("Could not clean up %s: %s", what, exc)
+        return
+    with _CLEANUPS_LOCK:
+        _CLEANUPS.add(future)
+
+    def done(future: concurrent.futures.Future[Any]) -> None:
+        with _CLEANUPS_LOCK:
+            _CLEANUPS.discard(future)
+        error = future.exception()
+        if error is not None:
+            logger.warning("Could not clean up %s: %s", what, error)
+
+    future.add_done_callback(done)
+
+
+def wait_for_cleanups(timeout: float) -> None:
+    """Wait up to ``timeout`` seconds for the work :func:`clean_up_later` still runs."""
+    with _CLEANUPS_LOCK:
+        pending = list(_CLEANUPS)
+    if pending:
+        concurrent.futures.wait(pending, timeout=timeout)
+
+
 def die_after_stopping(jobs: list[LocalJob]) -> None:
-    """Wait for ``jobs`` to end (checkpoints and outputs saved), then die of SIGTERM."""
+    """Wait for ``jobs`` to end (checkpoints and outputs saved), then die of SIGTERM.
+
+    The ended jobs' cleanups left to the background (containers and the job network) are
+    waited for too: dying would leave them to the next job's orphan sweep.
+    """
     deadline = time.monotonic() + max((j.grace for j in jobs), default=0) + RUNTIME_MARGIN + 120
     for job in jobs:
         job.done.wait(max(deadline - time.monotonic(), 0.1))
+    wait_for_cleanups(CLEANUP_WAIT)
     SIGTERM_STATE["exit"] = True
     if threading.current_thread() is threading.main_thread():
         signal.signal(signal.SIGTERM, signal.SIG_DFL)
