@@ -79,8 +79,14 @@ _DOCKER_USERS = {
 }
 
 
+@pytest.hookimpl(tryfirst=True)  # before xdist's, which reads the groups to name the items
 def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item]) -> None:
-    """Marks each test with its tier; the one-worker tiers form xdist groups, handed out first."""
+    """Marks each test with its tier; the one-worker tiers form xdist groups, handed out first.
+
+    It runs before pytest-xdist's own hook, which turns the ``xdist_group`` markers into the
+    ``@group`` suffix of each item's id that ``--dist loadgroup`` schedules by
+    (:func:`pytest_collection_finish` checks that it did).
+    """
     for item in items:
         try:
             parts = Path(item.path).resolve().relative_to(TESTS).parts
@@ -98,6 +104,29 @@ def pytest_collection_modifyitems(config: pytest.Config, items: list[pytest.Item
         return _ONE_WORKER.index(groups[0]) if groups and groups[0] in _ONE_WORKER else 2
 
     items.sort(key=first_the_long_chains)  # stable: the order within each part is kept
+
+
+def pytest_collection_finish(session: pytest.Session) -> None:
+    """An xdist worker stops at once if ``--dist loadgroup`` lost the groups.
+
+    pytest-xdist names each grouped item ``<id>@<group>``; with pytest 9.2 that renaming has
+    no effect (pytest-dev/pytest-xdist#1386) and the Docker and Ray tests were silently
+    spread over every worker, a Ray cluster started per worker.
+    """
+    config = session.config
+    if not getattr(config.option, "loadgroup", False):  # not an xdist worker of loadgroup
+        return
+    lost = [
+        item.nodeid
+        for item in session.items
+        if any(m.args for m in item.iter_markers("xdist_group")) and "@" not in item.nodeid
+    ]
+    if lost:
+        raise pytest.UsageError(
+            f"--dist loadgroup ignored the xdist groups of {len(lost)} tests (e.g. {lost[0]}): "
+            "this pytest and pytest-xdist do not work together (pytest-dev/pytest-xdist#1386); "
+            "install the versions setup.cfg's test extra asks for"
+        )
 
 
 def _aws_env(url: str, tmp_dir: str) -> dict[str, str]:
