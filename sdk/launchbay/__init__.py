@@ -11,27 +11,27 @@ fast and never imports boto3::
 from __future__ import annotations
 
 import importlib
-from typing import TYPE_CHECKING, Any
 
-from launchbay.errors import (
-    ConfigurationError,
-    DistributionError,
-    DockerError,
-    ImageNotFoundError,
-    InputError,
-    JobError,
-    JobFailedError,
-    LaunchbayError,
-    MissingDependencyError,
-    ProvisioningError,
-    TransferError,
-    UnknownArgumentError,
-)
+# Not typing's: every rank of every job imports this package first (through
+# launchbay.runtime), and ``typing`` and the errors module would be its cost.
+TYPE_CHECKING = False
 
 __version__ = "0.1.0"
 
 # name -> module that defines it; resolved on first attribute access.
 _LAZY = {
+    "ConfigurationError": "launchbay.errors",
+    "DistributionError": "launchbay.errors",
+    "DockerError": "launchbay.errors",
+    "ImageNotFoundError": "launchbay.errors",
+    "InputError": "launchbay.errors",
+    "JobError": "launchbay.errors",
+    "JobFailedError": "launchbay.errors",
+    "LaunchbayError": "launchbay.errors",
+    "MissingDependencyError": "launchbay.errors",
+    "ProvisioningError": "launchbay.errors",
+    "TransferError": "launchbay.errors",
+    "UnknownArgumentError": "launchbay.errors",
     "Estimator": "launchbay.estimator",
     "Framework": "launchbay.estimator",
     "Session": "launchbay.session",
@@ -88,6 +88,8 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:  # pragma: no cover
+    from typing import Any
+
     from launchbay.amazon.common import RecordSet as RecordSet
     from launchbay.amazon.factorization_machines import (
         FactorizationMachines as FactorizationMachines,
@@ -103,6 +105,20 @@ if TYPE_CHECKING:  # pragma: no cover
     from launchbay.amazon.randomcutforest import RandomCutForest as RandomCutForest
     from launchbay.analytics import HyperparameterTuningJobAnalytics, TrainingJobAnalytics
     from launchbay.debugger import CollectionConfig, DebuggerHookConfig
+    from launchbay.errors import (
+        ConfigurationError,
+        DistributionError,
+        DockerError,
+        ImageNotFoundError,
+        InputError,
+        JobError,
+        JobFailedError,
+        LaunchbayError,
+        MissingDependencyError,
+        ProvisioningError,
+        TransferError,
+        UnknownArgumentError,
+    )
     from launchbay.estimator import Estimator, Framework
     from launchbay.inputs import FileSystemInput, TrainingInput
     from launchbay.local import LocalSession as LocalSession

@@ -54,14 +54,15 @@ import json
 import os
 import runpy
 import signal
-import socket
 import sys
 import time
-import traceback
 from types import TracebackType
-from typing import Any
 
 from launchbay.runtime import _records, standins
+
+TYPE_CHECKING = False  # not typing's: every rank imports this module before its script
+if TYPE_CHECKING:
+    from typing import Any
 
 _RANK_VARS = ("LAUNCHBAY_RANK", "OMPI_COMM_WORLD_RANK", "PMIX_RANK", "PMI_RANK", "RANK")
 _LOCAL_RANK_VARS = (
@@ -225,7 +226,7 @@ def _identity() -> dict[str, Any]:
     return {
         "rank": _first_int(_RANK_VARS),
         "local_rank": _first_int(_LOCAL_RANK_VARS),
-        "host": os.environ.get("SM_CURRENT_HOST") or socket.gethostname(),
+        "host": os.environ.get("SM_CURRENT_HOST") or os.uname().nodename,
         "pid": os.getpid(),
     }
 
@@ -257,6 +258,8 @@ def _trim(tb: TracebackType | None) -> TracebackType | None:
 
 def _user_traceback(exc: BaseException) -> str:
     """The traceback as the user's script would have produced it."""
+    import traceback  # noqa: PLC0415 - a failing rank's only: every rank imports this module
+
     return "".join(traceback.format_exception(type(exc), exc, _trim(exc.__traceback__)))
 
 

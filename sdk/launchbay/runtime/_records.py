@@ -23,7 +23,10 @@ from __future__ import annotations
 import json
 import os
 import time
-from typing import Any
+
+TYPE_CHECKING = False  # not typing's: every rank imports this module before its script
+if TYPE_CHECKING:
+    from typing import Any
 
 __all__ = [
     "write_record",

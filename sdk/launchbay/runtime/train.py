@@ -73,14 +73,14 @@ import stat
 import sys
 import time
 
-from launchbay.runtime import _hostnames, _netns, _triage, contract
+from launchbay.runtime import contract
 from launchbay.runtime._shared import SharedDir
 from launchbay.runtime._supervisor import Supervisor, make_io_dir
 from launchbay.runtime.code import fetch_code, prepare_requirements, resolve_entry_point
 from launchbay.runtime.errors import TrainingSetupError
 from launchbay.runtime.launchers import LaunchContext, build_plan
 from launchbay.runtime.launchers.torchrun import MASTER_PORT
-from launchbay.runtime.names import ENV, HP
+from launchbay.runtime.names import ENV, HP, SETTING
 from launchbay.runtime.settings import RuntimeSettings
 
 __all__ = ["main", "rank_environment", "run"]
@@ -162,6 +162,8 @@ def _fail_setup(
     p: contract.ContractPaths, host: str, message: str, shared: SharedDir | None = None
 ) -> int:
     logger.error("%s", message)
+    from launchbay.runtime import _triage  # noqa: PLC0415 - a failing host's only
+
     failure = _triage.setup_failure(host, message, time.time())
     if shared is not None:  # the other hosts learn at once that this one cannot start
         try:
@@ -183,11 +185,16 @@ def _fail_setup(
 def _resolve_host_names(env: contract.TrainingEnv, tree: str) -> None:
     """local_process: make ``algo-N`` resolve for everything this host starts, and give the
     host its own ``/opt/ml`` (``tree``), in a mount namespace of its own (:mod:`._hostnames`)."""
-    if os.environ.get(_netns.HOLDER_ENV):
+    if os.environ.get(ENV.JOB_NETWORK):  # local_process, each host on its own network
         _join_job_network(env, tree)
         return
+    if not os.environ.get(ENV.HOSTS_FILE) and not os.environ.get(SETTING.HOST_NAMES):
+        return  # a container's or SageMaker's hosts: their network resolves the names
+    # Imported here: a container's runtime needs neither (every host's start pays imports).
+    from launchbay.runtime import _hostnames  # noqa: PLC0415
+
     if os.environ.get(ENV.HOSTS_FILE):  # local_process: the hosts share this machine's network
-        os.environ[_triage.HOST_NETWORK_VAR] = "shared"
+        os.environ[SETTING.HOST_NETWORK] = "shared"
     result = _hostnames.apply(opt_ml=tree)
     if result is None:
         return
@@ -216,6 +223,8 @@ def _resolve_host_names(env: contract.TrainingEnv, tree: str) -> None:
 
 def _join_job_network(env: contract.TrainingEnv, tree: str) -> None:
     """This host's own network, host name, ``/etc/hosts`` and ``/opt/ml`` (:mod:`._netns`)."""
+    from launchbay.runtime import _hostnames, _netns  # noqa: PLC0415 - local_process only
+
     holder = os.environ[_netns.HOLDER_ENV]
     hosts_file = os.environ.get(ENV.HOSTS_FILE, "")
     try:
@@ -229,7 +238,7 @@ def _join_job_network(env: contract.TrainingEnv, tree: str) -> None:
             "Set LAUNCHBAY_HOST_NETWORK=shared to run the hosts on this machine's network "
             "(docs/local.md)."
         ) from exc
-    os.environ[_triage.HOST_NETWORK_VAR] = "own"
+    os.environ[SETTING.HOST_NETWORK] = "own"
     shared_dir = os.environ.get(ENV.SHARED_DIR)
     if shared_dir:  # a script's own mpirun reaches the other hosts as through ssh
         _netns.publish(shared_dir, env.current_host)
@@ -354,6 +363,8 @@ def _run() -> int:
         code = outcome.exit_code
         failure = None
         if code != 0:
+            from launchbay.runtime import _triage  # noqa: PLC0415 - a failing host's only
+
             failure = _triage.find_root_cause(
                 outcome, plan, host=host, ranks_dir=ranks_dir, shared=shared
             ) or _triage.setup_failure(
