@@ -20,6 +20,7 @@ from typing import Any
 from launchbay._docker import docker_errors
 from launchbay.backends.local import warm_pool
 from launchbay.backends.local.record import NameLock, client_pid
+from launchbay.errors import DockerError
 from launchbay.runtime.for_client import is_alive
 
 logger = logging.getLogger("launchbay.backends.docker")
@@ -29,6 +30,7 @@ __all__ = [
     "LABEL_JOB",
     "LABEL_JOB_DIR",
     "network_name",
+    "remove_container_named",
     "remove_network",
     "remove_orphans",
 ]
@@ -41,6 +43,32 @@ LABEL_CLIENT = "launchbay.client"
 def network_name(job_name: str) -> str:
     """The job's Docker network: ``launchbay-<job>``."""
     return f"launchbay-{job_name}"
+
+
+def remove_container_named(client: Any, name: str, timeout: float = 30.0) -> None:
+    """Remove the container called ``name`` and wait until it is gone (gone already is fine).
+
+    A removal already under way (an ended job's, in the background) is waited for.
+    """
+    errors = docker_errors()
+    api = client.api
+    try:
+        api.remove_container(name, force=True, v=True)
+    except errors.NotFound:
+        return
+    except errors.APIError as exc:
+        if exc.status_code != 409:  # 409: "removal ... is already in progress"
+            raise
+    deadline = time.monotonic() + timeout
+    while time.monotonic() < deadline:
+        try:
+            api.inspect_container(name)
+        except errors.NotFound:
+            return
+        time.sleep(0.02)
+    raise DockerError(
+        f"The Docker container {name!r} was still being removed after {timeout:.0f} s"
+    )
 
 
 def remove_network(client: Any, network: str) -> None:

@@ -628,8 +628,11 @@ class ContainerHosts:
         labels = self._labels(job)
         network = network_name(job.name)
         errors = docker_errors()
-        self._network_ready(job)
         secrets = self._credentials(specs, job.stager)
+        # The engine resolves a container's network when it starts it, not when it makes it:
+        # the containers are made while the job network still is (0.1 s of iptables work).
+        network_up = threading.Event()
+        network_failed: list[BaseException] = []
 
         def create_and_start(spec: HostSpec) -> None:
             entry: _Container = job.procs[spec.host]
@@ -654,12 +657,13 @@ class ContainerHosts:
             except errors.APIError as exc:
                 if exc.status_code != 409:
                     raise
-                # The name is taken by a leftover of an earlier run of this job name.
-                with contextlib.suppress(errors.NotFound):
-                    api.remove_container(spec.container_name, force=True, v=True)
+                # The name is taken by a leftover of an earlier run of this job name, or
+                # by the container of the run that just ended, going in the background.
+                container_cleanup.remove_container_named(self.client, spec.container_name)
                 created = api.create_container(image, **options)
             entry.id = created["Id"]
-            if job.stop_requested.is_set():
+            network_up.wait()
+            if network_failed or job.stop_requested.is_set():
                 return
             api.start(entry.id)
             entry.started = True
@@ -674,6 +678,13 @@ class ContainerHosts:
 
         with concurrent.futures.ThreadPoolExecutor(max_workers=min(len(specs), 8)) as pool:
             futures = [pool.submit(create_and_start, spec) for spec in specs]
+            try:
+                self._network_ready(job)
+            except BaseException as exc:  # nothing starts; teardown removes what was made
+                network_failed.append(exc)
+                raise
+            finally:
+                network_up.set()
         # Off the start's path: the events since before it are replayed.
         self._deaths.watch(job, job.layout.job_dir, f"{LABEL_JOB_DIR}={job.layout.job_dir}")
         failures = [error for error in (f.exception() for f in futures) if error is not None]
