@@ -10,7 +10,7 @@ fast and never imports boto3::
 
 from __future__ import annotations
 
-import importlib
+from launchbay._lazy import lazy_exports
 
 # Not typing's: every rank of every job imports this package first (through
 # launchbay.runtime), and ``typing`` and the errors module would be its cost.
@@ -88,8 +88,6 @@ __all__ = [
 ]
 
 if TYPE_CHECKING:  # pragma: no cover
-    from typing import Any
-
     from launchbay.amazon.common import RecordSet as RecordSet
     from launchbay.amazon.factorization_machines import (
         FactorizationMachines as FactorizationMachines,
@@ -127,14 +125,4 @@ if TYPE_CHECKING:  # pragma: no cover
     from launchbay.tensorflow import TensorFlow
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'launchbay' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())

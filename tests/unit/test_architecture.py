@@ -203,6 +203,7 @@ LAYERS = {
     "launchbay.errors": 1,
     "launchbay._capacity": 1,  # this machine's ranks and GPUs: no backend's
     "launchbay._home": 1,
+    "launchbay._lazy": 1,  # the lazy names of launchbay and backends.ray
     "launchbay.s3uri": 1,
     "launchbay._instances": 1,
     "launchbay._patterns": 1,
@@ -649,6 +650,7 @@ ROOMS = [
     "launchbay._capacity",
     "launchbay._docker",
     "launchbay._home",
+    "launchbay._lazy",
     "launchbay._yamlfile",
     "launchbay.s3uri",
     # 2: the job's parts, and the services they talk to

@@ -18,8 +18,9 @@ node's agent and ``rsh`` import neither the control loop nor Ray when they start
 
 from __future__ import annotations
 
-import importlib
-from typing import TYPE_CHECKING, Any
+from typing import TYPE_CHECKING
+
+from launchbay._lazy import lazy_exports
 
 __all__ = ["RayBackend", "CPUS_SETTING", "GPUS_SETTING", "PACK_SETTING", "connect"]
 
@@ -47,14 +48,4 @@ if TYPE_CHECKING:  # pragma: no cover
     )
 
 
-def __getattr__(name: str) -> Any:
-    module = _LAZY.get(name)
-    if module is None:
-        raise AttributeError(f"module 'launchbay.backends.ray' has no attribute {name!r}")
-    value = getattr(importlib.import_module(module), name)
-    globals()[name] = value
-    return value
-
-
-def __dir__() -> list[str]:
-    return sorted(set(globals()) | set(_LAZY))
+__getattr__, __dir__ = lazy_exports(__name__, _LAZY, globals())
