@@ -179,3 +179,21 @@ def test_max_run_bounds_a_detached_job_and_list_marks_it_while_it_runs(home, tmp
     text = cli("list", "--backend", "local_process")
     row = next(line for line in text.stdout.splitlines() if line.startswith(name))
     assert "(detached)" not in row
+
+
+def test_start_job_runs_the_job_from_this_process_unless_it_may_detach(home, tmp_path):
+    """``start_job`` (what ``fit()`` and ``launchbay submit`` start a job with) hands a local
+    job to a runner process only when asked to (``may_detach``, ``fit(wait=False)``)."""
+    estimator = make_estimator(
+        "sleepy.py", SCRIPTS, hyperparameters={"seconds": 1}, out=tmp_path / "out"
+    )
+    job = estimator.start_job(job_name="started-here")
+    assert job is estimator.latest_training_job
+    assert not (home / "cli" / "started-here.pid").exists()  # this process runs it
+    assert job.wait(logs="None")["TrainingJobStatus"] == "Completed"
+
+    name = "may-detach"
+    with stopped_at_the_end(name):
+        detached = estimator.start_job(job_name=name, may_detach=True)
+        assert (home / "cli" / f"{name}.pid").exists()  # a runner process of its own
+        assert detached.wait(logs="None")["TrainingJobStatus"] == "Completed"
