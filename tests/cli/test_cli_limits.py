@@ -95,7 +95,9 @@ def test_too_many_aliases(run_bounded, project):
 
 @pytest.mark.parametrize(
     ("name", "content", "expected"),
-    [
+    # Named by file: an id made of the content (200 KB for deepmap.yaml) would be the
+    # test's PYTEST_CURRENT_TEST, more than one environment string may hold (E2BIG at exec).
+    [pytest.param(*case, id=case[0]) for case in [
         ("nul.yaml", LOCAL.encode() + b"role: a\x00b\n", "job spec holds a NUL byte"),
         ("latin1.yaml", LOCAL.encode() + b"role: caf\xe9\n",
          "is not UTF-8 text (byte 0xe9 at offset"),
@@ -107,7 +109,7 @@ def test_too_many_aliases(run_bounded, project):
          "lists and mappings nest more than 64 levels"),
         ("empty.yaml", b"", "the job spec is empty"),
         ("huge.yaml", b"# padding\n" * 120_000, "is larger than 1048576 bytes"),
-    ],
+    ]],
 )  # fmt: skip
 def test_bad_files_exit_2_with_a_message(run_bounded, project, name, content, expected):
     path = project.root / name
