@@ -59,16 +59,16 @@ def remove_container_named(client: Any, name: str, timeout: float = 30.0) -> Non
     except errors.APIError as exc:
         if exc.status_code != 409:  # 409: "removal ... is already in progress"
             raise
-    deadline = time.monotonic() + timeout
-    while time.monotonic() < deadline:
-        try:
-            api.inspect_container(name)
-        except errors.NotFound:
-            return
-        time.sleep(0.02)
-    raise DockerError(
-        f"The Docker container {name!r} was still being removed after {timeout:.0f} s"
-    )
+    import requests  # noqa: PLC0415 - docker's own dependency, needed only here
+
+    try:  # the engine answers once the container is gone: no polling
+        api.wait(name, timeout=timeout, condition="removed")
+    except errors.NotFound:  # gone before the wait began
+        return
+    except requests.exceptions.RequestException as exc:  # the timeout
+        raise DockerError(
+            f"The Docker container {name!r} was still being removed after {timeout:.0f} s"
+        ) from exc
 
 
 def remove_network(client: Any, network: str) -> None:

@@ -282,8 +282,9 @@ class ContainerHosts:
         keep_alive = warm_pool.keep_alive_of(request)
         if not keep_alive:
             self._network_made[layout.job_dir] = self._background.submit(self._make_network, job)
-        # Each LocalPath is mounted from its default place in the host's tree.
-        host_plan = self.host_view(job.plan)
+        # Each LocalPath is mounted from its default place in the host's tree (host_view,
+        # which the control loop kept as job.host_plan before this call).
+        host_plan = job.host_plan
         seen = copy.deepcopy(request)
         code = job.plan.submit_directory
         # A file:// package is unpacked here; s3:// code and a path inside the container
