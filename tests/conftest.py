@@ -129,6 +129,41 @@ def pytest_collection_finish(session: pytest.Session) -> None:
         )
 
 
+# --------------------------------------------------------------------------- botocore's files
+
+#: botocore's data files (service models, endpoints.json), parsed once per test process.
+_BOTOCORE_FILES: dict[tuple[str, int, int], object] = {}
+
+
+def _parse_botocore_files_once() -> None:
+    """Every botocore session in this process shares each data file's parsed content.
+
+    SDK v2 makes a fresh botocore session for every region or partition lookup, and each
+    parses endpoints.json and the service models again (about 0.07 s a lookup, half of the
+    compat tests' time). A session keeps what it parsed and hands the same objects to every
+    client it makes, so botocore never writes into them; sharing them across sessions asks
+    no more of it. Keyed by path, size and mtime: a changed file is parsed again.
+    """
+    import botocore.loaders
+
+    parse = botocore.loaders.JSONFileLoader._load_file
+
+    def load_once(self: object, full_path: str, open_method: object) -> object:
+        try:
+            st = os.stat(full_path)
+        except OSError:
+            return None
+        key = (full_path, st.st_size, st.st_mtime_ns)
+        if key not in _BOTOCORE_FILES:
+            _BOTOCORE_FILES[key] = parse(self, full_path, open_method)
+        return _BOTOCORE_FILES[key]
+
+    botocore.loaders.JSONFileLoader._load_file = load_once  # type: ignore[method-assign]
+
+
+_parse_botocore_files_once()
+
+
 def _aws_env(url: str, tmp_dir: str) -> dict[str, str]:
     missing = os.path.join(tmp_dir, "no-such-aws-file")
     return {
