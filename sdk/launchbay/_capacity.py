@@ -44,6 +44,19 @@ hosts than GPUs, ``local_gpu`` with no GPU at all, or an explicit
 ``processes_per_host`` above a host's share. With no GPU found, a
 ``local_process`` job runs on CPU as before.
 
+
+## CPUs
+
+A ``local_process`` job's hosts share this machine's CPUs out as a machine's hosts
+would each have their own: with at least one CPU a host, each host gets
+``floor(CPUs / hosts)`` of the CPUs this process may run on (the first hosts one more
+while some are left over), contiguous and in order, and its runtime and every rank of it
+run on those alone (``sched_setaffinity``; ``SM_NUM_CPUS`` counts them). Thread pools
+that size themselves by the CPUs they may use (OpenMP, so PyTorch's intra-op threads;
+TensorFlow's) then fit the host instead of each taking the whole machine: two hosts of
+two processes on 2 CPUs otherwise run 8 spinning OpenMP threads on 2 cores, 3x slower
+for a small model. One host, or more hosts than CPUs, keeps every CPU, as before.
+
 A foundation (layer 1), not a backend: facts about this machine (its cores,
 memory, limits and GPUs), read by the plan (:func:`launchbay.backends.plan.resolve_resources`)
 and by local tuning's slots (:mod:`launchbay.tuning.scheduler`), so neither imports the
@@ -65,6 +78,7 @@ __all__ = [
     "check_local_ranks",
     "MAX_RANKS_ENV",
     "split_gpus",
+    "split_cpus",
 ]
 
 MAX_RANKS_ENV = "LAUNCHBAY_MAX_LOCAL_RANKS"
@@ -256,3 +270,25 @@ def split_gpus(
 
 def _visible_set(environ: Mapping[str, str] | None) -> bool:
     return "CUDA_VISIBLE_DEVICES" in (os.environ if environ is None else environ)
+
+
+def split_cpus(hosts: int, cpus: Sequence[int] | None = None) -> list[list[int]] | None:
+    """Each host's CPUs, in host order; ``None`` when every host keeps every CPU.
+
+    ``cpus`` are the CPUs to share out (default: those this process may run on). ``None``
+    for one host, for more hosts than CPUs (hosts then share them, as before), and where
+    the platform has no CPU affinity.
+    """
+    if cpus is None:
+        if not hasattr(os, "sched_getaffinity"):
+            return None
+        cpus = sorted(os.sched_getaffinity(0))
+    if hosts < 2 or hosts > len(cpus):
+        return None
+    each, extra = divmod(len(cpus), hosts)
+    shares, start = [], 0
+    for index in range(hosts):
+        end = start + each + (1 if index < extra else 0)
+        shares.append(list(cpus[start:end]))
+        start = end
+    return shares

@@ -340,6 +340,9 @@ def test_compose_file_reproduces_the_run_with_docker_compose(
     compose = directory / "docker-compose.yaml"
     document = yaml.safe_load(compose.read_text())
     assert sorted(document["services"]) == ["algo-1", "algo-2"]
+    # Each host's share of this machine's CPUs, as the job's containers had it.
+    cpusets = [document["services"][h]["cpuset"] for h in ("algo-1", "algo-2")]
+    assert set(",".join(cpusets).split(",")) == {str(c) for c in os.sched_getaffinity(0)}
     for host in ("algo-1", "algo-2"):
         shutil.rmtree(directory / host / "model")
         (directory / host / "model").mkdir()
@@ -703,7 +706,7 @@ def test_a_leftover_container_and_network_of_the_same_job_name_are_replaced(
             leftover.remove()
 
 
-def test_containers_get_the_request_environment_and_no_credentials_without_s3(
+def test_containers_get_the_request_environment_their_cpus_and_no_credentials_without_s3(
     home, tmp_path, framework_version, docker_client, monkeypatch
 ):
     monkeypatch.setenv("AWS_ACCESS_KEY_ID", "AKIDCALLER")
@@ -718,6 +721,10 @@ def test_containers_get_the_request_environment_and_no_credentials_without_s3(
     est.fit(logs=False)
     name = est.latest_training_job.name
     members = archive_members(tmp_path / "out" / name / "output" / "output.tar.gz")
+    cpus = sorted(os.sched_getaffinity(0))
+    assert len(cpus) >= 2, "this test needs a machine with 2 CPUs or more"
+    first = (len(cpus) + 1) // 2
+    shares = {"algo-1": cpus[:first], "algo-2": cpus[first:]}
     for host in ("algo-1", "algo-2"):
         env = json.loads(members[f"env-{host}.json"])
         assert env["MY_SETTING"] == "on"
@@ -726,6 +733,10 @@ def test_containers_get_the_request_environment_and_no_credentials_without_s3(
             f"arn:aws:sagemaker:eu-west-1:000000000000:training-job/{name.lower()}"
         )
         assert env["SM_CURRENT_HOST"] == host
+        # Each container runs on its host's share of this machine's CPUs (its cpuset), as
+        # a local_process host does, and SM_NUM_CPUS counts it: 2 CPUs give one each.
+        assert env["_cpus"] == shares[host], (host, env["_cpus"])
+        assert env["SM_NUM_CPUS"] == str(len(shares[host]))
         # Nothing of this job is on S3: the caller's credentials stay out of the containers.
         assert not any(key.startswith("AWS_") for key in env), sorted(env)
 

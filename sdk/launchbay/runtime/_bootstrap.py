@@ -58,7 +58,7 @@ import sys
 import time
 from types import TracebackType
 
-from launchbay.runtime import _records, standins
+from launchbay.runtime import _cpus, _records, standins
 
 TYPE_CHECKING = False  # not typing's: every rank imports this module before its script
 if TYPE_CHECKING:
@@ -85,6 +85,7 @@ def _adopt_host(host_spec: dict[str, Any]) -> None:
     """Take on a host's environment (and working directory) published by its runtime."""
     old_path = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]
     os.environ.update(host_spec["env"])
+    _cpus.take_cpu_share()  # the launcher ran on its own host's CPUs
     if host_spec.get("cwd"):
         os.chdir(host_spec["cwd"])
     new_path = [p for p in os.environ.get("PYTHONPATH", "").split(os.pathsep) if p]

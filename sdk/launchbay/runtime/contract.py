@@ -42,6 +42,7 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from typing import Any
 
+from launchbay.runtime._cpus import detect_num_cpus
 from launchbay.runtime.names import HP, LOCAL
 
 __all__ = [
@@ -669,11 +670,6 @@ def detect_num_neurons(instance_type: str) -> int:
         return sum(int(item.get("nc_count", 0)) for item in json.loads(output))
     except (OSError, subprocess.SubprocessError, ValueError, TypeError, AttributeError):
         return 0
-
-
-def detect_num_cpus() -> int:
-    """CPUs as the toolkit counts them (``multiprocessing.cpu_count()``)."""
-    return os.cpu_count() or 1
 
 
 # --------------------------------------------------------------------------- formatting

@@ -67,6 +67,10 @@ DOCKER_INSTANCE_TYPES = (LOCAL, LOCAL_GPU)
 #: that prints a 300 MB line costs the client no more memory than a short one.
 MAX_LOG_LINE = 64 * 1024
 
+#: local_process: the CPUs one host of a multi-host job runs on ("0,1"), its share of this
+#: machine (launchbay/_capacity.py); the host's runtime and every rank of the host take it.
+HOST_CPUS_ENV = "LAUNCHBAY_HOST_CPUS"
+
 
 # ------------------------------------------------- backend -> runtime variables
 class ENV:

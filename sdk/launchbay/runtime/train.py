@@ -27,6 +27,9 @@ Environment variables (beyond the SageMaker contract):
 ``LAUNCHBAY_HOSTS_FILE``, ``LAUNCHBAY_HOST_NAMES``
     local_process: the job hosts file (``127.0.0.1 algo-N``) and how to make
     the C library use it for everything this host starts (:mod:`._hostnames`).
+``LAUNCHBAY_HOST_CPUS``
+    local_process, 2+ hosts: the CPUs this host runs on (``0,1``), its share of the
+    machine; the runtime and every rank of the host keep to them (:mod:`._cpus`).
 ``LAUNCHBAY_MASTER_PORT``
     Rendezvous port (torchrun, MASTER_PORT; base of the TF ports in local mode).
     Default: the toolkit's 7777 (TF: 2222/2223, 8890).
@@ -73,7 +76,7 @@ import stat
 import sys
 import time
 
-from launchbay.runtime import contract
+from launchbay.runtime import _cpus, contract
 from launchbay.runtime._shared import SharedDir
 from launchbay.runtime._supervisor import Supervisor, make_io_dir
 from launchbay.runtime.code import fetch_code, prepare_requirements, resolve_entry_point
@@ -295,6 +298,7 @@ def run() -> int:
 
 def _run() -> int:
     started = time.time()
+    _cpus.take_cpu_share()  # before any thread or process of this host starts
     p = contract.paths()
     _clear_previous_outputs(p)
     try:

@@ -35,6 +35,7 @@ class ComposedHost(Protocol):
     secret_names: list[str]
     binds: dict[str, dict[str, str]]
     gpu_ids: list[str] | None
+    cpus: str | None
 
 
 def compose_document(
@@ -71,6 +72,8 @@ def compose_document(
         }
         if not isolated:
             service["extra_hosts"] = [f"{HOST_GATEWAY}:host-gateway"]
+        if spec.cpus:  # the host's share of this machine's CPUs
+            service["cpuset"] = spec.cpus
         # ~/.sagemaker/config.yaml local.container_config: Compose's own option names.
         config = _sagemaker_config.load_local_mode()
         if config is not None and config.container_config:

@@ -65,11 +65,12 @@ import shlex
 import signal
 import threading
 from collections.abc import Mapping
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
 
 from launchbay import _sagemaker_config
+from launchbay._capacity import split_cpus
 from launchbay._docker import docker_client, docker_errors
 from launchbay.backends.local import container_cleanup, container_exits, pip_cache, warm_pool
 from launchbay.backends.local.compose import HOST_GATEWAY, ISOLATED_OPTIONS, compose_document
@@ -121,6 +122,9 @@ class HostSpec:
     gpu_ids: list[str] | None = None
     #: The entrypoint, where it is not the image's own (see ``_add_pip_cache``).
     entrypoint: list[str] | None = None
+    #: The CPUs this container runs on (``cpuset_cpus``, "0,1"): its host's share of this
+    #: machine's CPUs (:func:`host_cpusets`), else None (every CPU).
+    cpus: str | None = None
 
 
 @dataclass
@@ -375,7 +379,8 @@ class ContainerHosts:
         environment.update(client_endpoints(environment, HOST_GATEWAY))
         checkpoint, hook, tensorboard = plan.checkpoint, plan.debug_hook, plan.tensorboard
         specs = []
-        for host in hosts:
+        cpusets = host_cpusets(len(hosts))
+        for index, host in enumerate(hosts):
             host_dir = os.path.join(job_dir, host)
             binds: dict[str, dict[str, str]] = {
                 os.path.join(host_dir, "input", "config"): _bind("/opt/ml/input/config", "rw"),
@@ -412,6 +417,7 @@ class ContainerHosts:
                     dict(environment),
                     secret_names,
                     list(gpus[host]) if self.gpu and gpus is not None else None,
+                    cpus=cpusets[index],
                 )
             )
         return specs
@@ -517,7 +523,9 @@ class ContainerHosts:
         if image not in self._image_ids:
             self._image_ids[image] = self.client.api.inspect_image(image)["Id"]
         isolated = self._isolated(job.plan)
-        options = host_config_args(specs[0], "", isolated, container_options(for_docker=True))
+        # What every pool container shares; each host's cpuset is the pool's per host.
+        shared = replace(specs[0], cpus=None)
+        options = host_config_args(shared, "", isolated, container_options(for_docker=True))
         config = self._image_configs.get(image) or {}
         entrypoint = specs[0].entrypoint or list(config.get("Entrypoint") or [])
         plan, why = warm_pool.plan_pool(
@@ -953,6 +961,7 @@ def host_config_args(
     the default 1 GB.
     """
     device_requests = None
+    cpus = {"cpuset_cpus": spec.cpus} if spec.cpus else {}  # the user's cpuset replaces it
     if spec.gpu_ids is not None:
         from docker.types import DeviceRequest
 
@@ -964,8 +973,23 @@ def host_config_args(
         "device_requests": device_requests,
         "extra_hosts": None if isolated else {HOST_GATEWAY: "host-gateway"},
         "shm_size": "1g",
+        **cpus,
         **(options or {}),
     }
+
+
+def host_cpusets(hosts: int) -> list[str | None]:
+    """Each container's ``cpuset_cpus``: its host's share of this machine's CPUs.
+
+    As ``local_process`` hosts get theirs (:func:`launchbay._capacity.split_cpus`), where
+    the engine runs on this machine (no ``DOCKER_HOST``, or a ``unix://`` one): a remote
+    engine's CPUs are not this machine's. ``None`` each (every CPU) otherwise.
+    """
+    where = os.environ.get("DOCKER_HOST", "")
+    shares = split_cpus(hosts) if not where or where.startswith("unix://") else None
+    if shares is None:
+        return [None] * hosts
+    return [",".join(map(str, share)) for share in shares]
 
 
 def _bind(target: str, mode: str) -> dict[str, str]:

@@ -51,6 +51,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import launchbay
+from launchbay._capacity import split_cpus
 from launchbay.backends.local.endpoints import client_endpoints
 from launchbay.backends.local.hosts import POLL, RUNTIME_MARGIN, HostHandles, prepare_hosts
 from launchbay.backends.local.keras import legacy_keras_environment
@@ -69,7 +70,7 @@ from launchbay.runtime.for_client import (
     proxy_environment,
     write_hosts_file,
 )
-from launchbay.runtime.names import ENV, SETTING
+from launchbay.runtime.names import ENV, HOST_CPUS_ENV, SETTING
 from launchbay.runtime.settings import RuntimeSettings
 
 __all__ = ["ProcessHosts", "free_port_block"]
@@ -233,14 +234,17 @@ class ProcessHosts:
                 for name in _OMPI_SHM_DIRS:
                     env.setdefault(name, shm)
         preexec = parent_death_signal()
+        cpus = split_cpus(len(job.hosts))  # each host's share of this machine's CPUs
         procs: dict[str, subprocess.Popen[bytes]] = {}
         watchers: list[threading.Thread] = []
         try:
-            for host in job.hosts:
+            for index, host in enumerate(job.hosts):
                 tmp = self._host_tmpdir(job, host)
                 host_env = dict(
                     env, SAGEMAKER_BASE_DIR=layout.host_dir(host), TMPDIR=tmp, TMP=tmp, TEMP=tmp
                 )
+                if cpus is not None:
+                    host_env[HOST_CPUS_ENV] = ",".join(map(str, cpus[index]))
                 if job.gpus is not None:  # this host's share of the GPUs (launchbay/_capacity.py)
                     host_env["CUDA_VISIBLE_DEVICES"] = ",".join(job.gpus[host])
                 # The host writes its log file itself: every line is kept even if this

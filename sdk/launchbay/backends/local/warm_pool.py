@@ -56,7 +56,7 @@ import sys
 import threading
 import time
 from collections.abc import Iterator, Mapping
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 from launchbay._home import local_dir, local_home
@@ -147,6 +147,8 @@ class PoolPlan:
     host_config: dict[str, Any]
     entrypoint: list[str]
     keep_alive: int
+    #: host -> the CPUs its container runs on, where the user's options set none
+    cpusets: dict[str, str] = field(default_factory=dict)
 
     @property
     def directory(self) -> str:
@@ -373,8 +375,9 @@ class Pools:
             os.makedirs(control, exist_ok=True)
             os.mkfifo(os.path.join(control, "go"), 0o600)
             binds[control] = {"bind": CONTROL_DIR, "mode": "ro"}
+            cpus = {"cpuset_cpus": plan.cpusets[host]} if host in plan.cpusets else {}
             host_config = api.create_host_config(
-                **{**plan.host_config, "binds": binds, "network_mode": plan.network}
+                **{**cpus, **plan.host_config, "binds": binds, "network_mode": plan.network}
             )
             networking = api.create_networking_config(
                 {plan.network: api.create_endpoint_config(aliases=[host])}
@@ -654,10 +657,12 @@ def plan_pool(
         return None, "the hosts' mounts differ"
     options = {k: v for k, v in host_config.items() if k not in ("binds", "network_mode")}
     hosts = [spec.host for spec in specs]
+    cpusets = {spec.host: spec.cpus for spec in specs if spec.cpus}
     key = pool_key(
         {
             "image": image_id,
             "hosts": hosts,
+            "cpusets": cpusets,
             "isolated": isolated,
             "mounts": shapes[0],
             "fixed": fixed,
@@ -666,7 +671,16 @@ def plan_pool(
         }
     )
     plan = PoolPlan(
-        key, image, hosts, isolated, shapes[0], fixed, options, entrypoint, int(keep_alive)
+        key,
+        image,
+        hosts,
+        isolated,
+        shapes[0],
+        fixed,
+        options,
+        entrypoint,
+        int(keep_alive),
+        cpusets,
     )
     return plan, ""
 
