@@ -45,9 +45,7 @@ def halves() -> dict[str, list[int]]:
     [{"torch_distributed": {"enabled": True}}, {"mpi": {"enabled": True, "processes_per_host": 2}}],
     ids=["torchrun", "mpirun"],
 )
-def test_each_host_and_its_ranks_run_on_their_own_share_of_the_cpus(
-    home, tmp_path, distribution
-):
+def test_each_host_and_its_ranks_run_on_their_own_share_of_the_cpus(home, tmp_path, distribution):
     assert len(CPUS) >= 2, "this test needs a machine with 2 CPUs or more"
     seen = ranks_seen(tmp_path, instance_count=2, distribution=distribution)
     assert {r["SM_CURRENT_HOST"] for r in seen.values()} == {"algo-1", "algo-2"}
