@@ -193,6 +193,7 @@ class ContainerHosts:
         self._warm: dict[str, warm_pool.PoolPlan] = {}  # job dir -> the pool its hosts run in
         self._pools: warm_pool.Pools | None = None
         self._image_configs: dict[str, dict[str, Any]] = {}  # image -> its Config (Env, Entrypoint)
+        self._engine_cpuset: bool | None = None  # can the engine pin a container's CPUs?
 
     @property
     def client(self) -> Any:
@@ -379,7 +380,7 @@ class ContainerHosts:
         environment.update(client_endpoints(environment, HOST_GATEWAY))
         checkpoint, hook, tensorboard = plan.checkpoint, plan.debug_hook, plan.tensorboard
         specs = []
-        cpusets = host_cpusets(len(hosts))
+        cpusets = host_cpusets(len(hosts)) if self._pins_cpus() else [None] * len(hosts)
         for index, host in enumerate(hosts):
             host_dir = os.path.join(job_dir, host)
             binds: dict[str, dict[str, str]] = {
@@ -421,6 +422,17 @@ class ContainerHosts:
                 )
             )
         return specs
+
+    def _pins_cpus(self) -> bool:
+        """Whether the engine can give a container its CPUs (``CpuSet`` of its info; a
+        rootless engine without the cpuset controller cannot). Asked once."""
+        if self._engine_cpuset is None:
+            try:
+                self._engine_cpuset = bool(self.client.api.info().get("CpuSet"))
+            except (docker_errors().DockerException, OSError) as exc:
+                logger.debug("Docker engine info failed (%s): containers keep every CPU", exc)
+                self._engine_cpuset = False
+        return self._engine_cpuset
 
     def check_name(self, name: str, job_dir: str) -> None:
         """Refuse a name whose containers run for another job directory.
