@@ -79,6 +79,7 @@ __all__ = [
     "MAX_RANKS_ENV",
     "split_gpus",
     "split_cpus",
+    "cpusets_of",
 ]
 
 MAX_RANKS_ENV = "LAUNCHBAY_MAX_LOCAL_RANKS"
@@ -292,3 +293,12 @@ def split_cpus(hosts: int, cpus: Sequence[int] | None = None) -> list[list[int]]
         shares.append(list(cpus[start:end]))
         start = end
     return shares
+
+
+def cpusets_of(hosts: int) -> list[str | None]:
+    """Each host's share of the CPUs as a cpuset (``"0,1"``); ``None`` each where every
+    host keeps every CPU (:func:`split_cpus`)."""
+    shares = split_cpus(hosts)
+    if shares is None:
+        return [None] * hosts
+    return [",".join(map(str, share)) for share in shares]

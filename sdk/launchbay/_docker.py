@@ -39,3 +39,9 @@ def docker_client(feature: str = "Local Docker mode", *, timeout: int = 120) -> 
             "at one; instance_type='local_process' runs without Docker."
         ) from exc
     return client
+
+
+def engine_on_this_machine() -> bool:
+    """Whether the engine ``DOCKER_HOST`` names (default: the local socket) runs here."""
+    where = os.environ.get("DOCKER_HOST", "")
+    return not where or where.startswith("unix://")

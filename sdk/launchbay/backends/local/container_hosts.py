@@ -70,8 +70,8 @@ from functools import partial
 from typing import Any
 
 from launchbay import _sagemaker_config
-from launchbay._capacity import split_cpus
-from launchbay._docker import docker_client, docker_errors
+from launchbay._capacity import cpusets_of
+from launchbay._docker import docker_client, docker_errors, engine_on_this_machine
 from launchbay.backends.local import container_cleanup, container_exits, pip_cache, warm_pool
 from launchbay.backends.local.compose import HOST_GATEWAY, ISOLATED_OPTIONS, compose_document
 from launchbay.backends.local.container_cleanup import (
@@ -123,7 +123,7 @@ class HostSpec:
     #: The entrypoint, where it is not the image's own (see ``_add_pip_cache``).
     entrypoint: list[str] | None = None
     #: The CPUs this container runs on (``cpuset_cpus``, "0,1"): its host's share of this
-    #: machine's CPUs (:func:`host_cpusets`), else None (every CPU).
+    #: machine's CPUs (:func:`launchbay._capacity.cpusets_of`), else None (every CPU).
     cpus: str | None = None
 
 
@@ -380,7 +380,7 @@ class ContainerHosts:
         environment.update(client_endpoints(environment, HOST_GATEWAY))
         checkpoint, hook, tensorboard = plan.checkpoint, plan.debug_hook, plan.tensorboard
         specs = []
-        cpusets = host_cpusets(len(hosts)) if self._pins_cpus() else [None] * len(hosts)
+        cpusets = cpusets_of(len(hosts)) if self._pins_cpus() else [None] * len(hosts)
         for index, host in enumerate(hosts):
             host_dir = os.path.join(job_dir, host)
             binds: dict[str, dict[str, str]] = {
@@ -424,14 +424,16 @@ class ContainerHosts:
         return specs
 
     def _pins_cpus(self) -> bool:
-        """Whether the engine can give a container its CPUs (``CpuSet`` of its info; a
-        rootless engine without the cpuset controller cannot). Asked once."""
+        """Whether each container gets its host's share of this machine's CPUs: where the
+        engine runs on this machine and can pin them (``CpuSet`` of its info, asked once; a
+        rootless engine without the cpuset controller cannot)."""
         if self._engine_cpuset is None:
+            self._engine_cpuset = False
             try:
-                self._engine_cpuset = bool(self.client.api.info().get("CpuSet"))
+                if engine_on_this_machine():
+                    self._engine_cpuset = bool(self.client.api.info().get("CpuSet"))
             except (docker_errors().DockerException, OSError) as exc:
                 logger.debug("Docker engine info failed (%s): containers keep every CPU", exc)
-                self._engine_cpuset = False
         return self._engine_cpuset
 
     def check_name(self, name: str, job_dir: str) -> None:
@@ -988,20 +990,6 @@ def host_config_args(
         **cpus,
         **(options or {}),
     }
-
-
-def host_cpusets(hosts: int) -> list[str | None]:
-    """Each container's ``cpuset_cpus``: its host's share of this machine's CPUs.
-
-    As ``local_process`` hosts get theirs (:func:`launchbay._capacity.split_cpus`), where
-    the engine runs on this machine (no ``DOCKER_HOST``, or a ``unix://`` one): a remote
-    engine's CPUs are not this machine's. ``None`` each (every CPU) otherwise.
-    """
-    where = os.environ.get("DOCKER_HOST", "")
-    shares = split_cpus(hosts) if not where or where.startswith("unix://") else None
-    if shares is None:
-        return [None] * hosts
-    return [",".join(map(str, share)) for share in shares]
 
 
 def _bind(target: str, mode: str) -> dict[str, str]:

@@ -51,7 +51,7 @@ from collections.abc import Mapping
 from typing import Any
 
 import launchbay
-from launchbay._capacity import split_cpus
+from launchbay._capacity import cpusets_of
 from launchbay.backends.local.endpoints import client_endpoints
 from launchbay.backends.local.hosts import POLL, RUNTIME_MARGIN, HostHandles, prepare_hosts
 from launchbay.backends.local.keras import legacy_keras_environment
@@ -234,7 +234,7 @@ class ProcessHosts:
                 for name in _OMPI_SHM_DIRS:
                     env.setdefault(name, shm)
         preexec = parent_death_signal()
-        cpus = split_cpus(len(job.hosts))  # each host's share of this machine's CPUs
+        cpus = cpusets_of(len(job.hosts))  # each host's share of this machine's CPUs
         procs: dict[str, subprocess.Popen[bytes]] = {}
         watchers: list[threading.Thread] = []
         try:
@@ -243,8 +243,9 @@ class ProcessHosts:
                 host_env = dict(
                     env, SAGEMAKER_BASE_DIR=layout.host_dir(host), TMPDIR=tmp, TMP=tmp, TEMP=tmp
                 )
-                if cpus is not None:
-                    host_env[HOST_CPUS_ENV] = ",".join(map(str, cpus[index]))
+                share = cpus[index]
+                if share is not None:
+                    host_env[HOST_CPUS_ENV] = share
                 if job.gpus is not None:  # this host's share of the GPUs (launchbay/_capacity.py)
                     host_env["CUDA_VISIBLE_DEVICES"] = ",".join(job.gpus[host])
                 # The host writes its log file itself: every line is kept even if this
