@@ -173,3 +173,26 @@ def test_endpoints_on_the_clients_loopback_are_rewritten_with_one_notice(
         assert env["AWS_ENDPOINT_URL_S3"] == "http://host.docker.internal:5001/"
         assert env["AWS_ENDPOINT_URL_STS"] == "https://sts.us-west-2.amazonaws.com"
         assert "LAUNCHBAY_JOB_NETWORK" not in env and "LAUNCHBAY_HOST_NS_PID" not in env
+
+
+@pytest.mark.parametrize(
+    ("docker_host", "here"),
+    [
+        (None, True),
+        ("", True),
+        ("unix:///run/user/1000/docker.sock", True),
+        ("tcp://10.0.0.5:2376", False),
+        ("ssh://builder@remote", False),
+    ],
+)
+def test_only_an_engine_on_this_machine_gets_this_machines_cpu_shares(
+    monkeypatch, docker_host, here
+):
+    # A container's cpuset names the engine's CPUs: this machine's shares fit only there.
+    from launchbay._docker import engine_on_this_machine
+
+    if docker_host is None:
+        monkeypatch.delenv("DOCKER_HOST", raising=False)
+    else:
+        monkeypatch.setenv("DOCKER_HOST", docker_host)
+    assert engine_on_this_machine() is here

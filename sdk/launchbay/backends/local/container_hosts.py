@@ -425,13 +425,13 @@ class ContainerHosts:
 
     def _pins_cpus(self) -> bool:
         """Whether each container gets its host's share of this machine's CPUs: where the
-        engine runs on this machine and can pin them (``CpuSet`` of its info, asked once; a
+        engine runs on this machine and can pin them (``CPUSet`` of its info, asked once; a
         rootless engine without the cpuset controller cannot)."""
         if self._engine_cpuset is None:
             self._engine_cpuset = False
             try:
                 if engine_on_this_machine():
-                    self._engine_cpuset = bool(self.client.api.info().get("CpuSet"))
+                    self._engine_cpuset = bool(self.client.api.info().get("CPUSet"))
             except (docker_errors().DockerException, OSError) as exc:
                 logger.debug("Docker engine info failed (%s): containers keep every CPU", exc)
         return self._engine_cpuset
