@@ -5,6 +5,8 @@ from __future__ import annotations
 import os
 from pathlib import Path
 
+import pytest
+
 from launchbay.backends.local.container_hosts import (
     HostSpec,
     _needs_aws,
