@@ -425,13 +425,16 @@ class ContainerHosts:
 
     def _pins_cpus(self) -> bool:
         """Whether each container gets its host's share of this machine's CPUs: where the
-        engine runs on this machine and can pin them (``CPUSet`` of its info, asked once; a
-        rootless engine without the cpuset controller cannot)."""
+        engine runs on this machine, sees its CPUs (``NCPU``: not an engine in a VM behind a
+        local socket) and can pin them (``CPUSet``; a rootless engine without the cpuset
+        controller cannot). Its info is asked once."""
         if self._engine_cpuset is None:
             self._engine_cpuset = False
             try:
-                if engine_on_this_machine():
-                    self._engine_cpuset = bool(self.client.api.info().get("CPUSet"))
+                if engine_on_this_machine():  # and sees this machine's CPUs (not a VM's)
+                    info = self.client.api.info()
+                    same = info.get("NCPU") == os.cpu_count()
+                    self._engine_cpuset = same and bool(info.get("CPUSet"))
             except (docker_errors().DockerException, OSError) as exc:
                 logger.debug("Docker engine info failed (%s): containers keep every CPU", exc)
         return self._engine_cpuset
