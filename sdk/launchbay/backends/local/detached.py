@@ -138,9 +138,13 @@ def register(name: str, pid: int | None = None, *, detached: bool = False) -> No
         detached = previous is not None and previous[0] == pid and _DETACHED in previous[1]
     try:
         os.makedirs(runner_dir(), exist_ok=True)
-        with open(path, "w", encoding="utf-8") as f:
+        # Replaced whole, never truncated in place: a reader (list, stop, the client that
+        # started this runner) never sees an empty file while the runner registers again.
+        partial = f"{path}.{os.getpid()}.tmp"
+        with open(partial, "w", encoding="utf-8") as f:
             f.write(" ".join(w for w in (str(pid), started, _DETACHED if detached else "") if w))
             f.write("\n")
+        os.replace(partial, path)
     except OSError as exc:
         logger.debug("Could not write %s: %s", path, exc)
 
