@@ -6,14 +6,13 @@ Standard library only: every rank that another host's launcher started imports i
 from __future__ import annotations
 
 import os
-from collections.abc import Mapping
 
 from launchbay.runtime.names import HOST_CPUS_ENV
 
 __all__ = ["detect_num_cpus", "take_cpu_share"]
 
 
-def take_cpu_share(environ: Mapping[str, str] | None = None) -> None:
+def take_cpu_share() -> None:
     """Run this process (and what it starts) on the host's CPUs in ``$LAUNCHBAY_HOST_CPUS``.
 
     Called first by a host's runtime, and by a rank that another host's launcher started
@@ -21,7 +20,7 @@ def take_cpu_share(environ: Mapping[str, str] | None = None) -> None:
     inherit it). Nothing happens without the variable, or where the platform has no CPU
     affinity; a CPU gone offline since the client looked leaves every CPU in use.
     """
-    value = (os.environ if environ is None else environ).get(HOST_CPUS_ENV, "")
+    value = os.environ.get(HOST_CPUS_ENV, "")
     if not value or not hasattr(os, "sched_setaffinity"):
         return
     try:
