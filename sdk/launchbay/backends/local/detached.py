@@ -39,13 +39,13 @@ import logging
 import os
 import signal
 import subprocess
-import tempfile
 import time
 from collections.abc import Callable, Mapping, Sequence
 from typing import Any
 
 from launchbay._home import local_dir, local_home
 from launchbay.backends.base import DetachedRun
+from launchbay.backends.local.layout import write_text_atomic
 from launchbay.backends.state import JobState
 from launchbay.errors import ConfigurationError, JobError
 
@@ -137,14 +137,10 @@ def register(name: str, pid: int | None = None, *, detached: bool = False) -> No
         previous = _read_runner(name)
         detached = previous is not None and previous[0] == pid and _DETACHED in previous[1]
     try:
-        os.makedirs(runner_dir(), exist_ok=True)
         # Replaced whole, never truncated in place: a reader (list, stop, the client that
         # started this runner) never sees an empty file while the runner registers again.
-        partial = f"{path}.{os.getpid()}.tmp"
-        with open(partial, "w", encoding="utf-8") as f:
-            f.write(" ".join(w for w in (str(pid), started, _DETACHED if detached else "") if w))
-            f.write("\n")
-        os.replace(partial, path)
+        words = (str(pid), started, _DETACHED if detached else "")
+        write_text_atomic(path, " ".join(w for w in words if w) + "\n")
     except OSError as exc:
         logger.debug("Could not write %s: %s", path, exc)
 
@@ -181,17 +177,9 @@ def write_request(name: str, request: Mapping[str, Any]) -> str:
 
     The caller holds the job's name lock (see :func:`start`).
     """
-    directory = local_dir("cli")
-    fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=directory)  # 0600
-    try:
-        with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(request, f, default=str)
-        path = _request_file(name)
-        os.replace(tmp, path)
-    except BaseException:
-        with contextlib.suppress(OSError):
-            os.unlink(tmp)
-        raise
+    local_dir("cli")
+    path = _request_file(name)
+    write_text_atomic(path, json.dumps(request, default=str))  # 0600
     return path
 
 

@@ -38,7 +38,15 @@ from launchbay.runtime.for_client import (
 from launchbay.runtime.launchers.mpi import HOST_ENV_FILE
 from launchbay.transfer import S3Object
 
-__all__ = ["JOBS_DIR", "default_job_root", "host_names", "file_uri_path", "JobLayout"]
+__all__ = [
+    "JOBS_DIR",
+    "default_job_root",
+    "host_names",
+    "file_uri_path",
+    "JobLayout",
+    "write_json_atomic",
+    "write_text_atomic",
+]
 
 logger = logging.getLogger("launchbay.backends.local")
 
@@ -176,11 +184,17 @@ class JobLayout:
 
 
 def write_json_atomic(path: str, obj: Any) -> None:
+    write_text_atomic(path, json.dumps(obj, indent=2, default=str))
+
+
+def write_text_atomic(path: str, text: str) -> None:
+    """Put ``text`` at ``path`` whole (0600, its directory made): a reader sees the old
+    file or the new one, never a part; nothing is left behind if the write fails."""
     os.makedirs(os.path.dirname(path), exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=os.path.dirname(path))
     try:
         with os.fdopen(fd, "w", encoding="utf-8") as f:
-            json.dump(obj, f, indent=2, default=str)
+            f.write(text)
         os.replace(tmp, path)
     except BaseException:
         with contextlib.suppress(OSError):
