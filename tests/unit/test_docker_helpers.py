@@ -7,8 +7,8 @@ from pathlib import Path
 
 import pytest
 
+from launchbay.backends.local.container_config import HostSpec
 from launchbay.backends.local.container_hosts import (
-    HostSpec,
     _needs_aws,
     _split_lines,
     compose_document,
@@ -198,3 +198,30 @@ def test_only_an_engine_on_this_machine_gets_this_machines_cpu_shares(
     else:
         monkeypatch.setenv("DOCKER_HOST", docker_host)
     assert engine_on_this_machine() is here
+
+
+def test_a_jobs_hosts_file_is_readable_by_every_user_and_only_grows(tmp_path):
+    """Every user of a container reads ``/etc/hosts``; a container sees whole lines added."""
+    from launchbay.backends.local import etc_hosts
+
+    path = str(tmp_path / "hosts")
+    old = os.umask(0o077)
+    try:
+        etc_hosts.start_file(path, "172.17.0.1")
+    finally:
+        os.umask(old)
+    assert os.stat(path).st_mode & 0o777 == 0o644
+    inode = os.stat(path).st_ino
+    etc_hosts.add_host(path, "172.30.0.2", "algo-1")
+    etc_hosts.add_host(path, "172.30.0.3", "algo-2")
+    lines = Path(path).read_text().splitlines()
+    assert lines[0] == "127.0.0.1\tlocalhost"
+    assert lines[-3:] == [
+        "172.17.0.1\thost.docker.internal",
+        "172.30.0.2\talgo-1",
+        "172.30.0.3\talgo-2",
+    ]
+    assert os.stat(path).st_ino == inode  # the file a container mounted, not a new one
+    etc_hosts.start_file(path, None)  # an isolated network: no way out, no gateway name
+    assert "host.docker.internal" not in Path(path).read_text()
+    assert not os.path.exists(path + ".tmp")

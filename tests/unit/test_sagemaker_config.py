@@ -349,7 +349,7 @@ def test_a_hostile_local_mode_file_is_refused_naming_it(tmp_path, case):
     path = make(tmp_path)
     code = (
         "import sys\n"
-        "from launchbay.backends.local.container_hosts import container_options\n"
+        "from launchbay.backends.local.container_config import container_options\n"
         "from launchbay.errors import ConfigurationError\n"
         "try:\n    container_options()\n"
         "except ConfigurationError as exc:\n    print(exc); sys.exit(3)\n"

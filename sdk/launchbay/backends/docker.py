@@ -16,16 +16,18 @@ from collections.abc import Mapping
 from typing import Any
 
 from launchbay.backends.local.compose import compose_document
+from launchbay.backends.local.container_config import (
+    HostSpec,
+    container_options,
+    host_config_args,
+)
 from launchbay.backends.local.container_hosts import (
     COMPOSE_FILE,
     LABEL_CLIENT,
     LABEL_JOB,
     LABEL_JOB_DIR,
     ContainerHosts,
-    HostSpec,
     container_endpoint,
-    container_options,
-    host_config_args,
     network_name,
 )
 from launchbay.backends.local.control import LocalBackend

@@ -15,12 +15,12 @@ from typing import Any, Protocol
 
 from launchbay import _sagemaker_config
 from launchbay.backends.local.container_cleanup import LABEL_JOB, network_name
+from launchbay.backends.local.etc_hosts import HOST_GATEWAY
 from launchbay.backends.plan import JobFields
 
 __all__ = ["HOST_GATEWAY", "ISOLATED_OPTIONS", "ComposedHost", "compose_document"]
 
-#: The name a container reaches this machine by (``host-gateway``), unless isolated.
-HOST_GATEWAY = "host.docker.internal"
+#: ``HOST_GATEWAY`` names this machine in every container (``host-gateway``), unless isolated.
 #: An internal network still routes to its bridge's address, i.e. to this machine. With no
 #: address on the bridge, a container of an isolated job reaches its peers and nothing else.
 ISOLATED_OPTIONS = {"com.docker.network.bridge.inhibit_ipv4": "true"}

@@ -13,7 +13,9 @@ Per job:
   ``internal`` and its bridge has no address, so the containers reach each
   other and nothing else (not even this machine);
 * containers ``launchbay-<job>-algo-1`` ... with hostnames ``algo-1`` ...
-  (also their aliases on the job network), command ``train``, ``init`` on (signals
+  (also their aliases on the job network, and lines of the job's hosts file, every
+  container's ``/etc/hosts``, so a name outlives its container: :mod:`.etc_hosts`),
+  command ``train``, ``init`` on (signals
   reach the runtime, zombies are reaped), labelled with the job directory and
   the client's process;
 * bind mounts of the host's tree in the job directory: ``input/config`` and
@@ -60,7 +62,6 @@ import copy
 import json
 import logging
 import os
-import posixpath
 import shlex
 import signal
 import threading
@@ -69,16 +70,27 @@ from dataclasses import dataclass, field, replace
 from functools import partial
 from typing import Any
 
-from launchbay import _sagemaker_config
 from launchbay._capacity import cpusets_of
 from launchbay._docker import docker_client, docker_errors, engine_on_this_machine
-from launchbay.backends.local import container_cleanup, container_exits, pip_cache, warm_pool
+from launchbay.backends.local import (
+    container_cleanup,
+    container_exits,
+    etc_hosts,
+    pip_cache,
+    warm_pool,
+)
 from launchbay.backends.local.compose import HOST_GATEWAY, ISOLATED_OPTIONS, compose_document
 from launchbay.backends.local.container_cleanup import (
     LABEL_CLIENT,
     LABEL_JOB,
     LABEL_JOB_DIR,
     network_name,
+)
+from launchbay.backends.local.container_config import (
+    HostSpec,
+    bind_mount,
+    container_options,
+    host_config_args,
 )
 from launchbay.backends.local.endpoints import client_endpoints, on_client
 from launchbay.backends.local.hosts import RUNTIME_MARGIN, HostHandles
@@ -103,28 +115,12 @@ __all__ = ["ContainerHosts", "compose_document", "COMPOSE_FILE"]
 logger = logging.getLogger("launchbay.backends.docker")
 
 COMPOSE_FILE = "docker-compose.yaml"
+#: The job's hosts file, every container's ``/etc/hosts`` (:mod:`~launchbay.backends.local.etc_hosts`).
+HOSTS_FILE = "hosts"
 CONTAINER_BASE = "/opt/ml"
 CODE_DIR = "/opt/ml/code"
 _CREDENTIAL_NAMES = ("AWS_ACCESS_KEY_ID", "AWS_SECRET_ACCESS_KEY", "AWS_SESSION_TOKEN")
 _PASSED_AWS_NAMES = ("AWS_REGION", "AWS_DEFAULT_REGION", "AWS_ENDPOINT_URL", "AWS_ENDPOINT_URL_S3")
-
-
-@dataclass
-class HostSpec:
-    """Everything one container of the job is made from (also what the compose file says)."""
-
-    host: str
-    container_name: str
-    binds: dict[str, dict[str, str]]  # host path -> {"bind": container path, "mode": ro|rw}
-    environment: dict[str, str]
-    secret_names: list[str]
-    #: The GPU device ids this container gets (``local_gpu``), else None.
-    gpu_ids: list[str] | None = None
-    #: The entrypoint, where it is not the image's own (see ``_add_pip_cache``).
-    entrypoint: list[str] | None = None
-    #: The CPUs this container runs on (``cpuset_cpus``, "0,1"): its host's share of this
-    #: machine's CPUs (:func:`launchbay._capacity.cpusets_of`), else None (every CPU).
-    cpus: str | None = None
 
 
 @dataclass
@@ -333,7 +329,7 @@ class ContainerHosts:
         cache = pip_cache.pip_cache_dir(self._image_ids[image])
         entrypoint = pip_cache.entrypoint_with_cache(self._image_configs.get(image) or {})
         for spec in specs:
-            spec.binds[cache] = _bind(pip_cache.CONTAINER_PIP_CACHE, "rw")
+            spec.binds[cache] = bind_mount(pip_cache.CONTAINER_PIP_CACHE, "rw")
             spec.environment["PIP_CACHE_DIR"] = pip_cache.CONTAINER_PIP_CACHE
             if entrypoint:
                 spec.entrypoint = list(entrypoint)
@@ -384,22 +380,22 @@ class ContainerHosts:
         for index, host in enumerate(hosts):
             host_dir = os.path.join(job_dir, host)
             binds: dict[str, dict[str, str]] = {
-                os.path.join(host_dir, "input", "config"): _bind("/opt/ml/input/config", "rw"),
-                os.path.join(host_dir, "model"): _bind("/opt/ml/model", "rw"),
-                os.path.join(host_dir, "output"): _bind("/opt/ml/output", "rw"),
+                os.path.join(host_dir, "input", "config"): bind_mount("/opt/ml/input/config", "rw"),
+                os.path.join(host_dir, "model"): bind_mount("/opt/ml/model", "rw"),
+                os.path.join(host_dir, "output"): bind_mount("/opt/ml/output", "rw"),
             }
             if checkpoint is not None:
                 target = checkpoint.given_path or "/opt/ml/checkpoints"
-                binds[os.path.join(host_dir, "checkpoints")] = _bind(target, "rw")
+                binds[os.path.join(host_dir, "checkpoints")] = bind_mount(target, "rw")
             given = hook.given_path if hook is not None else None
             if given and not given.startswith("/opt/ml/output/"):
-                binds[os.path.join(host_dir, "output", "tensors")] = _bind(given, "rw")
+                binds[os.path.join(host_dir, "output", "tensors")] = bind_mount(given, "rw")
             if tensorboard is not None and tensorboard.local_path != DEFAULT_TENSORBOARD_PATH:
-                binds[os.path.join(host_dir, "output", "tensorboard")] = _bind(
+                binds[os.path.join(host_dir, "output", "tensorboard")] = bind_mount(
                     tensorboard.local_path, "rw"
                 )
             if local_code:
-                binds[os.path.join(host_dir, "code")] = _bind(CODE_DIR, "rw")
+                binds[os.path.join(host_dir, "code")] = bind_mount(CODE_DIR, "rw")
             data_dir = os.path.join(host_dir, "input", "data")
             for channel in plan.channels:
                 channel_dir = os.path.join(data_dir, channel.name)
@@ -407,9 +403,9 @@ class ContainerHosts:
                 # Exactly the channel: a file:// directory is mounted itself; any other
                 # channel directory holds its own files (stage_channels(own_files=True)).
                 if os.path.islink(channel_dir):
-                    binds[os.path.realpath(channel_dir)] = _bind(target, "ro")
+                    binds[os.path.realpath(channel_dir)] = bind_mount(target, "ro")
                 else:
-                    binds[channel_dir] = _bind(target, "ro")
+                    binds[channel_dir] = bind_mount(target, "ro")
             specs.append(
                 HostSpec(
                     host,
@@ -659,11 +655,15 @@ class ContainerHosts:
         # the containers are made while the job network still is (0.1 s of iptables work).
         network_up = threading.Event()
         network_failed: list[BaseException] = []
+        hosts_file = os.path.join(job.layout.job_dir, HOSTS_FILE)
+        gateway = None if isolated else etc_hosts.host_gateway_address(self.client)
+        etc_hosts.start_file(hosts_file, gateway)
+        config_options = container_options(for_docker=True)
 
         def create_and_start(spec: HostSpec) -> None:
             entry: _Container = job.procs[spec.host]
             host_config = api.create_host_config(
-                **host_config_args(spec, network, isolated, container_options(for_docker=True))
+                **host_config_args(spec, network, isolated, config_options, hosts_file=hosts_file)
             )
             networking = api.create_networking_config(
                 {network: api.create_endpoint_config(aliases=[spec.host])}
@@ -693,6 +693,10 @@ class ContainerHosts:
                 return
             api.start(entry.id)
             entry.started = True
+            with contextlib.suppress(errors.APIError):  # gone already: the engine's DNS did
+                address = etc_hosts.address_of(api, entry.id, network)
+                if address:  # its name outlives it, as a machine's does
+                    etc_hosts.add_host(hosts_file, address, spec.host)
             stream = api.logs(entry.id, stream=True, follow=True)
             entry.reader = start_reader(job, spec.host, _split_lines(stream))
             threading.Thread(
@@ -949,51 +953,3 @@ class ContainerHosts:
             f.write(text)
         os.replace(tmp, path)
         return path
-
-
-def container_options(*, for_docker: bool = False) -> dict[str, Any]:
-    """``local.container_config`` of SDK v2 local mode's ``~/.sagemaker/config.yaml``.
-
-    As ``APIClient.create_host_config`` keyword arguments (``shm_size``, ``ulimits``,
-    ``mem_limit``, ...; :data:`launchbay._sagemaker_config.DOCKER_HOST_OPTIONS`);
-    ``for_docker`` turns ulimits into ``docker.types.Ulimit``. Empty without the file.
-    """
-    config = _sagemaker_config.load_local_mode()
-    if config is None or not config.container_config:
-        return {}
-    options = _sagemaker_config.docker_host_options(config.container_config, config.path)
-    if for_docker:
-        return _sagemaker_config.host_options_for_docker(config.path, options)
-    return options
-
-
-def host_config_args(
-    spec: HostSpec, network: str, isolated: bool, options: Mapping[str, Any] | None = None
-) -> dict[str, Any]:
-    """The keyword arguments of ``APIClient.create_host_config`` for one host's container.
-
-    A ``local_gpu`` container gets one device request naming its own GPUs
-    (``spec.gpu_ids``), never ``count=-1`` (all): hosts must not share a GPU.
-    ``options`` (:func:`container_options`) add to them; their ``shm_size`` replaces
-    the default 1 GB.
-    """
-    device_requests = None
-    cpus = {"cpuset_cpus": spec.cpus} if spec.cpus else {}  # the user's cpuset replaces it
-    if spec.gpu_ids is not None:
-        from docker.types import DeviceRequest
-
-        device_requests = [DeviceRequest(device_ids=list(spec.gpu_ids), capabilities=[["gpu"]])]
-    return {
-        "binds": spec.binds,
-        "init": True,
-        "network_mode": network,
-        "device_requests": device_requests,
-        "extra_hosts": None if isolated else {HOST_GATEWAY: "host-gateway"},
-        "shm_size": "1g",
-        **cpus,
-        **(options or {}),
-    }
-
-
-def _bind(target: str, mode: str) -> dict[str, str]:
-    return {"bind": posixpath.normpath(target), "mode": mode}

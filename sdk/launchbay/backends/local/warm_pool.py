@@ -60,6 +60,7 @@ from dataclasses import dataclass, field
 from typing import Any
 
 from launchbay._home import local_dir, local_home
+from launchbay.backends.local import etc_hosts
 from launchbay.errors import DockerError
 from launchbay.runtime.for_client import is_alive
 
@@ -362,6 +363,11 @@ class Pools:
         import concurrent.futures
 
         api = self.client.api
+        # The slot's hosts file: every host's line is in it before a job runs here.
+        hosts_file = os.path.join(plan.directory, f"slot-{slot}", "hosts")
+        os.makedirs(os.path.dirname(hosts_file), exist_ok=True)
+        gateway = None if plan.isolated else etc_hosts.host_gateway_address(self.client)
+        etc_hosts.start_file(hosts_file, gateway)
 
         def make(host: str) -> tuple[str, str]:
             base = os.path.join(plan.directory, f"slot-{slot}", host)
@@ -375,10 +381,11 @@ class Pools:
             os.makedirs(control, exist_ok=True)
             os.mkfifo(os.path.join(control, "go"), 0o600)
             binds[control] = {"bind": CONTROL_DIR, "mode": "ro"}
+            binds.update(etc_hosts.bind(hosts_file))
             cpus = {"cpuset_cpus": plan.cpusets[host]} if host in plan.cpusets else {}
-            host_config = api.create_host_config(
-                **{**cpus, **plan.host_config, "binds": binds, "network_mode": plan.network}
-            )
+            # The slot's hosts file names host.docker.internal: no extra_hosts.
+            fixed = {"binds": binds, "network_mode": plan.network, "extra_hosts": None}
+            host_config = api.create_host_config(**{**cpus, **plan.host_config, **fixed})
             networking = api.create_networking_config(
                 {plan.network: api.create_endpoint_config(aliases=[host])}
             )
@@ -397,6 +404,9 @@ class Pools:
             )
             api.start(created["Id"])
             _wait_ready(api, created["Id"])
+            address = etc_hosts.address_of(api, created["Id"], plan.network)
+            if address:
+                etc_hosts.add_host(hosts_file, address, host)
             return host, created["Id"]
 
         with concurrent.futures.ThreadPoolExecutor(max_workers=min(len(plan.hosts), 8)) as pool:
