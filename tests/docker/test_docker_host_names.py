@@ -77,16 +77,16 @@ def test_a_host_that_ended_still_resolves_for_the_hosts_that_run_on(
     source = tmp_path / "src"
     source.mkdir()
     (source / "names.py").write_text(SCRIPT)
+    # Two hosts of the image, each a container; with keep_alive, a warm pool's.
+    hosts = {
+        "instance_type": "local",
+        "instance_count": 2,
+        "keep_alive_period_in_seconds": keep_alive,
+    }
     est = Estimator(
-        image_uri=IMAGE,
-        role=None,
-        instance_type="local",
-        instance_count=2,
-        entry_point="names.py",
-        source_dir=str(source),
-        output_path=f"file://{tmp_path}/out",
-        keep_alive_period_in_seconds=keep_alive,
+        image_uri=IMAGE, role=None, entry_point="names.py", source_dir=str(source), **hosts
     )
+    est.output_path = f"file://{tmp_path}/out"
     try:
         # With a pool: the first job makes it, the second runs in its waiting containers.
         for _ in range(1 if keep_alive is None else 2):
