@@ -9,6 +9,7 @@ from __future__ import annotations
 
 import errno
 import logging
+import os
 import socket
 import threading
 from collections.abc import Iterator
@@ -105,3 +106,31 @@ def test_a_log_line_about_no_known_host_is_dropped(tmp_path):
     handler = _relay.HostLogs({"algo-1": str(tmp_path / "algo-1.log")})
     handler.handle(logging.makeLogRecord({"msg": "x", "levelname": "WARNING", "host": "algo-9"}))
     assert not (tmp_path / "algo-1.log").exists()
+
+
+def test_readiness_is_seen_on_descriptors_numbered_past_select_s_limit():
+    """``select`` refuses descriptors numbered 1024 or more; a long notebook's process has
+    them (CI's Docker worker did, and every local job it started then failed). The relay,
+    the checkpoint watch and the network switch's start wait with ``readable`` instead."""
+    import select
+
+    from launchbay.runtime.for_client import readable
+
+    read_end, write_end = os.pipe()
+    high = os.dup2(read_end, 1500)
+    try:
+        with pytest.raises(ValueError):
+            select.select([high], [], [], 0)
+        assert readable([high], 0.05) == []
+        os.write(write_end, b"x")
+        assert readable([high], 5) == [high]
+        with os.fdopen(os.dup(high), "rb", buffering=0) as f:
+            assert readable([f], 5) == [f]  # a file object comes back as itself
+        os.close(write_end)
+        write_end = -1
+        os.read(high, 1)
+        assert readable([high], 5) == [high]  # the other end hung up: reading says so
+    finally:
+        for fd in (read_end, high, write_end):
+            if fd >= 0:
+                os.close(fd)

@@ -12,8 +12,12 @@ from __future__ import annotations
 
 import ctypes
 import os
+import select
+from collections.abc import Sequence
+from typing import Any
 
 __all__ = [
+    "readable",
     "CLONE_NEWNET",
     "CLONE_NEWNS",
     "CLONE_NEWUSER",
@@ -72,3 +76,21 @@ def write_proc_file(path: str, text: str) -> None:
     """Write ``text`` in one ``write`` (``/proc/<pid>/uid_map`` and friends take no more)."""
     with open(path, "wb") as f:
         f.write(text.encode())
+
+
+def readable(objects: Sequence[Any], timeout: float | None) -> list[Any]:
+    """Those of ``objects`` (files, sockets or descriptors) that are ready to read, or have
+    hung up, within ``timeout`` seconds (None: until one is).
+
+    ``select.select(objects, [], [], timeout)[0]`` without its limit: ``select`` refuses a
+    descriptor numbered 1024 or more, and a notebook's process that has opened many files
+    reaches those numbers. ``poll`` has no such limit and makes no descriptor of its own.
+    """
+    poller = select.poll()
+    by_fd: dict[int, Any] = {}
+    for obj in objects:
+        fd = obj if isinstance(obj, int) else obj.fileno()
+        by_fd[fd] = obj
+        poller.register(fd, select.POLLIN | select.POLLPRI)
+    events = poller.poll(None if timeout is None else max(0, int(timeout * 1000)))
+    return [by_fd[fd] for fd, _ in events]

@@ -25,10 +25,11 @@ import contextlib
 import errno
 import logging
 import os
-import select
 import socket
 import threading
 from collections.abc import Mapping
+
+from launchbay.runtime._linux import readable
 
 __all__ = [
     "CLIENT_HOST",
@@ -261,10 +262,10 @@ def _relay(a: socket.socket, b: socket.socket, to_a: bytes = b"", to_b: bytes = 
         if to_b:
             b.sendall(to_b)
         while True:
-            readable, _, _ = select.select(sockets, [], [], IDLE_SECONDS)
-            if not readable:
+            ready = readable(sockets, IDLE_SECONDS)
+            if not ready:
                 return
-            for source in readable:
+            for source in ready:
                 data = source.recv(65536)
                 if not data:
                     return

@@ -22,7 +22,7 @@ from launchbay.runtime._confine import (
     unlink_beneath,
 )
 from launchbay.runtime._hostnames import namespace_problem, write_hosts_file
-from launchbay.runtime._linux import libc
+from launchbay.runtime._linux import libc, readable
 from launchbay.runtime._netns import (
     GATEWAY,
     HOLDER_ENV,
@@ -52,6 +52,7 @@ __all__ = [
     "reached_without_links",
     "read_beneath",
     "read_records",
+    "readable",
     "rmtree_beneath",
     "scan_tree",
     "unlink_beneath",

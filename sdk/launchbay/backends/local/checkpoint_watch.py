@@ -22,13 +22,12 @@ import ctypes
 import errno
 import logging
 import os
-import select
 import struct
 import sys
 import threading
 from collections.abc import Mapping
 
-from launchbay.runtime.for_client import libc
+from launchbay.runtime.for_client import libc, readable
 
 __all__ = ["RestoredWatch"]
 
@@ -97,8 +96,7 @@ class RestoredWatch:
     def _run(self) -> None:
         while not self._stop.is_set():
             with contextlib.suppress(OSError, ValueError):
-                ready, _, _ = select.select([self._fd], [], [], 0.2)
-                if ready:
+                if readable([self._fd], 0.2):
                     self._drain()
 
     def _drain(self) -> None:

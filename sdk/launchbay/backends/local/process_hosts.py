@@ -37,7 +37,6 @@ import contextlib
 import functools
 import logging
 import os
-import select
 import shutil
 import signal
 import socket
@@ -68,6 +67,7 @@ from launchbay.runtime.for_client import (
     host_address,
     namespace_problem,
     proxy_environment,
+    readable,
     write_hosts_file,
 )
 from launchbay.runtime.names import ENV, HOST_CPUS_ENV, SETTING
@@ -493,7 +493,7 @@ class _JobNetwork:
         )
         assert proc.stdout is not None
         line = b""
-        if select.select([proc.stdout], [], [], _NETWORK_START_SECONDS)[0]:
+        if readable([proc.stdout], _NETWORK_START_SECONDS):
             line = proc.stdout.readline()
         word, _, rest = line.decode(errors="replace").strip().partition(" ")
         if word == "ready" and rest.isdigit():
