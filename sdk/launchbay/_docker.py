@@ -3,11 +3,19 @@
 from __future__ import annotations
 
 import os
+import threading
 from typing import Any
 
 from launchbay.errors import DockerError, MissingDependencyError
 
-__all__ = ["docker_client", "docker_errors"]
+__all__ = ["SHARED_POOL_SIZE", "docker_client", "docker_errors", "shared_client"]
+
+#: Connections the shared client keeps open to the engine, at most (its pool's size): every
+#: running job's log streams, exit waits and event streams at once, before any is discarded.
+SHARED_POOL_SIZE = 32
+
+_shared: dict[tuple[int, str, str, str], Any] = {}
+_shared_lock = threading.Lock()
 
 
 def docker_errors() -> Any:
@@ -17,7 +25,9 @@ def docker_errors() -> Any:
     return docker.errors
 
 
-def docker_client(feature: str = "Local Docker mode", *, timeout: int = 120) -> Any:
+def docker_client(
+    feature: str = "Local Docker mode", *, timeout: int = 120, max_pool_size: int | None = None
+) -> Any:
     """A ``docker.DockerClient`` for the engine ``DOCKER_HOST`` (or the local socket) names.
 
     Raises:
@@ -30,7 +40,10 @@ def docker_client(feature: str = "Local Docker mode", *, timeout: int = 120) -> 
         raise MissingDependencyError.for_module("docker", "docker", feature) from None
     where = os.environ.get("DOCKER_HOST") or "unix:///var/run/docker.sock"
     try:
-        client = docker.from_env(timeout=timeout)
+        if max_pool_size is None:
+            client = docker.from_env(timeout=timeout)
+        else:
+            client = docker.from_env(timeout=timeout, max_pool_size=max_pool_size)
         client.ping()
     except docker.errors.DockerException as exc:
         raise DockerError(
@@ -39,6 +52,32 @@ def docker_client(feature: str = "Local Docker mode", *, timeout: int = 120) -> 
             "at one; instance_type='local_process' runs without Docker."
         ) from exc
     return client
+
+
+def shared_client(feature: str = "Local Docker mode") -> Any:
+    """This process's one ``docker.DockerClient`` for the engine the environment names.
+
+    The local Docker backends run every job through it. A client per job kept its pool of
+    idle connections open for as long as the job's handle lived (the whole notebook): 22
+    sockets for each 2-host job, so a long session's process passed 1,024 descriptors, where
+    ``select`` stops working and the limit of open files is near. One client's pool holds at
+    most :data:`SHARED_POOL_SIZE`. Made on first use (and the engine checked then); one per
+    process and per ``DOCKER_HOST``, ``DOCKER_TLS_VERIFY`` and ``DOCKER_CERT_PATH``, so a
+    forked child makes its own instead of sharing its parent's sockets. Never close it.
+    """
+    env = os.environ
+    key = (
+        os.getpid(),
+        env.get("DOCKER_HOST", ""),
+        env.get("DOCKER_TLS_VERIFY", ""),
+        env.get("DOCKER_CERT_PATH", ""),
+    )
+    with _shared_lock:
+        client = _shared.get(key)
+        if client is None:
+            client = docker_client(feature, max_pool_size=SHARED_POOL_SIZE)
+            _shared[key] = client
+        return client
 
 
 def engine_on_this_machine() -> bool:

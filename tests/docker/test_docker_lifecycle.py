@@ -79,3 +79,25 @@ def test_mpi_workers_over_ssh_learn_at_once_that_the_master_could_not_start(
     assert "No MPI job reached this host" not in worker_log
     containers, _ = docker_leftovers(docker_client, directory)
     assert not containers, containers
+
+
+def test_a_process_that_runs_many_docker_jobs_keeps_its_open_descriptors(
+    home, tmp_path, docker_pytorch
+):
+    """Every Docker job of a process goes through one engine client (``shared_client``).
+
+    A client per job kept its idle connections open for as long as the job's handle lived:
+    22 sockets for each 2-host job, until CI's Docker worker passed 1,024 descriptors and
+    every local job it started failed in ``select`` ("filedescriptor out of range").
+    """
+    from launchbay._docker import SHARED_POOL_SIZE
+
+    def open_descriptors() -> int:
+        return len(os.listdir("/proc/self/fd"))
+
+    est = docker_pytorch("noop.py", out=tmp_path / "out")
+    est.fit(logs=False)
+    after_one = open_descriptors()
+    for _ in range(5):
+        est.fit(logs=False)
+    assert open_descriptors() <= after_one + SHARED_POOL_SIZE // 2, (after_one, open_descriptors())

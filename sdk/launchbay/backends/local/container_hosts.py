@@ -71,7 +71,7 @@ from functools import partial
 from typing import Any
 
 from launchbay._capacity import cpusets_of
-from launchbay._docker import docker_client, docker_errors, engine_on_this_machine
+from launchbay._docker import docker_errors, engine_on_this_machine, shared_client
 from launchbay.backends.local import (
     container_cleanup,
     container_exits,
@@ -196,7 +196,7 @@ class ContainerHosts:
         """The ``docker.DockerClient`` (made, and the engine checked, on first use)."""
         with self._client_lock:
             if self._client is None:
-                self._client = docker_client("Local Docker mode (instance_type='local')")
+                self._client = shared_client("Local Docker mode (instance_type='local')")
             return self._client
 
     # -- before anything is made ----------------------------------------------------
