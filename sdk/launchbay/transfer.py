@@ -731,12 +731,18 @@ def download_objects(
             body.close()  # the connection is dropped, not reused half-read
             raise
 
+    # The temporary files being written: a batch stopped by a signal stops waiting for its
+    # threads after STOP_GRACE, and removes what the threads still reading have not.
+    writing: set[str] = set()
+
     def job(obj: S3Object, destination: str) -> None:
-        tmp = None
+        tmp = made = None
         try:
             parent = os.path.dirname(destination)
             os.makedirs(parent, exist_ok=True)
             fd, tmp = tempfile.mkstemp(prefix=".launchbay-", suffix=".part", dir=parent)
+            made = tmp
+            writing.add(made)
             os.close(fd)
             fetch(obj, tmp)
             os.replace(tmp, destination)
@@ -749,6 +755,7 @@ def download_objects(
                     os.unlink(tmp)
                 except OSError:
                     pass
+            writing.discard(made or "")
         bar.update(0, 1)
 
     small: list[Callable[[], None]] = []
@@ -766,8 +773,15 @@ def download_objects(
     )
 
     together = [lambda: run_parallel(large, large_at_once, stop=stop)] if large else []
-    with bar:
-        run_parallel(small, limits.workers, large=together, stop=stop)
+    try:
+        with bar:
+            run_parallel(small, limits.workers, large=together, stop=stop)
+    finally:
+        for tmp in list(writing):  # threads that did not end within the grace
+            try:
+                os.unlink(tmp)
+            except OSError:
+                pass
 
 
 def _is_under(key: str, key_prefix: str) -> bool:
