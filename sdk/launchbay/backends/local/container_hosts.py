@@ -694,9 +694,7 @@ class ContainerHosts:
             api.start(entry.id)
             entry.started = True
             with contextlib.suppress(errors.APIError):  # gone already: the engine's DNS did
-                address = etc_hosts.address_of(api, entry.id, network)
-                if address:  # its name outlives it, as a machine's does
-                    etc_hosts.add_host(hosts_file, address, spec.host)
+                etc_hosts.name_container(api, entry.id, network, hosts_file, spec.host)
             stream = api.logs(entry.id, stream=True, follow=True)
             entry.reader = start_reader(job, spec.host, _split_lines(stream))
             threading.Thread(

@@ -22,12 +22,14 @@ import os
 import threading
 from typing import Any
 
+from launchbay.backends.local.layout import write_text_atomic
+
 __all__ = [
     "HOST_GATEWAY",
     "TARGET",
     "add_host",
-    "address_of",
     "bind",
+    "name_container",
     "host_gateway_address",
     "start_file",
 ]
@@ -72,13 +74,10 @@ def host_gateway_address(client: Any) -> str | None:
 
 
 def start_file(path: str, gateway: str | None) -> None:
-    """A new hosts file at ``path`` (mode 0644: every user of a container reads it)."""
+    """A new hosts file at ``path`` (mode 0644: every user of a container reads it), written
+    whole before any container mounts it: later writes only append."""
     text = _LOCALHOST + (f"{gateway}\t{HOST_GATEWAY}\n" if gateway else "")
-    tmp = f"{path}.tmp"
-    with open(os.open(tmp, os.O_WRONLY | os.O_CREAT | os.O_TRUNC, 0o644), "w") as f:
-        f.write(text)
-    os.chmod(tmp, 0o644)  # whatever the umask
-    os.replace(tmp, path)  # before any container mounts it: later writes only append
+    write_text_atomic(path, text, mode=0o644)
 
 
 def add_host(path: str, address: str, host: str) -> None:
@@ -90,10 +89,13 @@ def add_host(path: str, address: str, host: str) -> None:
         os.close(fd)
 
 
-def address_of(api: Any, container_id: str, network: str) -> str | None:
-    """The container's IPv4 address on ``network``; None once it has stopped."""
+def name_container(api: Any, container_id: str, network: str, path: str, host: str) -> None:
+    """Append the started container's line (its address on ``network``) to ``path``; none
+    for a container that has already stopped (its name then lasts only as long as it ran)."""
     networks = api.inspect_container(container_id).get("NetworkSettings", {}).get("Networks")
-    return (networks or {}).get(network, {}).get("IPAddress") or None
+    address = (networks or {}).get(network, {}).get("IPAddress")
+    if address:
+        add_host(path, address, host)
 
 
 def bind(path: str) -> dict[str, dict[str, str]]:

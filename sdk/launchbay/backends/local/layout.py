@@ -187,12 +187,14 @@ def write_json_atomic(path: str, obj: Any) -> None:
     write_text_atomic(path, json.dumps(obj, indent=2, default=str))
 
 
-def write_text_atomic(path: str, text: str) -> None:
-    """Put ``text`` at ``path`` whole (0600, its directory made): a reader sees the old
+def write_text_atomic(path: str, text: str, *, mode: int = 0o600) -> None:
+    """Put ``text`` at ``path`` whole (``mode``, its directory made): a reader sees the old
     file or the new one, never a part; nothing is left behind if the write fails."""
     os.makedirs(os.path.dirname(path), exist_ok=True)
     fd, tmp = tempfile.mkstemp(prefix=".tmp-", dir=os.path.dirname(path))
     try:
+        if mode != 0o600:  # mkstemp's
+            os.fchmod(fd, mode)
         with os.fdopen(fd, "w", encoding="utf-8") as f:
             f.write(text)
         os.replace(tmp, path)

@@ -404,9 +404,7 @@ class Pools:
             )
             api.start(created["Id"])
             _wait_ready(api, created["Id"])
-            address = etc_hosts.address_of(api, created["Id"], plan.network)
-            if address:
-                etc_hosts.add_host(hosts_file, address, host)
+            etc_hosts.name_container(api, created["Id"], plan.network, hosts_file, host)
             return host, created["Id"]
 
         with concurrent.futures.ThreadPoolExecutor(max_workers=min(len(plan.hosts), 8)) as pool:
