@@ -140,6 +140,31 @@ def test_two_plain_hosts_label_their_lines(local_job) -> None:
     assert results["algo-2"].stdout.strip() == "[rank 1] on algo-2"
 
 
+LEAVES_A_WRITER = """
+import subprocess, sys
+for i in range(5000):
+    print(f"line {i}")
+sys.stdout.flush()
+# A leftover that holds the script's stdout and stderr open after the script has ended.
+leftover = subprocess.Popen(["sleep", "300"])
+print(leftover.pid, file=open("leftover.pid", "w"))
+"""
+
+
+def test_a_script_that_ends_is_read_to_its_last_line_though_a_leftover_holds_its_output(
+    local_job,
+) -> None:
+    # The runtime learns of the end from the process itself, not from its output's end:
+    # every line written before it is delivered, and the leftover is stopped with the job.
+    job = local_job({"train.py": LEAVES_A_WRITER})
+    result = job.run()["algo-1"]
+    assert result.returncode == 0, result.stderr
+    lines = [line.removeprefix("[rank 0] ") for line in result.stdout.splitlines()]
+    assert lines == [f"line {i}" for i in range(5000)]
+    pid = int((job.base("algo-1") / "code" / "leftover.pid").read_text())
+    assert not psutil.pid_exists(pid) or psutil.Process(pid).status() == psutil.STATUS_ZOMBIE
+
+
 def test_bad_entry_point_is_a_setup_failure(local_job) -> None:
     job = local_job({"train.py": ""}, program="../escape.py")
     result = job.run()["algo-1"]

@@ -200,6 +200,45 @@ def test_only_an_engine_on_this_machine_gets_this_machines_cpu_shares(
     assert engine_on_this_machine() is here
 
 
+class _Engine:
+    """Stands in for docker's APIClient (the engine's answer), not for our code."""
+
+    def __init__(self, url: str, info: dict | None, error: Exception | None = None):
+        self.base_url, self._info, self._error, self.asked = url, info, error, 0
+
+    def info(self):
+        self.asked += 1
+        if self._error is not None:
+            raise self._error
+        return self._info
+
+
+@pytest.mark.parametrize(
+    ("info", "error", "pins"),
+    [
+        ({"NCPU": "same", "CPUSet": True}, None, True),
+        ({"NCPU": "same", "CPUSet": False}, None, False),  # rootless, no cpuset controller
+        ({"NCPU": "other", "CPUSet": True}, None, False),  # an engine in a VM: not our CPUs
+        (None, OSError("engine gone"), False),
+    ],
+)
+def test_containers_are_pinned_only_where_the_engine_can_and_it_is_asked_once(
+    monkeypatch, info, error, pins
+):
+    from types import SimpleNamespace
+
+    from launchbay.backends.local.container_config import engine_pins_cpus
+
+    monkeypatch.delenv("DOCKER_HOST", raising=False)
+    if info is not None:
+        info = {**info, "NCPU": os.cpu_count() if info["NCPU"] == "same" else 1000}
+    api = _Engine(f"http+docker://pins-{id(info)}-{error!r}", info, error)
+    client = SimpleNamespace(api=api)
+    assert engine_pins_cpus(client) is pins
+    assert engine_pins_cpus(client) is pins
+    assert api.asked == 1
+
+
 def test_a_jobs_hosts_file_is_readable_by_every_user_and_only_grows(tmp_path):
     """Every user of a container reads ``/etc/hosts``; a container sees whole lines added."""
     from launchbay.backends.local import etc_hosts

@@ -163,6 +163,10 @@ class Supervisor:
         self._last_scan = 0.0
         self._seen_failures: set[str] = set()
         self._pidfds: dict[int, int] = {}
+        #: A pidfd per process this host started (fd -> name): the loop wakes the moment one
+        #: ends instead of at its next tick (a job's end is often its last stream's EOF
+        #: slightly before its exit).
+        self._exit_fds: dict[int, str] = {}
         self._first_signal_at = float("-inf")
 
     # ------------------------------------------------------------------ output
@@ -311,11 +315,15 @@ class Supervisor:
                 return
 
     def _pump(self, timeout: float) -> None:
-        if not self._streams and not self._pidfds:
+        if not self._streams and not self._pidfds and not self._exit_fds:
             time.sleep(timeout)
             return
         for key, _ in self._selector.select(timeout):
-            if key.fd in self._pidfds:
+            if key.fd in self._exit_fds:  # reaped by the loop's _poll_processes
+                del self._exit_fds[key.fd]
+                self._selector.unregister(key.fd)
+                os.close(key.fd)
+            elif key.fd in self._pidfds:
                 rank = self._pidfds.pop(key.fd)
                 self._selector.unregister(key.fd)
                 os.close(key.fd)
@@ -374,6 +382,10 @@ class Supervisor:
             ) from exc
         self._procs[spec.name] = proc
         self._specs[spec.name] = spec
+        exit_fd = _pidfd(proc.pid)
+        if exit_fd is not None:
+            self._exit_fds[exit_fd] = spec.name
+            self._selector.register(exit_fd, selectors.EVENT_READ)
         for pipe, kind in ((proc.stdout, "out"), (proc.stderr, "err")):
             assert pipe is not None  # noqa: S101 - Popen with PIPE
             fd = os.dup(pipe.fileno())
@@ -398,12 +410,8 @@ class Supervisor:
 
     def _watch_pid(self, rank: int, pid: int) -> bool:
         """Get notified the moment a rank's process ends (Linux pidfd); False if unsupported."""
-        pidfd_open = getattr(os, "pidfd_open", None)
-        if pidfd_open is None:
-            return False
-        try:
-            fd = pidfd_open(pid)
-        except OSError:
+        fd = _pidfd(pid)
+        if fd is None:
             return False
         self._pidfds[fd] = rank
         self._selector.register(fd, selectors.EVENT_READ)
@@ -634,7 +642,8 @@ class Supervisor:
         finally:
             for s, handler in previous.items():
                 signal.signal(s, handler)
-            for fd in list(self._streams) + self._keepalive + list(self._pidfds):
+            fds = [*self._streams, *self._keepalive, *self._pidfds, *self._exit_fds]
+            for fd in fds:
                 with contextlib.suppress(OSError):
                     os.close(fd)
             self._selector.close()
@@ -740,6 +749,18 @@ class Supervisor:
         if outcome.teardown_reason in ("failure", "peer"):
             return 1
         return 0
+
+
+def _pidfd(pid: int) -> int | None:
+    """A descriptor readable once ``pid`` has ended (Linux pidfd), or None where the kernel
+    or a seccomp profile has no ``pidfd_open`` (the loop then sees the end at its tick)."""
+    pidfd_open = getattr(os, "pidfd_open", None)
+    if pidfd_open is None:
+        return None
+    try:
+        return int(pidfd_open(pid))
+    except OSError:
+        return None
 
 
 def make_io_dir() -> str:

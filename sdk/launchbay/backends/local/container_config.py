@@ -7,16 +7,25 @@ SDK v2 local mode's ``local.container_config`` (:func:`container_options`) on to
 
 from __future__ import annotations
 
+import logging
+import os
 import posixpath
+import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from launchbay import _sagemaker_config
+from launchbay._docker import docker_errors, engine_on_this_machine
 from launchbay.backends.local import etc_hosts
 from launchbay.backends.local.compose import HOST_GATEWAY
 
-__all__ = ["HostSpec", "bind_mount", "container_options", "host_config_args"]
+__all__ = ["HostSpec", "bind_mount", "container_options", "engine_pins_cpus", "host_config_args"]
+
+logger = logging.getLogger("launchbay")
+
+_pins: dict[str, bool] = {}
+_pins_lock = threading.Lock()
 
 
 @dataclass
@@ -93,3 +102,25 @@ def host_config_args(
 def bind_mount(target: str, mode: str) -> dict[str, str]:
     """One bind mount's ``create_host_config`` value: ``target`` in the container, ``mode``."""
     return {"bind": posixpath.normpath(target), "mode": mode}
+
+
+def engine_pins_cpus(client: Any) -> bool:
+    """Whether each container gets its host's share of this machine's CPUs: where the engine
+    runs on this machine, sees its CPUs (``NCPU``: not an engine in a VM behind a local
+    socket) and can pin them (``CPUSet``; a rootless engine without the cpuset controller
+    cannot). Asked once per engine and process: the engine's ``info`` takes 10-20 ms, which
+    every cold job's start paid."""
+    key = str(getattr(client.api, "base_url", ""))
+    with _pins_lock:
+        if key in _pins:
+            return _pins[key]
+    pins = False
+    try:
+        if engine_on_this_machine():
+            info = client.api.info()
+            pins = info.get("NCPU") == os.cpu_count() and bool(info.get("CPUSet"))
+    except (docker_errors().DockerException, OSError) as exc:
+        logger.debug("Docker engine info failed (%s): containers keep every CPU", exc)
+    with _pins_lock:
+        _pins[key] = pins
+    return pins

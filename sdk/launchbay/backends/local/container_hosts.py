@@ -71,7 +71,7 @@ from functools import partial
 from typing import Any
 
 from launchbay._capacity import cpusets_of
-from launchbay._docker import docker_errors, engine_on_this_machine, shared_client
+from launchbay._docker import docker_errors, shared_client
 from launchbay.backends.local import (
     container_cleanup,
     container_exits,
@@ -90,6 +90,7 @@ from launchbay.backends.local.container_config import (
     HostSpec,
     bind_mount,
     container_options,
+    engine_pins_cpus,
     host_config_args,
 )
 from launchbay.backends.local.endpoints import client_endpoints, on_client
@@ -189,7 +190,6 @@ class ContainerHosts:
         self._warm: dict[str, warm_pool.PoolPlan] = {}  # job dir -> the pool its hosts run in
         self._pools: warm_pool.Pools | None = None
         self._image_configs: dict[str, dict[str, Any]] = {}  # image -> its Config (Env, Entrypoint)
-        self._engine_cpuset: bool | None = None  # can the engine pin a container's CPUs?
 
     @property
     def client(self) -> Any:
@@ -376,7 +376,7 @@ class ContainerHosts:
         environment.update(client_endpoints(environment, HOST_GATEWAY))
         checkpoint, hook, tensorboard = plan.checkpoint, plan.debug_hook, plan.tensorboard
         specs = []
-        cpusets = cpusets_of(len(hosts)) if self._pins_cpus() else [None] * len(hosts)
+        cpusets = cpusets_of(len(hosts)) if engine_pins_cpus(self.client) else [None] * len(hosts)
         for index, host in enumerate(hosts):
             host_dir = os.path.join(job_dir, host)
             binds: dict[str, dict[str, str]] = {
@@ -418,22 +418,6 @@ class ContainerHosts:
                 )
             )
         return specs
-
-    def _pins_cpus(self) -> bool:
-        """Whether each container gets its host's share of this machine's CPUs: where the
-        engine runs on this machine, sees its CPUs (``NCPU``: not an engine in a VM behind a
-        local socket) and can pin them (``CPUSet``; a rootless engine without the cpuset
-        controller cannot). Its info is asked once."""
-        if self._engine_cpuset is None:
-            self._engine_cpuset = False
-            try:
-                if engine_on_this_machine():  # and sees this machine's CPUs (not a VM's)
-                    info = self.client.api.info()
-                    same = info.get("NCPU") == os.cpu_count()
-                    self._engine_cpuset = same and bool(info.get("CPUSet"))
-            except (docker_errors().DockerException, OSError) as exc:
-                logger.debug("Docker engine info failed (%s): containers keep every CPU", exc)
-        return self._engine_cpuset
 
     def check_name(self, name: str, job_dir: str) -> None:
         """Refuse a name whose containers run for another job directory.
