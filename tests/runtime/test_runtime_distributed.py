@@ -258,9 +258,36 @@ time.sleep(60)
 """
 
 
-@pytest.mark.parametrize("launcher", ["torch_distributed", "mpi"])
+# Rank 1 dies before the runtime has looked at it, so mpirun reaps it and is the only one
+# to know its status. Rank 0, stopped by mpirun, records its end (143) and lingers a
+# moment, which keeps mpirun from printing that status until the runtime has seen the 143.
+KILL_SELF_AT_ONCE = """
+import os, signal, sys, threading, time
+rank = int(os.environ["OMPI_COMM_WORLD_RANK"])
+if rank == 1:
+    os.kill(os.getpid(), signal.SIGKILL)
+
+def stopped(*_):
+    threading.Thread(target=time.sleep, args=(0.6,)).start()
+    sys.exit(143)
+
+signal.signal(signal.SIGTERM, stopped)
+time.sleep(60)
+"""
+
+
+@pytest.mark.parametrize(
+    ("launcher", "script"),
+    [
+        ("torch_distributed", KILL_SELF_SCRIPT),
+        ("mpi", KILL_SELF_SCRIPT),
+        # mpirun must live to print the status, though the job is already being torn down.
+        ("mpi", KILL_SELF_AT_ONCE),
+    ],
+    ids=["torch_distributed", "mpi", "mpi-reaped-first"],
+)
 def test_a_rank_killed_by_sigkill_is_reported_with_the_signal_and_a_memory_hint(
-    local_job, launcher
+    local_job, launcher, script
 ) -> None:
     """Not "exit code unknown": the report names SIGKILL and points at the OOM killer."""
     enabled = (
@@ -268,9 +295,7 @@ def test_a_rank_killed_by_sigkill_is_reported_with_the_signal_and_a_memory_hint(
         if launcher == "torch_distributed"
         else {"sagemaker_mpi_enabled": True, "sagemaker_mpi_custom_mpi_options": ""}
     )
-    job = local_job(
-        {"train.py": KILL_SELF_SCRIPT}, hosts=1, hyperparameters={**enabled, **TWO_BY_TWO}
-    )
+    job = local_job({"train.py": script}, hosts=1, hyperparameters={**enabled, **TWO_BY_TWO})
     results = job.run(timeout=90)
     result = results["algo-1"]
     assert result.returncode != 0

@@ -167,6 +167,9 @@ class Supervisor:
         #: ends instead of at its next tick (a job's end is often its last stream's EOF
         #: slightly before its exit).
         self._exit_fds: dict[int, str] = {}
+        #: Ranks that died while the runtime could not read their exit status (their
+        #: launcher had reaped them): only the launcher's own report can still say how.
+        self._unseen_deaths: set[int] = set()
         self._first_signal_at = float("-inf")
 
     # ------------------------------------------------------------------ output
@@ -429,6 +432,8 @@ class Supervisor:
             return
         # Read at once: the launcher (the rank's parent) reaps it any moment now.
         status = _procs.zombie_status(state.pid) if state.pid is not None else None
+        if status is None:
+            self._unseen_deaths.add(rank)
         with contextlib.suppress(OSError):
             _records.write_record(
                 path,
@@ -496,13 +501,17 @@ class Supervisor:
             with contextlib.suppress(OSError):
                 self.shared.mark_host(cause, None, at if reason == "failure" else time.time())
         # Launchers (torchrun, mpirun, sshd) only print noise when asked to stop:
-        # kill them; ranks get SIGTERM (then SIGKILL) so handlers can run.
+        # kill them; ranks get SIGTERM (then SIGKILL) so handlers can run. Unless a rank
+        # died with a status only its launcher saw: mpirun then ends the job by itself
+        # and says which signal killed it, which the report needs (SIGKILL in
+        # FAILURE_KILL_DELAY if it does not).
         launchers = {
             proc.pid
             for name, proc in self._procs.items()
             if self._specs[name].output != "rank" and proc.poll() is None
         }
-        _procs.send_signal(launchers, signal.SIGKILL)
+        if not self._unseen_deaths:
+            _procs.send_signal(launchers, signal.SIGKILL)
         others = set(_procs.descendants()) - launchers - (spare or set())
         _procs.send_signal(others, signal.SIGTERM)
         self._kill_at = time.monotonic() + FAILURE_KILL_DELAY
