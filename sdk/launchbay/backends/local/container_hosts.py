@@ -95,7 +95,7 @@ from launchbay.backends.local.container_config import (
 )
 from launchbay.backends.local.endpoints import client_endpoints, on_client
 from launchbay.backends.local.hosts import RUNTIME_MARGIN, HostHandles
-from launchbay.backends.local.layout import JobLayout, file_uri_path
+from launchbay.backends.local.layout import JobLayout, file_uri_path, write_text_atomic
 from launchbay.backends.local.logs import join_readers, start_reader
 from launchbay.backends.local.logs import split_lines as _split_lines
 from launchbay.backends.local.record import CLIENT_ID, LocalJob, job_arn
@@ -150,13 +150,6 @@ def _needs_aws(source: JobFields | Mapping[str, Any]) -> bool:
 def container_endpoint(url: str) -> str:
     """``url`` as a container on the job network reaches it (loopback -> the host gateway)."""
     return on_client(url, HOST_GATEWAY)
-
-
-def _write_text_atomic(path: str, text: str) -> None:
-    tmp = f"{path}.{os.getpid()}.tmp"
-    with open(tmp, "w", encoding="utf-8") as f:
-        f.write(text)
-    os.replace(tmp, path)
 
 
 class ContainerHosts:
@@ -560,7 +553,7 @@ class ContainerHosts:
         except docker_errors().APIError as exc:
             raise DockerError(f"Could not make the warm pool's containers: {exc}") from exc
         link = {"pool": plan.directory, "key": plan.key, "containers": waiting, "reused": reused}
-        _write_text_atomic(os.path.join(job.layout.job_dir, warm_pool.JOB_FILE), json.dumps(link))
+        write_text_atomic(os.path.join(job.layout.job_dir, warm_pool.JOB_FILE), json.dumps(link))
         secrets = self._credentials([e.spec for e in job.procs.values()], job.stager)
         slot_of = partial(self.pools.slot_dir, plan)
 
@@ -905,7 +898,7 @@ class ContainerHosts:
                 logger.warning("Could not read the output of %s of job %s: %s", host, name, exc)
                 continue
             text = "\n".join(_split_lines([data]))
-            _write_text_atomic(layout.log_file(host), text + "\n" if text else "")
+            write_text_atomic(layout.log_file(host), text + "\n" if text else "")
         if link is not None:
             self._end_pool_of(layout.job_dir)
         if image:
