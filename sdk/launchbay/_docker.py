@@ -4,11 +4,14 @@ from __future__ import annotations
 
 import os
 import threading
-from typing import Any
+from collections.abc import Callable
+from typing import Any, TypeVar
 
 from launchbay.errors import DockerError, MissingDependencyError
 
-__all__ = ["SHARED_POOL_SIZE", "docker_client", "docker_errors", "shared_client"]
+__all__ = ["SHARED_POOL_SIZE", "docker_client", "docker_errors", "engine_fact", "shared_client"]
+
+T = TypeVar("T")
 
 #: Connections the shared client keeps open to the engine, at most (its pool's size): every
 #: running job's log streams, exit waits and event streams at once, before any is discarded.
@@ -16,6 +19,7 @@ SHARED_POOL_SIZE = 32
 
 _shared: dict[tuple[int, str, str, str], Any] = {}
 _shared_lock = threading.Lock()
+_facts: dict[tuple[str, str], Any] = {}
 
 
 def docker_errors() -> Any:
@@ -84,3 +88,17 @@ def engine_on_this_machine() -> bool:
     """Whether the engine ``DOCKER_HOST`` names (default: the local socket) runs here."""
     where = os.environ.get("DOCKER_HOST", "")
     return not where or where.startswith("unix://")
+
+
+def engine_fact(client: Any, name: str, ask: Callable[[], T]) -> T:
+    """``ask()``'s answer about the engine ``client`` talks to, asked once per engine (its
+    URL) and process: for what an engine does not change while it runs, which every job
+    would otherwise ask again on its start's path."""
+    key = (str(getattr(client.api, "base_url", "")), name)
+    with _shared_lock:
+        if key in _facts:
+            return _facts[key]
+    answer = ask()
+    with _shared_lock:
+        _facts[key] = answer
+    return answer

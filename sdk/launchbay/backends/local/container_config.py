@@ -10,22 +10,18 @@ from __future__ import annotations
 import logging
 import os
 import posixpath
-import threading
 from collections.abc import Mapping
 from dataclasses import dataclass
 from typing import Any
 
 from launchbay import _sagemaker_config
-from launchbay._docker import docker_errors, engine_on_this_machine
+from launchbay._docker import docker_errors, engine_fact, engine_on_this_machine
 from launchbay.backends.local import etc_hosts
 from launchbay.backends.local.compose import HOST_GATEWAY
 
 __all__ = ["HostSpec", "bind_mount", "container_options", "engine_pins_cpus", "host_config_args"]
 
 logger = logging.getLogger("launchbay")
-
-_pins: dict[str, bool] = {}
-_pins_lock = threading.Lock()
 
 
 @dataclass
@@ -110,17 +106,14 @@ def engine_pins_cpus(client: Any) -> bool:
     socket) and can pin them (``CPUSet``; a rootless engine without the cpuset controller
     cannot). Asked once per engine and process: the engine's ``info`` takes 10-20 ms, which
     every cold job's start paid."""
-    key = str(getattr(client.api, "base_url", ""))
-    with _pins_lock:
-        if key in _pins:
-            return _pins[key]
-    pins = False
-    try:
-        if engine_on_this_machine():
-            info = client.api.info()
-            pins = info.get("NCPU") == os.cpu_count() and bool(info.get("CPUSet"))
-    except (docker_errors().DockerException, OSError) as exc:
-        logger.debug("Docker engine info failed (%s): containers keep every CPU", exc)
-    with _pins_lock:
-        _pins[key] = pins
-    return pins
+
+    def ask() -> bool:
+        try:
+            if engine_on_this_machine():
+                info = client.api.info()
+                return info.get("NCPU") == os.cpu_count() and bool(info.get("CPUSet"))
+        except (docker_errors().DockerException, OSError) as exc:
+            logger.debug("Docker engine info failed (%s): containers keep every CPU", exc)
+        return False
+
+    return engine_fact(client, "pins-cpus", ask)

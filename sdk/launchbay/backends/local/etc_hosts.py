@@ -19,9 +19,9 @@ Appends only, in one ``write`` each: a container sees the file grow, never chang
 from __future__ import annotations
 
 import os
-import threading
 from typing import Any
 
+from launchbay._docker import engine_fact
 from launchbay.backends.local.layout import write_text_atomic
 
 __all__ = [
@@ -47,30 +47,24 @@ _LOCALHOST = (
     "ff02::1\tip6-allnodes\n"
     "ff02::2\tip6-allrouters\n"
 )
-_lock = threading.Lock()
-_gateways: dict[str, str | None] = {}
 
 
 def host_gateway_address(client: Any) -> str | None:
     """The address the engine gives ``host-gateway``: its default bridge's IPv4 gateway
     (asked once per engine and process); None when the engine has no such bridge."""
-    key = str(getattr(client.api, "base_url", ""))
-    with _lock:
-        if key in _gateways:
-            return _gateways[key]
-    address = None
-    try:
-        configs = client.api.inspect_network("bridge").get("IPAM", {}).get("Config") or []
-    except Exception:  # no default bridge (a daemon started with --bridge=none)
-        configs = []
-    for config in configs:
-        gateway = str(config.get("Gateway") or "")
-        if gateway and ":" not in gateway:
-            address = gateway
-            break
-    with _lock:
-        _gateways[key] = address
-    return address
+
+    def ask() -> str | None:
+        try:
+            configs = client.api.inspect_network("bridge").get("IPAM", {}).get("Config") or []
+        except Exception:  # no default bridge (a daemon started with --bridge=none)
+            configs = []
+        for config in configs:
+            gateway = str(config.get("Gateway") or "")
+            if gateway and ":" not in gateway:
+                return gateway
+        return None
+
+    return engine_fact(client, "host-gateway", ask)
 
 
 def start_file(path: str, gateway: str | None) -> None:
