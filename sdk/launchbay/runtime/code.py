@@ -23,7 +23,6 @@
 from __future__ import annotations
 
 import contextlib
-import hashlib
 import json
 import logging
 import os
@@ -31,17 +30,18 @@ import re
 import shutil
 import subprocess
 import sys
-import tarfile
 import tempfile
 import time
 import urllib.parse
 from collections.abc import Iterator
 from dataclasses import dataclass
+from typing import TYPE_CHECKING, Any
 
-from launchbay.runtime.archive import refused_members
-from launchbay.runtime.archive import safe_extract as extract_archive
 from launchbay.runtime.errors import TrainingSetupError
 from launchbay.runtime.names import ENV, HP
+
+if TYPE_CHECKING:
+    import tarfile
 
 __all__ = [
     "EntryPoint",
@@ -102,6 +102,8 @@ def unsafe_members(archive: tarfile.TarFile, destination: str) -> list[str]:
     outside or into a loop in the final tree. The check does not depend on
     tarfile's ``data`` filter (Python 3.10 before 3.10.12, 3.11 before 3.11.4).
     """
+    from launchbay.runtime.archive import refused_members  # noqa: PLC0415 - see safe_extract
+
     return [name for name, _why in refused_members(archive, destination)]
 
 
@@ -116,6 +118,10 @@ def safe_extract(
     as it was); if extraction fails part way, what it wrote is removed again.
     ``use_data_filter=False`` extracts as a Python without tarfile's ``data`` filter.
     """
+    # Imported here: tarfile and the archive rules cost every host's start (a container's
+    # code is unpacked already; only an s3:// or archive submit directory needs them).
+    from launchbay.runtime.archive import safe_extract as extract_archive  # noqa: PLC0415
+
     extract_archive(archive_path, destination, whole=True, use_data_filter=use_data_filter)
 
 
@@ -150,11 +156,23 @@ def fetch_code(uri: str | None, code_dir: str) -> bool:
         if os.path.realpath(path) == os.path.realpath(code_dir):
             return False
         shutil.copytree(path, code_dir, dirs_exist_ok=True, symlinks=True)
-    elif tarfile.is_tarfile(path):
+    elif _is_tarfile(path):
         safe_extract(path, code_dir)
     else:
         shutil.copy2(path, code_dir)
     return True
+
+
+def _sha256(data: bytes) -> Any:
+    import hashlib  # noqa: PLC0415 - OpenSSL's load costs every host's start 2-3 ms
+
+    return hashlib.sha256(data)
+
+
+def _is_tarfile(path: str) -> bool:
+    import tarfile  # noqa: PLC0415 - see safe_extract
+
+    return tarfile.is_tarfile(path)
 
 
 # --------------------------------------------------------------------------- entry points
@@ -387,7 +405,7 @@ def _satisfied_marker(args: list[str], cwd: str, python: str) -> str | None:
     if len(parse_requirements(text)) != len(lines):
         return None
     what = json.dumps([os.path.abspath(python), args]).encode() + b"\0" + content
-    key = hashlib.sha256(what).hexdigest()[:32]
+    key = _sha256(what).hexdigest()[:32]
     return os.path.join(interpreter_lock_path(python)[: -len(".lock")] + ".satisfied", key)
 
 
@@ -416,7 +434,7 @@ def _record_satisfied(marker: str, python: str) -> None:
 def interpreter_lock_path(python: str = sys.executable) -> str:
     """``$LAUNCHBAY_HOME/locks/pip-<hash of python's sys.prefix>.lock``: one per environment."""
     home = os.path.abspath(os.path.expanduser(os.environ.get(_HOME_ENV) or _HOME_DEFAULT))
-    digest = hashlib.sha256(os.path.realpath(_prefix_of(python)).encode()).hexdigest()[:16]
+    digest = _sha256(os.path.realpath(_prefix_of(python)).encode()).hexdigest()[:16]
     return os.path.join(home, "locks", f"pip-{digest}.lock")
 
 
@@ -478,7 +496,7 @@ def _interpreter_key(args: list[str], cwd: str, python: str) -> str:
         requirements = f.read()
     prefix = sys.prefix if os.path.abspath(python) == os.path.abspath(sys.executable) else ""
     what = json.dumps([os.path.abspath(python), prefix, args]).encode() + b"\0" + requirements
-    return hashlib.sha256(what).hexdigest()[:24]
+    return _sha256(what).hexdigest()[:24]
 
 
 def _this_host() -> str:

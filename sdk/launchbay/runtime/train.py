@@ -64,7 +64,6 @@ or ``128 + signal`` when the runtime was stopped by SIGTERM/SIGINT.
 
 from __future__ import annotations
 
-import argparse
 import contextlib
 import json
 import logging
@@ -404,12 +403,16 @@ def _run() -> int:
 
 def main(argv: list[str] | None = None) -> None:
     """Console entry point (``train``, ``launchbay-train``)."""
-    parser = argparse.ArgumentParser(
-        prog="train",
-        description="Run this host's part of a SageMaker-style training job "
-        "(reads $SAGEMAKER_BASE_DIR, default /opt/ml).",
-    )
-    parser.parse_args(argv)
+    args = sys.argv[1:] if argv is None else argv
+    if args:  # --help, or a mistake: argparse (7 ms) is not every host's start's to import
+        import argparse  # noqa: PLC0415
+
+        parser = argparse.ArgumentParser(
+            prog="train",
+            description="Run this host's part of a SageMaker-style training job "
+            "(reads $SAGEMAKER_BASE_DIR, default /opt/ml).",
+        )
+        parser.parse_args(args)
     _setup_logging()
     sys.exit(run())
 
