@@ -100,6 +100,10 @@ class LocalJob:
     def shared(self) -> Path:
         return self.root / "shared"
 
+    @property
+    def shm(self) -> Path:
+        return self.root / "shm"
+
     def base(self, host: str) -> Path:
         return self.root / host
 
@@ -123,6 +127,11 @@ class LocalJob:
                 "LAUNCHBAY_MASTER_PORT": str(self.port),
                 "LAUNCHBAY_HOST_ADDRESSES": json.dumps({h: "127.0.0.1" for h in self.hosts}),
                 "LAUNCHBAY_GRACE_SECONDS": "3",
+                # Open MPI's shared-memory segments in the job's own directory, as the
+                # local_process backend puts them (process_hosts._job_shm_dir): a rank or
+                # an mpirun killed in a test leaves them in /dev/shm otherwise.
+                "OMPI_MCA_btl_vader_backing_directory": str(self.shm),
+                "OMPI_MCA_btl_sm_backing_directory": str(self.shm),
             }
         )
         env.update(self.extra_env)
@@ -130,6 +139,7 @@ class LocalJob:
 
     def start(self) -> None:
         self.shared.mkdir(parents=True, exist_ok=True)
+        self.shm.mkdir(exist_ok=True)
         for host in self.hosts:
             contract.write_host_config(str(self.base(host)), self.request(), host, self.hosts)
         for host in self.hosts:
