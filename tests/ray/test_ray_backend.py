@@ -24,7 +24,18 @@ from launchbay import ConfigurationError, JobFailedError
 pytestmark = pytest.mark.filterwarnings("ignore:framework_version=:UserWarning")
 
 
-pytorch = partial(estimator, source_dir=SCRIPTS, instance_type="ray", instance_count=2)
+#: Every job here ends within this: Open MPI once hung in MPI_Init in all four ranks of
+#: test_mpi_across_two_hosts (CI, 2026-11-29), which without a bound holds the run until
+#: CI's own limit; with it, that test fails after 10 minutes and the rest still run.
+JOB_BOUND_SECONDS = 600
+
+pytorch = partial(
+    estimator,
+    source_dir=SCRIPTS,
+    instance_type="ray",
+    instance_count=2,
+    max_run=JOB_BOUND_SECONDS,
+)
 
 
 def job_dir(home, name) -> Path:
