@@ -225,6 +225,7 @@ class _Engine:
 def test_containers_are_pinned_only_where_the_engine_can_and_it_is_asked_once(
     monkeypatch, info, error, pins
 ):
+    import uuid
     from types import SimpleNamespace
 
     from launchbay.backends.local.container_config import engine_pins_cpus
@@ -232,7 +233,8 @@ def test_containers_are_pinned_only_where_the_engine_can_and_it_is_asked_once(
     monkeypatch.delenv("DOCKER_HOST", raising=False)
     if info is not None:
         info = {**info, "NCPU": os.cpu_count() if info["NCPU"] == "same" else 1000}
-    api = _Engine(f"http+docker://pins-{id(info)}-{error!r}", info, error)
+    # An engine of its own (the answer is kept per engine URL and process).
+    api = _Engine(f"http+docker://pins-{uuid.uuid4().hex}", info, error)
     client = SimpleNamespace(api=api)
     assert engine_pins_cpus(client) is pins
     assert engine_pins_cpus(client) is pins

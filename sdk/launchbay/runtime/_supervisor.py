@@ -163,10 +163,10 @@ class Supervisor:
         self._last_scan = 0.0
         self._seen_failures: set[str] = set()
         self._pidfds: dict[int, int] = {}
-        #: A pidfd per process this host started (fd -> name): the loop wakes the moment one
-        #: ends instead of at its next tick (a job's end is often its last stream's EOF
-        #: slightly before its exit).
-        self._exit_fds: dict[int, str] = {}
+        #: A pidfd per process this host started: the loop wakes the moment one ends instead
+        #: of at its next tick (a job's end is often its last stream's EOF slightly before
+        #: its exit).
+        self._exit_fds: set[int] = set()
         #: Ranks that died while the runtime could not read their exit status (their
         #: launcher had reaped them): only the launcher's own report can still say how.
         self._unseen_deaths: set[int] = set()
@@ -323,7 +323,7 @@ class Supervisor:
             return
         for key, _ in self._selector.select(timeout):
             if key.fd in self._exit_fds:  # reaped by the loop's _poll_processes
-                del self._exit_fds[key.fd]
+                self._exit_fds.discard(key.fd)
                 self._selector.unregister(key.fd)
                 os.close(key.fd)
             elif key.fd in self._pidfds:
@@ -387,7 +387,7 @@ class Supervisor:
         self._specs[spec.name] = spec
         exit_fd = _pidfd(proc.pid)
         if exit_fd is not None:
-            self._exit_fds[exit_fd] = spec.name
+            self._exit_fds.add(exit_fd)
             self._selector.register(exit_fd, selectors.EVENT_READ)
         for pipe, kind in ((proc.stdout, "out"), (proc.stderr, "err")):
             assert pipe is not None  # noqa: S101 - Popen with PIPE
