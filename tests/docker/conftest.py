@@ -83,6 +83,21 @@ def base_image(docker_client: Any) -> str:
 
 
 @pytest.fixture(scope="session")
+def host_gateway(docker_client: Any, base_image: str) -> str:
+    """The address the engine itself gives ``host-gateway`` (``host.docker.internal`` in a
+    job's containers), read in a container that names it: the oracle for launchbay's own
+    lookup, whatever the engine's bridge config shows or omits."""
+    output = docker_client.containers.run(
+        base_image,
+        ["getent", "ahostsv4", "probe"],
+        extra_hosts={"probe": "host-gateway"},
+        network_mode="bridge",
+        remove=True,
+    ).decode()
+    return output.split()[0]
+
+
+@pytest.fixture(scope="session")
 def wheelhouse() -> str:
     """Horovod's wheel beside torch's CPU wheel: ``.ci/horovod.sh --wheelhouse``, as .ci/run."""
     from image_wheels import image_wheelhouse

@@ -9,7 +9,6 @@ plus ``scripts/`` here.
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import os
 import shutil
@@ -171,11 +170,11 @@ def test_an_exception_in_the_client_still_removes_the_containers(
 
 
 @pytest.fixture
-def host_listener(docker_client):
+def host_listener(host_gateway):
     """A TCP server on this machine's side of the Docker bridge (never on all addresses);
     yields ``address:port``: outside every job network, reachable from a container that
     is not isolated."""
-    address = _host_gateway(docker_client)
+    address = host_gateway
     server = socket.socket()
     server.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)
     server.bind((address, 0))
@@ -226,24 +225,13 @@ def test_network_isolation(
 # --------------------------------------------------------------------------- data in and out
 
 
-def _host_gateway(docker_client) -> str:
-    """The address ``host-gateway`` (``host.docker.internal`` in a job's containers) stands
-    for: the Docker engine's default bridge gateway, this machine's side of the containers'
-    networks."""
-    for config in docker_client.networks.get("bridge").attrs["IPAM"]["Config"]:
-        subnet = ipaddress.ip_network(config["Subnet"])
-        if subnet.version == 4:  # the engine's default gateway is the subnet's first address
-            return config.get("Gateway") or str(next(subnet.hosts()))
-    raise AssertionError("the Docker engine's default bridge has no IPv4 subnet")
-
-
 @pytest.fixture
-def open_session(docker_client, moto_at):
+def open_session(host_gateway, moto_at):
     """A moto server on the containers' gateway address only (the job's containers and this
     process reach it there; nothing else on the machine's networks does), and its Session."""
     from launchbay.session import Session
 
-    moto_at(_host_gateway(docker_client))
+    moto_at(host_gateway)
     return Session()
 
 

@@ -12,7 +12,6 @@ container and in a warm pool's.
 
 from __future__ import annotations
 
-import ipaddress
 import json
 import tarfile
 
@@ -62,16 +61,9 @@ with open(os.path.join(os.environ["SM_MODEL_DIR"], host + ".json"), "w") as f:
 '''
 
 
-def _bridge_gateway(docker_client) -> str:
-    for config in docker_client.networks.get("bridge").attrs["IPAM"]["Config"]:
-        if ipaddress.ip_network(config["Subnet"]).version == 4:
-            return config["Gateway"]
-    raise AssertionError("the engine's default bridge has no IPv4 gateway")
-
-
 @pytest.mark.parametrize("keep_alive", [None, 300], ids=["fresh-hosts", "warm-pool"])
 def test_a_host_that_ended_still_resolves_for_the_hosts_that_run_on(
-    home, tmp_path, docker_client, keep_alive
+    home, tmp_path, docker_client, host_gateway, keep_alive
 ):
     docker_client.images.get(IMAGE)
     source = tmp_path / "src"
@@ -100,7 +92,7 @@ def test_a_host_that_ended_still_resolves_for_the_hosts_that_run_on(
             assert seen["algo-2"]["own"] != seen["algo-1"]["own"], seen
             assert seen["algo-2"]["localhost"] == "127.0.0.1"
             # The engine's hosts file is not there to name host-gateway: ours does.
-            assert seen["algo-2"]["gateway"] == _bridge_gateway(docker_client)
+            assert seen["algo-2"]["gateway"] == host_gateway
         if keep_alive is not None:
             assert warm_pool.read_job_pool(est.latest_training_job.describe()["LocalJobDir"])[
                 "reused"

@@ -11,7 +11,6 @@ Its wheel responses say ``Cache-Control: max-age=31536000, immutable``, as PyPI'
 from __future__ import annotations
 
 import hashlib
-import ipaddress
 import socket
 import time
 import zipfile
@@ -59,14 +58,6 @@ print("imported", lbcachetest.VALUE)
 """
 
 
-def _gateway(docker_client) -> str:
-    for config in docker_client.networks.get("bridge").attrs["IPAM"]["Config"]:
-        subnet = ipaddress.ip_network(config["Subnet"])
-        if subnet.version == 4:
-            return config.get("Gateway") or str(next(subnet.hosts()))
-    raise AssertionError("the Docker engine's default bridge has no IPv4 subnet")
-
-
 def _write_wheel(path: Path) -> None:
     dist = f"{PACKAGE}-{VERSION}.dist-info"
     files = {
@@ -83,7 +74,7 @@ def _write_wheel(path: Path) -> None:
 
 
 @pytest.fixture
-def index(tmp_path, docker_client, image):
+def index(tmp_path, docker_client, image, host_gateway):
     """The index container; yields (its URL as the job's containers see it, requests so far)."""
     root = tmp_path / "index"
     (root / "packages").mkdir(parents=True)
@@ -94,7 +85,7 @@ def index(tmp_path, docker_client, image):
         f'<a href="../../packages/{WHEEL}#sha256={digest}">{WHEEL}</a>\n'
     )
     (tmp_path / "server.py").write_text(SERVER)
-    gateway = _gateway(docker_client)
+    gateway = host_gateway
     with socket.socket() as probe:  # a free port on the gateway address
         probe.bind((gateway, 0))
         port = probe.getsockname()[1]

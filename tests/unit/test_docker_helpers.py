@@ -3,7 +3,9 @@
 from __future__ import annotations
 
 import os
+import uuid
 from pathlib import Path
+from types import SimpleNamespace
 
 import pytest
 
@@ -225,8 +227,6 @@ class _Engine:
 def test_containers_are_pinned_only_where_the_engine_can_and_it_is_asked_once(
     monkeypatch, info, error, pins
 ):
-    import uuid
-    from types import SimpleNamespace
 
     from launchbay.backends.local.container_config import engine_pins_cpus
 
@@ -266,3 +266,42 @@ def test_a_jobs_hosts_file_is_readable_by_every_user_and_only_grows(tmp_path):
     etc_hosts.start_file(path, None)  # an isolated network: no way out, no gateway name
     assert "host.docker.internal" not in Path(path).read_text()
     assert not os.path.exists(path + ".tmp")
+
+
+class _Bridge:
+    """Stands in for docker's APIClient answering ``inspect_network("bridge")``."""
+
+    def __init__(self, configs: list | None, error: Exception | None = None):
+        self.base_url = f"http+docker://bridge-{uuid.uuid4().hex}"  # its own cached answer
+        self._configs, self._error = configs, error
+
+    def inspect_network(self, name):
+        assert name == "bridge"
+        if self._error is not None:
+            raise self._error
+        return {"IPAM": {"Driver": "default", "Options": None, "Config": self._configs}}
+
+
+@pytest.mark.parametrize(
+    ("configs", "error", "address"),
+    [
+        ([{"Subnet": "172.17.0.0/16", "Gateway": "172.17.0.1"}], None, "172.17.0.1"),
+        ([{"Subnet": "10.9.0.0/24", "Gateway": "10.9.0.5"}], None, "10.9.0.5"),  # --bip
+        # Docker 20.10 that made its own bridge on a fresh machine names no gateway: the
+        # bridge holds the subnet's first address (the failure on a fresh CI machine).
+        ([{"Subnet": "172.17.0.0/16"}], None, "172.17.0.1"),
+        (
+            [{"Subnet": "fd00::/64", "Gateway": "fd00::1"}, {"Subnet": "172.18.0.0/16"}],
+            None,
+            "172.18.0.1",
+        ),
+        ([{"Subnet": "fd00::/64"}], None, None),
+        ([], None, None),
+        (None, OSError("no bridge: --bridge=none"), None),
+    ],
+)
+def test_host_gateway_is_the_bridges_gateway_or_its_subnets_first_address(configs, error, address):
+    from launchbay.backends.local.etc_hosts import host_gateway_address
+
+    client = SimpleNamespace(api=_Bridge(configs, error))
+    assert host_gateway_address(client) == address

@@ -18,6 +18,7 @@ Appends only, in one ``write`` each: a container sees the file grow, never chang
 
 from __future__ import annotations
 
+import ipaddress
 import os
 from typing import Any
 
@@ -51,7 +52,12 @@ _LOCALHOST = (
 
 def host_gateway_address(client: Any) -> str | None:
     """The address the engine gives ``host-gateway``: its default bridge's IPv4 gateway
-    (asked once per engine and process); None when the engine has no such bridge."""
+    (asked once per engine and process); None when the engine has no such bridge.
+
+    An engine that made its bridge itself, without ``--bip``, names no ``Gateway`` in the
+    bridge's IPAM config (Docker 20.10 on a fresh machine): its bridge then holds the
+    subnet's first address, which is what ``host-gateway`` stands for.
+    """
 
     def ask() -> str | None:
         try:
@@ -60,8 +66,16 @@ def host_gateway_address(client: Any) -> str | None:
             configs = []
         for config in configs:
             gateway = str(config.get("Gateway") or "")
-            if gateway and ":" not in gateway:
-                return gateway
+            if gateway:
+                if ":" not in gateway:
+                    return gateway
+                continue
+            try:
+                subnet = ipaddress.ip_network(str(config.get("Subnet") or ""))
+            except ValueError:
+                continue
+            if subnet.version == 4 and subnet.num_addresses > 2:
+                return str(subnet.network_address + 1)
         return None
 
     return engine_fact(client, "host-gateway", ask)
