@@ -45,9 +45,16 @@ def trained(session, name: str) -> Estimator:
     return est
 
 
-def test_deploy_hands_over_to_sdk_v2_on_the_same_job(session, no_v2_telemetry) -> None:
+def test_deploy_hands_over_to_sdk_v2_on_the_same_job(
+    session, no_v2_telemetry, monkeypatch: pytest.MonkeyPatch
+) -> None:
     import sagemaker
+    import sagemaker.session
 
+    # SDK v2 sleeps its poll (30 s for an endpoint) before it first asks: polled at 0.1 s,
+    # its waiting code runs unchanged without 30 s of the suite's wall time.
+    wait_until = sagemaker.session._wait_until
+    monkeypatch.setattr(sagemaker.session, "_wait_until", lambda fn, poll=5: wait_until(fn, 0.1))
     est = trained(session, "after-deploy-1")
     predictor = est.deploy(
         initial_instance_count=1, instance_type="ml.m5.large", endpoint_name="after-deploy-ep"
