@@ -203,16 +203,29 @@ def test_only_an_engine_on_this_machine_gets_this_machines_cpu_shares(
 
 
 class _Engine:
-    """Stands in for docker's APIClient (the engine's answer), not for our code."""
+    """Stands in for docker's APIClient (the engine's answers), not for our code. Each has
+    a URL of its own: launchbay keeps an engine's answers per URL and process."""
 
-    def __init__(self, url: str, info: dict | None, error: Exception | None = None):
-        self.base_url, self._info, self._error, self.asked = url, info, error, 0
+    def __init__(
+        self, info: dict | None = None, error: Exception | None = None, bridge: list | None = None
+    ):
+        self.base_url = f"http+docker://engine-{uuid.uuid4().hex}"
+        self._info, self._error, self._bridge, self.asked = info, error, bridge, 0
 
-    def info(self):
+    def _answer(self, answer):
         self.asked += 1
         if self._error is not None:
             raise self._error
-        return self._info
+        return answer
+
+    def info(self):
+        return self._answer(self._info)
+
+    def inspect_network(self, name):
+        assert name == "bridge"
+        return self._answer(
+            {"IPAM": {"Driver": "default", "Options": None, "Config": self._bridge}}
+        )
 
 
 @pytest.mark.parametrize(
@@ -227,14 +240,12 @@ class _Engine:
 def test_containers_are_pinned_only_where_the_engine_can_and_it_is_asked_once(
     monkeypatch, info, error, pins
 ):
-
     from launchbay.backends.local.container_config import engine_pins_cpus
 
     monkeypatch.delenv("DOCKER_HOST", raising=False)
     if info is not None:
         info = {**info, "NCPU": os.cpu_count() if info["NCPU"] == "same" else 1000}
-    # An engine of its own (the answer is kept per engine URL and process).
-    api = _Engine(f"http+docker://pins-{uuid.uuid4().hex}", info, error)
+    api = _Engine(info, error)
     client = SimpleNamespace(api=api)
     assert engine_pins_cpus(client) is pins
     assert engine_pins_cpus(client) is pins
@@ -268,20 +279,6 @@ def test_a_jobs_hosts_file_is_readable_by_every_user_and_only_grows(tmp_path):
     assert not os.path.exists(path + ".tmp")
 
 
-class _Bridge:
-    """Stands in for docker's APIClient answering ``inspect_network("bridge")``."""
-
-    def __init__(self, configs: list | None, error: Exception | None = None):
-        self.base_url = f"http+docker://bridge-{uuid.uuid4().hex}"  # its own cached answer
-        self._configs, self._error = configs, error
-
-    def inspect_network(self, name):
-        assert name == "bridge"
-        if self._error is not None:
-            raise self._error
-        return {"IPAM": {"Driver": "default", "Options": None, "Config": self._configs}}
-
-
 @pytest.mark.parametrize(
     ("configs", "error", "address"),
     [
@@ -303,5 +300,8 @@ class _Bridge:
 def test_host_gateway_is_the_bridges_gateway_or_its_subnets_first_address(configs, error, address):
     from launchbay.backends.local.etc_hosts import host_gateway_address
 
-    client = SimpleNamespace(api=_Bridge(configs, error))
+    api = _Engine(error=error, bridge=configs)
+    client = SimpleNamespace(api=api)
     assert host_gateway_address(client) == address
+    assert host_gateway_address(client) == address
+    assert api.asked == 1
