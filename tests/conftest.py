@@ -30,11 +30,10 @@ or a container would reach it.
   Leftover processes are killed, and the test fails naming them.
 * tiers and workers: every test carries the marker of its tier (``unit``, ``integration``,
   ``docker``, ``ray``; ``pytest -m unit`` runs the fast tier alone). The suite runs on
-  every core and one more worker (``-n auto --dist loadgroup`` in setup.cfg, pytest-xdist;
-  ``pytest_xdist_auto_num_workers``); the Docker and the Ray tests each form one
-  ``xdist_group`` that one worker runs in order (one engine's images and one Ray cluster,
-  started once, are theirs), and these two groups are handed out first so that the longest
-  chains start at once. Every other fixture is safe beside another worker:
+  every core (``-n auto --dist loadgroup`` in setup.cfg, pytest-xdist); the Docker and the Ray
+  tests each form one ``xdist_group`` that one worker runs in order (one engine's images and
+  one Ray cluster, started once, are theirs), and these two groups are handed out first so
+  that the longest chains start at once. Every other fixture is safe beside another worker:
   servers take free ports, jobs their own names and ``LAUNCHBAY_HOME``.
 * every test: no SageMaker SDK defaults file of this machine is read
   (``SAGEMAKER_ADMIN_CONFIG_OVERRIDE`` / ``SAGEMAKER_USER_CONFIG_OVERRIDE`` name one
@@ -78,16 +77,6 @@ _DOCKER_USERS = {
     "integration/test_local_process_host_fidelity.py",
     "integration/test_sdk_v2_helpers.py",
 }
-
-
-def pytest_xdist_auto_num_workers(config: pytest.Config) -> int:
-    """``-n auto``: one worker per core this process may run on, and one more.
-
-    Many tests wait on purpose (rehearsed interruptions, grace periods, SDK v2's local mode
-    polling a container): with one worker per core, 15% of the 2-core CI machine's CPU sat
-    idle during the run (docs/performance.md). The extra worker fills those waits.
-    """
-    return len(os.sched_getaffinity(0)) + 1
 
 
 @pytest.hookimpl(tryfirst=True)  # before xdist's, which reads the groups to name the items
